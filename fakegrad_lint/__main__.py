@@ -1,0 +1,3 @@
+from fakegrad_lint.cli import main
+
+raise SystemExit(main())

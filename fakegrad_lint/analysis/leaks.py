@@ -1,0 +1,35 @@
+"""The facts the analysis hands to the rules: one Leak per place where a real
+requires-grad value enters fake computation."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Verdict(str, enum.Enum):
+    HAZARD = "hazard"  # allow_non_fake_inputs=True and a backward/grad follows: silent fake grads
+    CRASH = "crash"  # a strict (default) mode: AssertionError at run time
+    FORWARD_ONLY = "forward-only"  # allowed, but no backward/grad reachable
+
+
+class Route(str, enum.Enum):
+    IN_REGION = "in-region"  # used inside an active fake mode
+    LEAKED_MIX = "leaked-mix"  # mixed with a fake tensor that leaked out of its region
+
+
+@dataclass
+class Leak:
+    verdict: Verdict
+    route: Route
+    # range of the expression where the real value enters the fake op
+    # (row 1-based, column 0-based characters)
+    start: tuple[int, int]
+    end: tuple[int, int]
+    value: str  # how the code names the real value: "x", "model", "self.net"
+    value_kind: str  # "tensor", "parameter", "module", "parameters"
+    mode: str  # "FakeTensorMode(allow_non_fake_inputs=True)"
+    mode_line: int
+    sink: str | None = None  # ".backward()", "torch.autograd.grad"
+    sink_line: int | None = None
+    fix: object | None = field(default=None, compare=False)  # a fix plan, see fakegrad_lint.fix_builders

@@ -1,0 +1,73 @@
+"""The one data model every front end consumes: Finding, Fix, Edit, Applicability.
+
+Positions follow one convention everywhere inside the tool: ``row`` is 1-based,
+``column`` is a 0-based offset in characters (not bytes) into the line. Reporters
+convert at the edge (text/json/sarif add 1 to the column; flake8 takes it as is).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    row: int  # 1-based line
+    column: int  # 0-based character offset
+
+
+class Applicability(str, enum.Enum):
+    SAFE = "safe"  # shape results identical, no real tensor touched any more
+    UNSAFE = "unsafe"  # changes what the code computes; applied only on request
+    DISPLAY_ONLY = "display-only"  # a suggestion, never applied
+
+    def __str__(self) -> str:  # pragma: no cover - trivial
+        return self.value
+
+
+@dataclass(frozen=True)
+class Edit:
+    start: Location
+    end: Location
+    content: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    message: str
+    applicability: Applicability
+    edits: tuple[Edit, ...]
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    message: str
+    filename: str
+    location: Location
+    end_location: Location
+    fix: Fix | None = None
+    # For notebooks: the 1-based cell number the location refers to (rows are
+    # then relative to the cell). None for plain files.
+    cell: int | None = None
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def sort_key(self):
+        return (self.filename, self.cell or 0, self.location, self.code)
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix is not None and self.fix.applicability is not Applicability.DISPLAY_ONLY
+
+
+@dataclass(frozen=True)
+class ToolError:
+    """A file (or path) the tool could not check. Printed as ``path: error: reason``."""
+
+    filename: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.filename}: error: {self.reason}"

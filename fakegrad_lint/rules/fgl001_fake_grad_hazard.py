@@ -1,0 +1,96 @@
+from fakegrad_lint.analysis.leaks import Leak, Route, Verdict
+from fakegrad_lint.rules.base import Rule
+
+
+def _message(leak: Leak) -> str:
+    return (
+        f"real requires-grad {leak.value_kind} `{leak.value}` enters {leak.mode} "
+        f"(line {leak.mode_line}) and `{leak.sink}` on line {leak.sink_line} "
+        f"will leave a FakeTensor in its .grad"
+    )
+
+
+RULE = Rule(
+    code="FGL001",
+    name="fake-grad-hazard",
+    summary="Real requires-grad value used under FakeTensorMode(allow_non_fake_inputs=True) before a backward",
+    what=(
+        "A real tensor that requires grad (a `requires_grad=True` leaf, an `nn.Parameter`, "
+        "the parameters of a real `nn.Module`) is used inside a FakeTensorMode that allows "
+        "non-fake inputs, and a backward (`.backward()`, `torch.autograd.backward`, "
+        "`torch.autograd.grad`) runs on a result of that fake computation."
+    ),
+    why=(
+        "Nothing fails. The real leaf's `.grad` becomes a FakeTensor with no data, "
+        "`optimizer.step()` leaves the weights unchanged, later real backward passes keep "
+        "adding into the fake grad, and `torch.autograd.grad` returns FakeTensors. The model "
+        "silently stops training."
+    ),
+    fix_safety=(
+        "Safe for a tensor: the fix binds the mode (`as fake_mode`) and uses "
+        "`fake_mode.from_tensor(x)` inside the region, so every shape computed there is "
+        "unchanged and the real tensor is never touched. For a module the fix runs it with "
+        "`torch.func.functional_call` over `from_tensor` copies of its parameters and "
+        "buffers; it is marked unsafe because gradients then land on the fake copies, "
+        "which changes what the code computes for anything that reads them."
+    ),
+    invalid=(
+        """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+x = torch.randn(4, 3, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    y = (x * 2).sum()  # FGL001
+    y.backward()
+print(tuple(y.shape))
+""",
+        """\
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+model = nn.Linear(3, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    out = model(torch.randn(4, 3))  # FGL001
+    out.sum().backward()
+print(tuple(out.shape))
+""",
+    ),
+    valid=(
+        """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+x = torch.randn(4, 3, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
+    fx = fake_mode.from_tensor(x)
+    y = (fx * 2).sum()
+    y.backward()
+print(tuple(y.shape))
+""",
+        """\
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+model = nn.Linear(3, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    out = model(torch.randn(4, 3))  # forward-only shape inference: no backward
+print(tuple(out.shape))
+""",
+    ),
+    fixed_example="""\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+x = torch.randn(4, 3, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
+    x_fake = fake_mode.from_tensor(x)
+    y = (x_fake * 2).sum()
+    y.backward()
+print(tuple(y.shape))
+""",
+    matches=lambda leak: leak.route is Route.IN_REGION and leak.verdict is Verdict.HAZARD,
+    message=_message,
+)

@@ -1,0 +1,77 @@
+from fakegrad_lint.analysis.leaks import Leak, Verdict
+from fakegrad_lint.rules.base import Rule
+
+
+def _message(leak: Leak) -> str:
+    return (
+        f"real requires-grad {leak.value_kind} `{leak.value}` reaches an op under {leak.mode} "
+        f"(line {leak.mode_line}), which raises `AssertionError: Please convert all Tensors "
+        f"to FakeTensors first`"
+    )
+
+
+RULE = Rule(
+    code="FGL002",
+    name="real-tensor-in-strict-fake-mode",
+    summary="Real requires-grad value reaches an op under a default FakeTensorMode (certain AssertionError)",
+    what=(
+        "A real tensor that requires grad, or a real `nn.Module` with its parameters, is used "
+        "by an op while a FakeTensorMode that does not allow non-fake inputs is active "
+        "(the default), including through a fake tensor that leaked out of such a region."
+    ),
+    why=(
+        "FakeTensorMode refuses real inputs: the first op raises `AssertionError: Please "
+        "convert all Tensors to FakeTensors first or instantiate FakeTensorMode with "
+        "'allow_non_fake_inputs'`. Even `.detach()`, `.clone()` and ops under "
+        "`torch.no_grad()` raise. Turning on `allow_non_fake_inputs` is not the fix: it "
+        "trades the crash for silently fake gradients (FGL001)."
+    ),
+    fix_safety=(
+        "Safe: converting at the boundary with `fake_mode.from_tensor(x)` turns a certain "
+        "crash into the shape computation the code intended; shapes are those of the real "
+        "tensor and the real tensor is never touched."
+    ),
+    invalid=(
+        """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+w = torch.randn(3, 3, requires_grad=True)
+with FakeTensorMode():
+    y = w @ torch.randn(3, 5)  # FGL002
+print(tuple(y.shape))
+""",
+    ),
+    valid=(
+        """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+w = torch.randn(3, 3, requires_grad=True)
+with FakeTensorMode() as fake_mode:
+    y = fake_mode.from_tensor(w) @ torch.randn(3, 5)
+print(tuple(y.shape))
+""",
+        """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+w = torch.randn(3, 3, requires_grad=True)
+with FakeTensorMode():
+    y = torch.zeros(w.shape) @ torch.randn(3, 5)  # metadata only
+print(tuple(y.shape))
+""",
+    ),
+    fixed_example="""\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+w = torch.randn(3, 3, requires_grad=True)
+with FakeTensorMode() as fake_mode:
+    w_fake = fake_mode.from_tensor(w)
+    y = w_fake @ torch.randn(3, 5)
+print(tuple(y.shape))
+""",
+    matches=lambda leak: leak.verdict is Verdict.CRASH,
+    message=_message,
+)

@@ -1,0 +1,56 @@
+from fakegrad_lint.analysis.leaks import Leak, Route, Verdict
+from fakegrad_lint.rules.base import Rule
+
+
+def _message(leak: Leak) -> str:
+    return (
+        f"a fake tensor that leaked out of {leak.mode} (line {leak.mode_line}) is mixed with "
+        f"real requires-grad {leak.value_kind} `{leak.value}`; `{leak.sink}` on line "
+        f"{leak.sink_line} will leave a FakeTensor in its .grad"
+    )
+
+
+RULE = Rule(
+    code="FGL003",
+    name="leaked-fake-mixed-with-real-grad",
+    summary="Fake tensor leaked out of an allow-mode region is mixed with a real requires-grad value",
+    what=(
+        "A tensor created inside `FakeTensorMode(allow_non_fake_inputs=True)` is used after "
+        "the `with` block together with a real tensor that requires grad, and a backward "
+        "follows."
+    ),
+    why=(
+        "A FakeTensor keeps its mode after the block: the op still dispatches to the fake "
+        "mode, the result is fake, and the backward leaves a FakeTensor in the real "
+        "tensor's `.grad`, exactly as if the real tensor had been used inside the block."
+    ),
+    fix_safety="No automatic fix: which side should be real is the author's decision.",
+    invalid=(
+        """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+w = torch.randn(3, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    f = torch.randn(3)
+loss = (f * w).sum()  # FGL003
+loss.backward()
+print(tuple(loss.shape))
+""",
+    ),
+    valid=(
+        """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+w = torch.randn(3)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    f = torch.randn(3)
+y = f * w  # w does not require grad
+print(tuple(y.shape))
+""",
+    ),
+    fixed_example=None,
+    matches=lambda leak: leak.route is Route.LEAKED_MIX and leak.verdict is Verdict.HAZARD,
+    message=_message,
+)
