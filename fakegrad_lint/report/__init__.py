@@ -1,0 +1,161 @@
+"""Reporters: one module per output format, all over one :class:`ReportContext`.
+
+A format module ``fakegrad_lint/report/<name>.py`` (``-`` in the format name
+becomes ``_``: ``json-lines`` -> ``json_lines.py``) exposes ``render(ctx) -> str``
+and is loaded by name on demand, so adding a format only adds a file.
+
+Positions inside the tool are row 1-based, column 0-based characters; a reporter
+converts at the edge (text/json/sarif print ``column + 1``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass, field
+from typing import Callable
+
+from fakegrad_lint.findings import Applicability, Finding, ToolError
+
+#: Formats the command line accepts (each is a module in this package).
+FORMATS: tuple[str, ...] = ("text", "concise", "json", "json-lines", "sarif", "github")
+
+#: The pseudo-rule for unused ``# noqa`` directives (see ``fakegrad_lint.noqa``);
+#: it is not in the rule catalogue, so reporters look rules up with :func:`rule_info`.
+UNUSED_NOQA_CODE = "FGL100"
+UNUSED_NOQA_NAME = "unused-noqa"
+UNUSED_NOQA_SUMMARY = "Unused `# noqa` directive (opt-in)"
+
+
+class UnknownFormat(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    code: str
+    name: str
+    summary: str
+    url: str
+
+
+def rule_info(code: str) -> RuleInfo:
+    """Name, summary and URL of ``code`` (catalogue rules and FGL100)."""
+    from fakegrad_lint.rules import RULES_BY_CODE
+
+    rule = RULES_BY_CODE.get(code)
+    if rule is not None:
+        return RuleInfo(rule.code, rule.name, rule.summary, rule.url)
+    if code == UNUSED_NOQA_CODE:
+        return RuleInfo(
+            code,
+            UNUSED_NOQA_NAME,
+            UNUSED_NOQA_SUMMARY,
+            "https://github.com/fakegrad-lint/fakegrad-lint/blob/main/README.md#noqa",
+        )
+    return RuleInfo(code, code.lower(), "", "")
+
+
+def _read_lines(filename: str) -> list[str]:
+    from fakegrad_lint.sourcefile import SourceError, read_source
+
+    try:
+        text = read_source(filename).text
+    except (SourceError, OSError):
+        return []
+    from fakegrad_lint.fixes import split_lines
+
+    return [line.rstrip("\r\n") for line in split_lines(text)]
+
+
+@dataclass
+class ReportContext:
+    """Everything a reporter may print. Reporters never touch files themselves
+    except through :meth:`source_lines`."""
+
+    findings: list[Finding] = field(default_factory=list)  # sorted by file/cell/row/col/code
+    errors: list[ToolError] = field(default_factory=list)
+    # Fix mode: "check" (report), "fix" (--fix), "diff" (--diff), "fix-only", "add-noqa".
+    mode: str = "check"
+    unsafe_fixes: bool = False  # whether unsafe fixes count as applicable ([*])
+    fixed: int = 0  # fixes applied (or, for --diff, that would be applied)
+    fixed_by_file: dict[str, int] = field(default_factory=dict)
+    hidden_unsafe_fixes: int = 0  # unsafe fixes not applicable without --unsafe-fixes
+    diffs: list[str] = field(default_factory=list)  # unified diffs (--diff)
+    added_noqa: int = 0  # --add-noqa
+    show_source: bool = False
+    color: bool = False
+    statistics: bool = False
+    quiet: bool = False
+    files_checked: int = 0
+    # filename (as in Finding.filename) [, cell] -> source lines without terminators;
+    # for a notebook, the lines of the cell. Set by the pipeline; a default reads the file.
+    source_provider: Callable[[str, int | None], list[str]] | None = None
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    def source_lines(self, filename: str, cell: int | None = None) -> list[str]:
+        key = (filename, cell)
+        if key not in self._cache:
+            if self.source_provider is not None:
+                self._cache[key] = self.source_provider(filename, cell)
+            elif cell is None:
+                self._cache[key] = _read_lines(filename)
+            else:
+                self._cache[key] = []
+        return self._cache[key]
+
+    def is_fixable(self, finding: Finding) -> bool:
+        """Whether ``finding`` has a fix applicable at the current safety level."""
+        fix = finding.fix
+        if fix is None or not fix.edits:
+            return False
+        if fix.applicability is Applicability.SAFE:
+            return True
+        return fix.applicability is Applicability.UNSAFE and self.unsafe_fixes
+
+    @property
+    def fixable_count(self) -> int:
+        return sum(1 for f in self.findings if self.is_fixable(f))
+
+    @property
+    def exit_findings(self) -> bool:
+        return bool(self.findings)
+
+
+def noqa_row(finding: Finding) -> int:
+    """The row a ``# noqa`` for ``finding`` belongs on (set by the pipeline)."""
+    return int(finding.extra.get("noqa_row", finding.location.row))
+
+
+def module_name(format_name: str) -> str:
+    return "fakegrad_lint.report." + format_name.replace("-", "_")
+
+
+def load(format_name: str):
+    if format_name not in FORMATS:
+        raise UnknownFormat(f"unknown output format {format_name!r} (choose from {', '.join(FORMATS)})")
+    try:
+        return importlib.import_module(module_name(format_name))
+    except ModuleNotFoundError as exc:
+        if exc.name == module_name(format_name):
+            raise UnknownFormat(f"output format {format_name!r} is not available in this build") from None
+        raise
+
+
+def render(format_name: str, ctx: ReportContext) -> str:
+    """Render ``ctx`` in ``format_name``; the result is written to stdout as is."""
+    return load(format_name).render(ctx)
+
+
+def use_color(choice: str, stream) -> bool:
+    """``--color auto|always|never``: auto means a terminal and no ``NO_COLOR``."""
+    if choice == "always":
+        return True
+    if choice == "never":
+        return False
+    if os.environ.get("NO_COLOR"):
+        return False
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,59 @@
+"""ruff's JSON shape: a list of diagnostics.
+
+``filename`` is the absolute path (as ruff prints it); ``location`` and
+``end_location`` are ``{"row", "column"}`` with both 1-based; ``fix`` is null or
+``{"applicability", "message", "edits": [{"content", "location", "end_location"}]}``;
+``noqa_row`` is the row a ``# noqa`` for the diagnostic belongs on; ``cell`` is
+the 1-based notebook cell or null. With ``--statistics`` the output is instead a
+list of ``{"code", "name", "count", "fixable"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+
+from fakegrad_lint.findings import Finding, Location
+from fakegrad_lint.report import ReportContext, noqa_row, rule_info
+
+
+def _loc(loc: Location) -> dict:
+    return {"row": loc.row, "column": loc.column + 1}
+
+
+def diagnostic(f: Finding) -> dict:
+    fix = None
+    if f.fix is not None:
+        fix = {
+            "applicability": f.fix.applicability.value,
+            "message": f.fix.message,
+            "edits": [
+                {"content": e.content, "location": _loc(e.start), "end_location": _loc(e.end)}
+                for e in f.fix.edits
+            ],
+        }
+    return {
+        "cell": f.cell,
+        "code": f.code,
+        "end_location": _loc(f.end_location),
+        "filename": os.path.abspath(f.filename),
+        "fix": fix,
+        "location": _loc(f.location),
+        "message": f.message,
+        "noqa_row": noqa_row(f),
+        "url": rule_info(f.code).url,
+    }
+
+
+def render(ctx: ReportContext) -> str:
+    if ctx.statistics:
+        counts = Counter(f.code for f in ctx.findings)
+        fixable = {f.code for f in ctx.findings if ctx.is_fixable(f)}
+        data = [
+            {"code": code, "name": rule_info(code).name, "count": count, "fixable": code in fixable}
+            for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        ]
+    else:
+        data = [diagnostic(f) for f in ctx.findings]
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
