@@ -95,6 +95,12 @@ def decode_source(raw: bytes, path: str = "<bytes>") -> SourceFile:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as exc:
         reason = exc.msg if getattr(exc, "msg", None) else str(exc)
+        if reason.startswith("invalid or missing encoding declaration"):
+            # No cookie and the first two lines are not UTF-8: say which byte.
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as decode_exc:
+                raise SourceError(_decode_error(decode_exc, raw, "utf-8")) from None
         raise SourceError(f"cannot detect encoding: {reason}") from None
     bom = False
     body = raw
