@@ -87,6 +87,7 @@ class ReportContext:
     color: bool = False
     statistics: bool = False
     quiet: bool = False
+    show_fixes: bool = False  # --show-fixes: list the fixes applied per file
     files_checked: int = 0
     # filename (as in Finding.filename) [, cell] -> source lines without terminators;
     # for a notebook, the lines of the cell. Set by the pipeline; a default reads the file.

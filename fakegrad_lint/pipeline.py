@@ -1,0 +1,375 @@
+"""Per file: read, prefilter, parse once, check, filter, ``# noqa``, fix.
+
+:func:`process_file` is the unit of work. Its result depends only on the file's
+bytes, the :class:`Options` and the codes enabled for the file (plus the tool's
+version), so a content-hash cache can wrap it later without changing callers.
+
+:func:`run` maps it over many files: the prefilter runs in the parent (cheap);
+the files that pass go to a process pool, largest first, or through a plain loop
+when there are few of them (fewer than :data:`PARALLEL_THRESHOLD`) or
+``jobs == 1``. Workers never start pools of their own.
+
+Bad input never raises out of here: it becomes a :class:`ToolError`
+(``path: error: reason``) and the run goes on.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import signal
+import sys
+import threading
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Callable
+
+from fakegrad_lint.findings import Applicability, Finding, ToolError
+from fakegrad_lint.prefilter import may_contain_fake_region
+from fakegrad_lint.sourcefile import SourceError, SourceFile, read_source
+
+PARALLEL_THRESHOLD = 8
+UNUSED_NOQA_CODE = "FGL100"
+MODES = ("check", "fix", "diff", "fix-only", "add-noqa")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Everything besides the file and its codes that changes a file's result."""
+
+    mode: str = "check"  # one of MODES
+    unsafe_fixes: bool = False
+    timeout: float | None = 20.0  # seconds per file; None or 0: no limit
+    max_fix_iterations: int = 10
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)  # what is left to report
+    errors: list[ToolError] = field(default_factory=list)
+    fixed: int = 0  # fixes applied (or, with --diff, that would be)
+    hidden_unsafe: int = 0  # unsafe fixes left out for lack of --unsafe-fixes
+    diff: str = ""
+    added_noqa: int = 0
+    source: str | None = None  # the final text, when there is something to show
+
+
+class FileTimeout(BaseException):
+    """Raised by the per-file alarm (a BaseException so no ``except Exception``
+    inside the analyzer swallows it)."""
+
+
+@contextmanager
+def time_limit(seconds: float | None):
+    """Interrupt the body after ``seconds`` with :class:`FileTimeout`.
+
+    Uses ``SIGALRM``, so it only works in the main thread on POSIX; elsewhere it
+    does nothing.
+    """
+    usable = (
+        seconds
+        and seconds > 0
+        and hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+    )
+    if not usable:
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise FileTimeout()
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def syntax_error_reason(exc: SyntaxError) -> str:
+    where = []
+    if exc.lineno:
+        where.append(f"line {exc.lineno}")
+    if exc.offset:
+        where.append(f"column {exc.offset}")
+    suffix = f" ({', '.join(where)})" if where else ""
+    return f"{type(exc).__name__}: {exc.msg}{suffix}"
+
+
+def parse(text: str, path: str) -> ast.Module:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes etc.
+        return ast.parse(text, filename=path)
+
+
+def lint_text(
+    text: str,
+    path: str,
+    codes: frozenset[str],
+    *,
+    tree: ast.Module | None = None,
+) -> list[Finding]:
+    """The findings to report for ``text``: every rule's findings, restricted to
+    ``codes``, minus those a ``# noqa`` silences, plus FGL100 (unused noqa) when
+    enabled. Raises SyntaxError/ValueError when the text does not parse."""
+    from fakegrad_lint import checker, noqa
+
+    report_unused = UNUSED_NOQA_CODE in codes
+    if may_contain_fake_region(text):
+        if tree is None:
+            tree = parse(text, path)
+        findings = [f for f in checker.check_source(text, path, tree=tree) if f.code in codes]
+    else:
+        findings = []
+    if report_unused and "noqa" not in text.lower():
+        report_unused = False
+    if not findings and not report_unused:
+        return []
+    kept, unused = noqa.apply(text, findings, report_unused=report_unused, filename=path)
+    if unused:
+        kept = sorted(kept + unused, key=lambda f: f.sort_key)
+    return kept
+
+
+def needs_work(text: str, codes: frozenset[str]) -> bool:
+    """The parent's prefilter: can this file produce anything to report?"""
+    if may_contain_fake_region(text):
+        return True
+    return UNUSED_NOQA_CODE in codes and "noqa" in text.lower()
+
+
+def _is_notebook(path: str) -> bool:
+    return path.endswith(".ipynb")
+
+
+def process_file(path: str, codes: frozenset[str], options: Options, sf: SourceFile | None = None) -> FileResult:
+    """Check (and with a fix mode, fix) one file. Never raises for bad input."""
+    result = FileResult(path)
+    try:
+        with time_limit(options.timeout):
+            _process(result, path, codes, options, sf)
+    except FileTimeout:
+        result.findings = []
+        result.errors.append(
+            ToolError(path, f"timed out after {options.timeout:g} s (see --timeout-per-file); file skipped")
+        )
+    except RecursionError:
+        result.findings = []
+        result.errors.append(ToolError(path, "too deeply nested to analyze (RecursionError); file skipped"))
+    except MemoryError:
+        result.findings = []
+        result.errors.append(ToolError(path, "out of memory while analyzing (MemoryError); file skipped"))
+    except SourceError as exc:
+        result.errors.append(ToolError(path, str(exc)))
+    except SyntaxError as exc:
+        result.errors.append(ToolError(path, syntax_error_reason(exc)))
+    except ValueError as exc:  # e.g. "source code string cannot contain null bytes"
+        result.errors.append(ToolError(path, f"{type(exc).__name__}: {exc}"))
+    except Exception as exc:  # an analyzer bug must not take the run down
+        if os.environ.get("FAKEGRAD_LINT_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        result.findings = []
+        result.errors.append(ToolError(path, f"internal error: {type(exc).__name__}: {exc}"))
+    return result
+
+
+def _process(result: FileResult, path: str, codes: frozenset[str], options: Options, sf: SourceFile | None) -> None:
+    if sf is None:
+        sf = read_source(path)
+    text = sf.text
+    if _is_notebook(path):
+        _process_notebook(result, path, codes, options, sf)
+        return
+    if not needs_work(text, codes):
+        return
+
+    def lint(t: str) -> list[Finding]:
+        return lint_text(t, path, codes)
+
+    mode = options.mode
+    if mode == "check":
+        findings = lint(text)
+    elif mode == "add-noqa":
+        from fakegrad_lint.noqa import add_noqa
+
+        findings = [f for f in lint(text) if f.code != UNUSED_NOQA_CODE]
+        new_text, added = add_noqa(text, findings)
+        if new_text != text:
+            from fakegrad_lint.sourcefile import write_atomic
+
+            write_atomic(path, sf.encode(new_text))
+        result.added_noqa = added
+        return
+    else:
+        from fakegrad_lint import fixes
+
+        outcome = fixes.fix_text(text, lint, unsafe=options.unsafe_fixes, max_iterations=options.max_fix_iterations)
+        findings = list(outcome.remaining)
+        result.fixed = len(outcome.applied)
+        if outcome.changed:
+            if mode == "diff":
+                result.diff = fixes.unified_diff(path, text, outcome.text)
+            else:
+                from fakegrad_lint.sourcefile import write_atomic
+
+                write_atomic(path, sf.encode(outcome.text))
+                text = outcome.text
+        if mode == "fix-only":
+            findings = []
+    result.findings = findings
+    if not options.unsafe_fixes:
+        result.hidden_unsafe = sum(
+            1 for f in findings if f.fix is not None and f.fix.edits and f.fix.applicability is Applicability.UNSAFE
+        )
+    if findings:
+        result.source = text
+
+
+def _process_notebook(result: FileResult, path: str, codes, options: Options, sf: SourceFile) -> None:
+    """Hook for Jupyter notebooks, implemented in ``fakegrad_lint.notebook``:
+    ``lint_notebook(raw: bytes, path: str, lint: Callable[[str], list[Finding]])
+    -> list[Finding]`` calls ``lint`` on each code cell's text and returns the
+    findings with ``cell`` set and rows relative to the cell (raising
+    ``SourceError`` for a file that is not a notebook). Fix modes leave
+    notebooks unchanged for now."""
+    try:
+        from fakegrad_lint import notebook  # type: ignore[attr-defined]
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.endswith("notebook"):
+            raise SourceError("notebooks (.ipynb) are not supported by this build") from None
+        raise
+
+    def lint(t: str) -> list[Finding]:
+        return lint_text(t, path, codes)
+
+    findings = list(notebook.lint_notebook(sf.raw, path, lint))
+    findings.sort(key=lambda f: f.sort_key)
+    result.findings = findings
+
+
+# ---------------------------------------------------------------------------
+# many files
+
+
+@dataclass
+class RunResult:
+    results: list[FileResult]
+    errors: list[ToolError]  # read errors found in the parent (per-file errors are in results)
+    files_checked: int
+
+    @property
+    def findings(self) -> list[Finding]:
+        out = [f for r in self.results for f in r.findings]
+        out.sort(key=lambda f: f.sort_key)
+        return out
+
+    @property
+    def all_errors(self) -> list[ToolError]:
+        errs = list(self.errors) + [e for r in self.results for e in r.errors]
+        return errs
+
+
+def _worker(args) -> FileResult:
+    path, codes, options = args
+    return process_file(path, codes, options)
+
+
+def _worker_init() -> None:
+    # Workers leave Ctrl-C to the parent.
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except (ValueError, OSError):  # pragma: no cover
+        pass
+
+
+class Progress:
+    """``checked i/n files`` on stderr, only when stderr is a terminal and ``CI``
+    is not set."""
+
+    def __init__(self, total: int, enabled: bool | None = None, stream=None):
+        self.stream = stream or sys.stderr
+        if enabled is None:
+            try:
+                enabled = self.stream.isatty() and not os.environ.get("CI") and total >= 100
+            except (AttributeError, ValueError):
+                enabled = False
+        self.enabled = enabled
+        self.total = total
+        self.done = 0
+
+    def step(self, n: int = 1) -> None:
+        self.done += n
+        if self.enabled and (self.done % 25 == 0 or self.done == self.total):
+            self.stream.write(f"\rfakegrad-lint: checked {self.done}/{self.total} files")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def run(
+    paths: list[str],
+    codes_for: Callable[[str], frozenset[str]],
+    options: Options,
+    *,
+    jobs: int | None = None,
+    progress: bool | None = None,
+) -> RunResult:
+    """Check ``paths`` (files found by discovery)."""
+    errors: list[ToolError] = []
+    results: list[FileResult] = []
+    todo: list[tuple[str, frozenset[str], SourceFile]] = []
+    bar = Progress(len(paths), progress)
+    for path in paths:
+        try:
+            sf = read_source(path)
+        except SourceError as exc:
+            errors.append(ToolError(path, str(exc)))
+            bar.step()
+            continue
+        codes = codes_for(path)
+        if _is_notebook(path) or needs_work(sf.text, codes):
+            todo.append((path, codes, sf))
+        else:
+            bar.step()
+    jobs = jobs or os.cpu_count() or 1
+    try:
+        if jobs <= 1 or len(todo) < PARALLEL_THRESHOLD:
+            for path, codes, sf in todo:
+                results.append(process_file(path, codes, options, sf))
+                bar.step()
+        else:
+            results.extend(_parallel(todo, options, jobs, bar))
+    finally:
+        bar.close()
+    results.sort(key=lambda r: r.path.replace(os.sep, "/"))
+    return RunResult(results, errors, len(paths))
+
+
+def _parallel(todo, options: Options, jobs: int, bar: Progress) -> list[FileResult]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    todo = sorted(todo, key=lambda t: len(t[2].raw), reverse=True)  # largest first
+    ctx = None
+    if sys.platform.startswith("linux"):
+        ctx = multiprocessing.get_context("fork")
+    out = []
+    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_worker_init) as pool:
+        futures = {pool.submit(_worker, (path, codes, options)): path for path, codes, _sf in todo}
+        for fut in as_completed(futures):
+            path = futures[fut]
+            try:
+                out.append(fut.result())
+            except Exception as exc:  # a worker died (killed, out of memory ...)
+                out.append(FileResult(path, errors=[ToolError(path, f"worker failed: {type(exc).__name__}: {exc}")]))
+            bar.step()
+    return out

@@ -1,0 +1,303 @@
+"""Settings: which codes apply to which file, from ``pyproject.toml`` and flags.
+
+Configuration lives in the ``[tool.fakegrad-lint]`` table of a
+``pyproject.toml``. One configuration is used per run: the one named with
+``--config``, else the nearest ``pyproject.toml`` that has the table, found by
+walking up from the first path given on the command line (from the current
+directory when none is given). ``--isolated`` ignores every configuration file.
+Relative globs in ``exclude`` and ``per-file-ignores`` are relative to the
+folder of that ``pyproject.toml``.
+
+Code selectors are codes (``FGL001``), prefixes (``FGL00``, ``FGL``) or ``ALL``.
+The enabled set is: ``select`` (the command line's replaces the file's; default:
+the rules on by default), plus ``extend-select`` (both), minus ``ignore`` (both).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass, field
+
+TABLE = "fakegrad-lint"
+OUTPUT_FORMATS = ("text", "concise", "json", "json-lines", "sarif", "github")
+
+# Folders never walked into (explicitly named files are still checked).
+DEFAULT_EXCLUDE: tuple[str, ...] = (
+    ".bzr",
+    ".direnv",
+    ".eggs",
+    ".git",
+    ".hg",
+    ".mypy_cache",
+    ".nox",
+    ".pants.d",
+    ".pytype",
+    ".ruff_cache",
+    ".svn",
+    ".tox",
+    ".venv",
+    ".fakegrad_cache",
+    "__pycache__",
+    "__pypackages__",
+    "_build",
+    "buck-out",
+    "build",
+    "dist",
+    "node_modules",
+    "site-packages",
+    "venv",
+)
+
+_KNOWN_KEYS = {
+    "select": "list",
+    "ignore": "list",
+    "extend-select": "list",
+    "per-file-ignores": "table",
+    "exclude": "list",
+    "extend-exclude": "list",
+    "unsafe-fixes": "bool",
+    "output-format": "str",
+}
+
+
+class ConfigError(Exception):
+    """A bad configuration value or selector; ``str()`` is the one-line reason."""
+
+
+def _all_codes() -> frozenset[str]:
+    from fakegrad_lint.report import UNUSED_NOQA_CODE
+    from fakegrad_lint.rules import ALL_CODES
+
+    return ALL_CODES | {UNUSED_NOQA_CODE}
+
+
+def _default_codes() -> frozenset[str]:
+    from fakegrad_lint.rules import DEFAULT_CODES
+
+    return DEFAULT_CODES
+
+
+def expand_selector(selector: str, where: str = "") -> frozenset[str]:
+    """The codes a selector names; a selector that names none is an error."""
+    sel = selector.strip().upper()
+    codes = _all_codes()
+    if sel == "ALL":
+        return codes
+    matched = frozenset(c for c in codes if c.startswith(sel)) if sel else frozenset()
+    if not matched:
+        suffix = f" in {where}" if where else ""
+        raise ConfigError(f"unknown rule selector {selector!r}{suffix}")
+    return matched
+
+
+def _expand_all(selectors, where: str) -> frozenset[str]:
+    out: set[str] = set()
+    for s in selectors:
+        out |= expand_selector(s, where)
+    return frozenset(out)
+
+
+def split_codes(value: str) -> list[str]:
+    """``"FGL001,FGL002"`` or ``"FGL001 FGL002"`` -> list."""
+    return [p for p in value.replace(",", " ").split() if p]
+
+
+# ---------------------------------------------------------------------------
+# pyproject.toml
+
+
+def _load_toml(path: str) -> dict:
+    try:
+        import tomllib  # type: ignore[import-not-found]
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+
+
+def _has_table(path: str) -> bool:
+    """Cheap text check before parsing: does the file mention our table?"""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return False
+    return b"fakegrad-lint" in data and "fakegrad-lint" in _load_toml(path).get("tool", {})
+
+
+def find_config(start: str) -> str | None:
+    """The nearest ``pyproject.toml`` with a ``[tool.fakegrad-lint]`` table, walking
+    up from ``start`` (a file or folder)."""
+    cur = os.path.abspath(start)
+    if not os.path.isdir(cur):
+        cur = os.path.dirname(cur)
+    while True:
+        candidate = os.path.join(cur, "pyproject.toml")
+        if os.path.isfile(candidate) and _has_table(candidate):
+            return candidate
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            return None
+        cur = parent
+
+
+def load_config(path: str) -> dict:
+    """The validated ``[tool.fakegrad-lint]`` table of ``path`` (``{}`` if absent)."""
+    data = _load_toml(path)
+    table = data.get("tool", {}).get(TABLE, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.{TABLE}] must be a table")
+    for key, value in table.items():
+        kind = _KNOWN_KEYS.get(key)
+        where = f"{path}: [tool.{TABLE}] {key}"
+        if kind is None:
+            known = ", ".join(sorted(_KNOWN_KEYS))
+            raise ConfigError(f"{path}: unknown key {key!r} in [tool.{TABLE}] (known: {known})")
+        if kind == "list":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
+        elif kind == "bool":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: expected true or false, got {value!r}")
+        elif kind == "str":
+            if not isinstance(value, str):
+                raise ConfigError(f"{where}: expected a string, got {value!r}")
+            if key == "output-format" and value not in OUTPUT_FORMATS:
+                raise ConfigError(f"{where}: expected one of {', '.join(OUTPUT_FORMATS)}, got {value!r}")
+        elif kind == "table":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: expected a table of glob = [codes], got {value!r}")
+            for glob, codes in value.items():
+                if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+                    raise ConfigError(f"{where}: {glob!r}: expected a list of codes, got {codes!r}")
+    return table
+
+
+# ---------------------------------------------------------------------------
+# resolved settings
+
+
+def _glob_match(pattern: str, abs_path: str, root: str) -> bool:
+    """ruff-like: a glob matches the path relative to ``root``, the absolute
+    path, or (without a ``/``) the base name."""
+    pattern = pattern.replace(os.sep, "/")
+    if pattern.startswith("./"):
+        pattern = pattern[2:]
+    posix_abs = abs_path.replace(os.sep, "/")
+    rel = os.path.relpath(abs_path, root).replace(os.sep, "/")
+    if "/" not in pattern.rstrip("/"):
+        if fnmatch.fnmatchcase(os.path.basename(abs_path), pattern.rstrip("/")):
+            return True
+    if fnmatch.fnmatchcase(rel, pattern) or fnmatch.fnmatchcase(posix_abs, pattern):
+        return True
+    # "dir/" or "dir" also matches everything below it
+    stripped = pattern.rstrip("/")
+    if fnmatch.fnmatchcase(rel, stripped + "/*") or fnmatch.fnmatchcase(posix_abs, stripped + "/*"):
+        return True
+    return False
+
+
+@dataclass
+class Settings:
+    enabled: frozenset[str] = field(default_factory=_default_codes)
+    per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    unsafe_fixes: bool = False
+    output_format: str = "text"
+    root: str = field(default_factory=os.getcwd)  # base of relative globs
+    config_path: str | None = None
+    force_exclude: bool = False
+
+    def codes_for(self, path: str) -> frozenset[str]:
+        """The codes enabled for ``path`` after ``per-file-ignores``."""
+        if not self.per_file_ignores:
+            return self.enabled
+        abs_path = os.path.abspath(path)
+        codes = set(self.enabled)
+        for pattern, ignored in self.per_file_ignores:
+            if _glob_match(pattern, abs_path, self.root):
+                codes -= ignored
+        return frozenset(codes)
+
+    def is_excluded(self, path: str) -> bool:
+        """Whether ``path`` (a file or folder) is excluded by ``exclude``/``extend-exclude``."""
+        return self.excluder().match(os.path.abspath(path))
+
+    def excluder(self) -> "Excluder":
+        ex = self.__dict__.get("_excluder")
+        if ex is None:
+            ex = self.__dict__["_excluder"] = Excluder(self.exclude + self.extend_exclude, self.root)
+        return ex
+
+
+class Excluder:
+    """``exclude`` globs compiled once: plain names are a set lookup on the base
+    name; other globs are matched like :func:`_glob_match`."""
+
+    def __init__(self, patterns, root: str):
+        self.root = root
+        self.names: set[str] = set()
+        self.globs: list[str] = []
+        for p in patterns:
+            bare = p.rstrip("/")
+            if "/" not in bare and not any(ch in bare for ch in "*?["):
+                self.names.add(bare)
+            else:
+                self.globs.append(p)
+
+    def match(self, abs_path: str) -> bool:
+        if os.path.basename(abs_path) in self.names:
+            return True
+        return any(_glob_match(p, abs_path, self.root) for p in self.globs)
+
+
+def resolve(
+    config: dict | None,
+    *,
+    config_path: str | None = None,
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    extend_select: list[str] | None = None,
+    unsafe_fixes: bool | None = None,
+    output_format: str | None = None,
+    extend_exclude: list[str] | None = None,
+    root: str | None = None,
+) -> Settings:
+    """Combine a config table with command-line values (which win)."""
+    config = config or {}
+    where = config_path or "pyproject.toml"
+    if select is not None:
+        enabled = _expand_all(select, "--select")
+    elif "select" in config:
+        enabled = _expand_all(config["select"], f"{where} select")
+    else:
+        enabled = _default_codes()
+    enabled = enabled | _expand_all(config.get("extend-select", []), f"{where} extend-select")
+    enabled = enabled | _expand_all(extend_select or [], "--extend-select")
+    enabled = enabled - _expand_all(config.get("ignore", []), f"{where} ignore")
+    enabled = enabled - _expand_all(ignore or [], "--ignore")
+    pfi = []
+    for pattern, codes in (config.get("per-file-ignores") or {}).items():
+        pfi.append((pattern, _expand_all(codes, f"{where} per-file-ignores {pattern!r}")))
+    if root is None:
+        root = os.path.dirname(os.path.abspath(config_path)) if config_path else os.getcwd()
+    exclude = tuple(config["exclude"]) if "exclude" in config else DEFAULT_EXCLUDE
+    return Settings(
+        enabled=frozenset(enabled),
+        per_file_ignores=tuple(pfi),
+        exclude=exclude,
+        extend_exclude=tuple(config.get("extend-exclude", ())) + tuple(extend_exclude or ()),
+        unsafe_fixes=bool(config.get("unsafe-fixes", False)) if unsafe_fixes is None else unsafe_fixes,
+        output_format=output_format or config.get("output-format", "text"),
+        root=root,
+        config_path=config_path,
+    )
