@@ -1,0 +1,451 @@
+"""``fakegrad-lint confirm``: run the static checks, then the code under the runtime watcher.
+
+    fakegrad-lint confirm SCRIPT [-- ARGS...]
+    fakegrad-lint confirm -m MODULE [-- ARGS...]
+    fakegrad-lint confirm --pytest PATHS... [-- PYTEST-ARGS...]
+
+Each static finding is printed as ``confirmed`` (a runtime event of the
+matching kind happened at its line) or ``not-reproduced``; each runtime event
+that no finding covers is ``missed``. FGL001/FGL003 match ``hazard`` events,
+FGL002 matches ``crash`` events (FGL004, opt-in, matches raw forward-only
+entries). The code runs in a subprocess with a timeout; its process group is
+killed when the time is up.
+
+Exit status: 1 when a hazard or crash was confirmed or missed, 0 otherwise,
+2 for tool errors (target not found, timeout, torch or CUDA missing).
+
+This module never imports torch (the child process does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+
+RUNTIME_EXTRA_HINT = "pip install 'fakegrad-lint[runtime]'"
+DEFAULT_TIMEOUT = 120.0
+KIND_OF_CODE = {"FGL001": "hazard", "FGL003": "hazard", "FGL002": "crash", "FGL004": "entry"}
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+
+
+class _ToolError(Exception):
+    pass
+
+
+def _err(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="fakegrad-lint confirm",
+        description="Check code statically, run it under the runtime watcher, and confirm each finding.",
+    )
+    p.add_argument("script", nargs="?", help="the Python script to run")
+    p.add_argument("-m", dest="module", metavar="MODULE", help="run a module (like python -m)")
+    p.add_argument("--pytest", nargs="+", metavar="PATH", help="run pytest on these test files or folders")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help=f"seconds before the run is killed (default {DEFAULT_TIMEOUT:g})")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="default torch device for the run")
+    p.add_argument("--output-format", choices=("text", "json"), default="text")
+    p.add_argument("--select", help="comma-separated rule codes (default: the default rules)")
+    return p
+
+
+# -- static side ----------------------------------------------------------------
+
+
+def _resolve_module(name: str) -> str | None:
+    """The file ``python -m name`` would run, found without importing anything when possible."""
+    parts = name.split(".")
+    for base in [os.getcwd(), *[p for p in sys.path if p]]:
+        cur = base
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            pkg = os.path.join(cur, part)
+            if os.path.isdir(pkg) and (os.path.isfile(os.path.join(pkg, "__init__.py")) or not last):
+                cur = pkg
+                if last:
+                    main = os.path.join(pkg, "__main__.py")
+                    return main if os.path.isfile(main) else None
+                continue
+            mod = pkg + ".py"
+            if last and os.path.isfile(mod):
+                return mod
+            break
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
+        return None
+    if spec.submodule_search_locations:
+        main = os.path.join(os.path.dirname(spec.origin), "__main__.py")
+        return main if os.path.isfile(main) else None
+    return spec.origin
+
+
+def _test_files(paths: list[str]) -> list[str]:
+    out = []
+    for path in paths:
+        path = path.split("::", 1)[0]
+        if os.path.isdir(path):
+            for dirpath, dirnames, filenames in os.walk(path):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
+                for fn in sorted(filenames):
+                    if fn.endswith(".py") and (fn.startswith("test_") or fn.endswith("_test.py") or fn == "conftest.py"):
+                        out.append(os.path.join(dirpath, fn))
+        elif os.path.isfile(path):
+            out.append(path)
+        else:
+            raise _ToolError(f"{path}: error: no such file or directory")
+    return out
+
+
+def _noqa_drops(line_text: str, code: str) -> bool:
+    m = _NOQA.search(line_text)
+    if m is None:
+        return False
+    codes = m.group("codes")
+    if not codes:
+        return True
+    return code.upper() in {c.upper() for c in re.split(r"[\s,]+", codes) if c}
+
+
+def _static_findings(files: list[str], codes: frozenset[str]) -> tuple[list, list[str]]:
+    from fakegrad_lint.checker import check_source
+    from fakegrad_lint.sourcefile import SourceError, read_source
+
+    findings, errors = [], []
+    for path in files:
+        try:
+            src = read_source(path)
+            found = check_source(src.text, path)
+        except SourceError as exc:
+            errors.append(f"{path}: error: {exc}")
+            continue
+        except SyntaxError as exc:
+            errors.append(f"{path}: error: cannot parse: {exc.msg} (line {exc.lineno})")
+            continue
+        except ValueError as exc:
+            errors.append(f"{path}: error: cannot parse: {exc}")
+            continue
+        lines = src.text.splitlines()
+        for f in found:
+            if f.code not in codes:
+                continue
+            row = f.location.row
+            if 0 < row <= len(lines) and _noqa_drops(lines[row - 1], f.code):
+                continue
+            findings.append(f)
+    return findings, errors
+
+
+# -- running --------------------------------------------------------------------
+
+
+def _child_output():
+    try:
+        sys.stderr.flush()
+        fd = sys.stderr.fileno()
+        os.fstat(fd)
+        return fd
+    except (AttributeError, OSError, ValueError):
+        return subprocess.PIPE
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # pragma: no cover - Windows
+            proc.kill()
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _run_child(target_args: list[str], extra: list[str], device: str, timeout: float, events_path: str):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["FAKEGRAD_RUNNER_ROOT"] = root
+    cmd = [sys.executable, "-m", "fakegrad_lint.runtime.runner", "--events", events_path, "--device", device, *target_args]
+    if extra:
+        cmd += ["--", *extra]
+    out = _child_output()
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env, start_new_session=True)
+    timed_out = False
+    try:
+        captured = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc)
+        captured = proc.communicate()
+    finally:
+        if proc.poll() is None:  # pragma: no cover - interrupted
+            _kill_group(proc)
+            proc.wait()
+    if out is subprocess.PIPE:
+        for chunk in captured:
+            if chunk:
+                sys.stderr.write(chunk.decode("utf-8", "replace"))
+    return proc.returncode, timed_out
+
+
+def _read_records(path: str) -> list[dict]:
+    records = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError:  # a line cut short by a kill
+                    continue
+    except OSError:
+        pass
+    return records
+
+
+# -- matching and output ----------------------------------------------------------
+
+
+def _real(path: str) -> str:
+    return os.path.normcase(os.path.realpath(path))
+
+
+def _user_events(records: list[dict]) -> list[dict]:
+    seen: dict = {}
+    for rec in records:
+        t = rec.get("type")
+        if t == "hazard" or (t == "crash" and rec.get("requires_grad", True) is not False):
+            key = (t, _real(rec["filename"]), rec["line"])
+            if key in seen:
+                seen[key]["count"] += 1
+            else:
+                seen[key] = dict(rec, count=1)
+    return list(seen.values())
+
+
+def _frames(rec: dict) -> set:
+    frames = {(_real(rec["filename"]), rec["line"])}
+    for fn, line in rec.get("stack") or ():
+        frames.add((_real(fn), line))
+    return frames
+
+
+def _event_message(rec: dict) -> str:
+    from fakegrad_lint.runtime.messages import event_message
+
+    return event_message(rec)
+
+
+def _match(findings, records):
+    events = _user_events(records)
+    entries = [r for r in records if r.get("type") == "entry"]
+    items = []
+    covered = set()
+    for f in findings:
+        kind = KIND_OF_CODE.get(f.code, "hazard")
+        key = (_real(f.filename), f.location.row)
+        pool = entries if kind == "entry" else [e for e in events if e["type"] == kind]
+        hit = None
+        for i, ev in enumerate(pool):
+            if key in _frames(ev):
+                hit = ev
+                if kind != "entry":
+                    covered.add(id(ev))
+        items.append((f, kind, hit))
+    # an event is covered when any finding of its kind sits on one of its user frames
+    for ev in events:
+        if id(ev) in covered:
+            continue
+        frames = _frames(ev)
+        for f in findings:
+            if KIND_OF_CODE.get(f.code) == ev["type"] and (_real(f.filename), f.location.row) in frames:
+                covered.add(id(ev))
+                break
+    missed = [ev for ev in events if id(ev) not in covered]
+    return items, missed
+
+
+def _display(path: str, spellings: dict) -> str:
+    real = _real(path)
+    if real in spellings:
+        return spellings[real]
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith(os.pardir) else rel
+
+
+def _report(items, missed, spellings, fmt: str) -> list[dict]:
+    out = []
+    for f, kind, hit in items:
+        obj = {
+            "status": "confirmed" if hit is not None else "not-reproduced",
+            "kind": "hazard" if kind == "entry" else kind,
+            "filename": _display(f.filename, spellings),
+            "line": f.location.row,
+            "column": f.location.column + 1,
+            "code": f.code,
+            "message": f.message,
+        }
+        if hit is not None:
+            obj["runtime"] = _event_message(hit) if kind != "entry" else f"entered `{hit.get('op')}` under {hit.get('mode')}"
+            if hit.get("sink_line") is not None:
+                obj["sink_filename"] = _display(hit["sink_filename"], spellings)
+                obj["sink_line"] = hit["sink_line"]
+        out.append(obj)
+    for ev in missed:
+        obj = {
+            "status": "missed",
+            "kind": ev["type"],
+            "filename": _display(ev["filename"], spellings),
+            "line": ev["line"],
+            "code": None,
+            "message": _event_message(ev),
+        }
+        if ev.get("sink_line") is not None:
+            obj["sink_filename"] = _display(ev["sink_filename"], spellings)
+            obj["sink_line"] = ev["sink_line"]
+        out.append(obj)
+    out.sort(key=lambda o: (o["filename"], o["line"], o.get("code") or "~"))
+    return out
+
+
+def _print_text(objs: list[dict], summary: str) -> None:
+    for o in objs:
+        col = f":{o['column']}" if o.get("column") else ""
+        code = f"{o['code']} " if o.get("code") else ""
+        line = f"{o['filename']}:{o['line']}{col}: {code}{o['status']} ({o['kind']}): {o['message']}"
+        if o["status"] == "confirmed" and o.get("runtime"):
+            line += f" [runtime: {o['runtime']}]"
+        print(line)
+    print(summary)
+
+
+# -- entry point ----------------------------------------------------------------
+
+
+def main(argv: list[str]) -> int:
+    argv = list(argv)
+    extra: list[str] = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1 :]
+    parser = _build_parser()
+    ns = parser.parse_args(argv)
+    chosen = [x for x in (ns.script, ns.module, ns.pytest) if x]
+    if len(chosen) != 1:
+        parser.error("give exactly one of SCRIPT, -m MODULE or --pytest PATHS")
+    if ns.timeout <= 0:
+        parser.error("--timeout must be positive")
+
+    from fakegrad_lint.rules import ALL_CODES, DEFAULT_CODES
+
+    codes = DEFAULT_CODES
+    if ns.select:
+        wanted = {c.strip().upper() for c in ns.select.split(",") if c.strip()}
+        unknown = sorted(wanted - set(ALL_CODES))
+        if unknown:
+            _err(f"fakegrad-lint confirm: error: unknown rule code(s): {', '.join(unknown)}")
+            return 2
+        codes = frozenset(wanted)
+
+    # what to run and which files to check statically
+    try:
+        if ns.script:
+            if not os.path.isfile(ns.script):
+                raise _ToolError(f"{ns.script}: error: no such file")
+            files = [ns.script]
+            target = ["--script", ns.script]
+        elif ns.module:
+            path = _resolve_module(ns.module)
+            if path is None:
+                raise _ToolError(f"{ns.module}: error: no module named {ns.module!r}")
+            files = [path]
+            target = ["--module", ns.module]
+        else:
+            files = _test_files(ns.pytest)
+            target = ["--pytest"]
+            extra = [*ns.pytest, *extra]
+    except _ToolError as exc:
+        _err(str(exc))
+        return 2
+
+    try:
+        import importlib.util
+
+        has_torch = importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        has_torch = False
+    if not has_torch:
+        _err(f"fakegrad-lint confirm: error: torch is not installed; the runtime checker needs it: {RUNTIME_EXTRA_HINT}")
+        return 2
+
+    findings, errors = _static_findings(files, codes)
+    for e in errors:
+        _err(e)
+
+    with tempfile.TemporaryDirectory(prefix="fakegrad-confirm-") as tmp:
+        events_path = os.path.join(tmp, "events.jsonl")
+        try:
+            returncode, timed_out = _run_child(target, extra, ns.device, ns.timeout, events_path)
+        except OSError as exc:
+            _err(f"fakegrad-lint confirm: error: cannot start {sys.executable}: {exc}")
+            return 2
+        records = _read_records(events_path)
+
+    for rec in records:
+        if rec.get("type") == "error":
+            reason = rec.get("reason", "the run could not start")
+            if "torch" in reason and "install" not in reason:
+                reason += f"; {RUNTIME_EXTRA_HINT}"
+            _err(f"fakegrad-lint confirm: error: {reason}")
+            return 2
+
+    items, missed = _match(findings, records)
+    spellings = {_real(p): p for p in files}
+    objs = _report(items, missed, spellings, ns.output_format)
+
+    exit_rec = next((r for r in records if r.get("type") == "exit"), None)
+    what = ns.script or (f"-m {ns.module}" if ns.module else "pytest")
+    if timed_out:
+        status_text = f"{what} timed out after {ns.timeout:g} s (process group killed)"
+    elif exit_rec is not None:
+        status_text = f"{what} exited with status {exit_rec['status']}"
+    else:
+        status_text = f"{what} ended without reporting (process exit status {returncode})"
+    n_conf = sum(o["status"] == "confirmed" for o in objs)
+    n_nr = sum(o["status"] == "not-reproduced" for o in objs)
+    n_missed = sum(o["status"] == "missed" for o in objs)
+    summary = f"{n_conf} confirmed, {n_nr} not reproduced, {n_missed} missed; {status_text}"
+
+    if ns.output_format == "json":
+        print(json.dumps(objs, indent=2))
+        _err(summary)
+    else:
+        _print_text(objs, summary)
+
+    if timed_out:
+        _err(f"fakegrad-lint confirm: error: {status_text}")
+        return 2
+    if errors:
+        return 2
+    bad = any(o["status"] == "missed" or (o["status"] == "confirmed" and o["kind"] in ("hazard", "crash") and o["code"] != "FGL004") for o in objs)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,144 @@
+"""The child process of ``fakegrad-lint confirm``: run user code under the watcher.
+
+    python -m fakegrad_lint.runtime.runner --events FILE [--device cpu|cuda]
+        (--script PATH | --module NAME | --pytest) [-- ARGS...]
+
+Every record is appended to FILE as one JSON line the moment it happens, so a
+run killed on timeout still leaves what it saw. The last line is
+``{"type": "exit", "status": N}`` when the code finished (exception or not).
+A ``{"type": "error", "reason": ...}`` line means the run could not start
+(torch missing, CUDA unavailable); the process then exits with status 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import runpy
+import sys
+import traceback
+
+ERROR_STATUS = 3
+
+
+def _writer(path: str):
+    fh = open(path, "a", encoding="utf-8")
+
+    def write(rec: dict) -> None:
+        fh.write(json.dumps(rec, default=str) + "\n")
+        fh.flush()
+
+    return write
+
+
+def _fallback_crash(exc: BaseException, records: list[dict], write) -> None:
+    """The fake-mode AssertionError escaped without the watcher seeing the op: locate it from the traceback."""
+    if any(r.get("type") == "crash" for r in records):
+        return
+    from fakegrad_lint.runtime.watcher import _is_internal
+
+    tb = exc.__traceback__
+    frames = []
+    while tb is not None:
+        fn = tb.tb_frame.f_code.co_filename
+        if not _is_internal(fn):
+            frames.append((os.path.abspath(fn), tb.tb_lineno))
+        tb = tb.tb_next
+    frames.reverse()
+    if not frames:
+        return
+    write(
+        {
+            "type": "crash",
+            "kind": "crash",
+            "filename": frames[0][0],
+            "line": frames[0][1],
+            "stack": [list(f) for f in frames],
+            "op": "?",
+            "mode": "FakeTensorMode()",
+            "requires_grad": None,
+            "message": str(exc).splitlines()[0],
+        }
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1 :]
+    parser = argparse.ArgumentParser(prog="fakegrad_lint.runtime.runner")
+    parser.add_argument("--events", required=True)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--script")
+    target.add_argument("--module")
+    target.add_argument("--pytest", action="store_true")
+    ns = parser.parse_args(argv)
+
+    root = os.environ.pop("FAKEGRAD_RUNNER_ROOT", None)
+    if root and root in sys.path:
+        sys.path.remove(root)
+
+    write = _writer(ns.events)
+    try:
+        from fakegrad_lint.runtime import torch_compat as tc
+    except ImportError as exc:
+        write({"type": "error", "reason": str(exc)})
+        return ERROR_STATUS
+    if ns.device == "cuda":
+        if not tc.cuda_available():
+            write({"type": "error", "reason": "--device cuda: CUDA is not available on this machine"})
+            return ERROR_STATUS
+        tc.set_default_device("cuda")
+
+    from fakegrad_lint.runtime.watcher import Watcher
+
+    records: list[dict] = []
+
+    def on_record(rec: dict) -> None:
+        records.append(rec)
+        write(rec)
+
+    status = 0
+    with Watcher(on_record=on_record):
+        try:
+            if ns.script is not None:
+                script = os.path.abspath(ns.script)
+                sys.argv = [ns.script, *extra]
+                sys.path[0:1] = [os.path.dirname(script)]
+                runpy.run_path(script, run_name="__main__")
+            elif ns.module is not None:
+                sys.argv = [ns.module, *extra]
+                sys.path[0:1] = [os.getcwd()]
+                runpy.run_module(ns.module, run_name="__main__", alter_sys=True)
+            else:
+                import pytest
+
+                sys.path[0:1] = [os.getcwd()]
+                status = int(pytest.main(extra))
+        except SystemExit as exc:
+            code = exc.code
+            if code is None:
+                status = 0
+            elif isinstance(code, int):
+                status = code
+            else:
+                print(code, file=sys.stderr)
+                status = 1
+        except BaseException as exc:  # the script's own failure: report it, do not die with it
+            if isinstance(exc, AssertionError) and tc.FAKE_ASSERTION_TEXT in str(exc):
+                _fallback_crash(exc, records, write)
+            # as python prints it, without the runner's own frame
+            traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next)
+            status = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    write({"type": "exit", "status": status})
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
