@@ -1,0 +1,71 @@
+"""The flake8 adapter: the same findings, through flake8.
+
+Registered in ``pyproject.toml`` as ``FGL = fakegrad_lint.flake8_plugin:FakegradChecker``
+under ``flake8.extension``, so ``flake8`` runs it on every file once the package
+is installed. It reuses the AST flake8 has already parsed (no second parse) and
+reports ``(row, col, "FGLxxx message", type)`` with ``col`` the tool's 0-based
+*character* column; flake8 adds 1 when it prints.
+
+Everything else is flake8's: ``# noqa`` / ``# noqa: FGL001``, ``--select``,
+``--extend-select``, ``--ignore``, ``--per-file-ignores``, ``-j``. Opt-in rules
+(FGL004) are in flake8's default ignore list; ``--extend-select FGL004`` turns
+them on.
+
+Importing this module imports nothing heavy (no torch, no analyzer): flake8
+loads every plugin at start-up, so the analyzer is imported on the first file.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from typing import Any, Iterator
+
+from fakegrad_lint import __version__
+
+#: Rules that are off unless selected (kept in sync with the catalogue by a test).
+OPT_IN_CODES = ("FGL004",)
+
+
+class FakegradChecker:
+    name = "fakegrad-lint"
+    version = __version__
+
+    def __init__(self, tree: ast.AST, filename: str = "(none)", lines: list[str] | None = None) -> None:
+        self.tree = tree
+        self.filename = filename
+        self.lines = lines
+
+    @classmethod
+    def add_options(cls, parser: Any) -> None:
+        parser.extend_default_ignore(list(OPT_IN_CODES))
+
+    def _source(self) -> str:
+        if self.lines is not None:
+            return "".join(self.lines)
+        if self.filename in ("-", "stdin", "(none)"):
+            return ""
+        from fakegrad_lint.sourcefile import read_source
+
+        return read_source(self.filename).text
+
+    def run(self) -> Iterator[tuple[int, int, str, type]]:
+        source = self._source()
+        # The cheap byte-level prefilter first: most files stop here without
+        # importing the analyzer at all.
+        from fakegrad_lint.prefilter import may_contain_fake_region
+
+        if not may_contain_fake_region(source):
+            return
+        from fakegrad_lint.checker import check_source
+
+        try:
+            findings = check_source(source, self.filename, tree=self.tree)
+        except Exception as exc:  # an analyzer bug must not abort the whole flake8 run
+            if os.environ.get("FAKEGRAD_LINT_DEBUG"):
+                raise
+            sys.stderr.write(f"{self.filename}: error: internal error: {type(exc).__name__}: {exc}\n")
+            return
+        for f in findings:
+            yield f.location.row, f.location.column, f"{f.code} {f.message}", type(self)

@@ -1,0 +1,40 @@
+"""One JSON object per line, each the same object as one element of the
+``json`` format (ruff's shape: ``code``, ``message``, ``filename``,
+``location``/``end_location`` ``{row, column}`` 1-based, ``fix``, ``url``,
+``noqa_row``, ``cell``). Keys are sorted and the objects are compact, so a line
+is a complete record for streaming consumers (``jq -c``, log shippers). With
+``--statistics`` each line is one ``{"code", "name", "count", "fixable"}`` row.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from fakegrad_lint.report import ReportContext, rule_info
+from fakegrad_lint.report.json import diagnostic
+
+
+# Characters that str.splitlines() (and some JSON-lines readers) treat as line
+# breaks but json.dumps(ensure_ascii=False) leaves raw inside strings.
+_LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def _dumps(obj) -> str:
+    text = json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    for raw, escaped in _LINE_BREAKS.items():
+        text = text.replace(raw, escaped)  # only ever inside a JSON string
+    return text
+
+
+def render(ctx: ReportContext) -> str:
+    if ctx.statistics:
+        counts = Counter(f.code for f in ctx.findings)
+        fixable = {f.code for f in ctx.findings if ctx.is_fixable(f)}
+        rows = [
+            {"code": code, "name": rule_info(code).name, "count": count, "fixable": code in fixable}
+            for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        ]
+    else:
+        rows = [diagnostic(f) for f in ctx.findings]
+    return "".join(_dumps(row) + "\n" for row in rows)

@@ -1,0 +1,185 @@
+"""SARIF 2.1.0 (the format GitHub code scanning and most viewers read).
+
+One run. ``tool.driver.rules`` lists every rule of the catalogue (plus the FGL100
+pseudo-rule for unused ``# noqa``), each with its docs (``help.markdown`` is the
+same text ``fakegrad-lint rule`` prints) and ``defaultConfiguration`` (opt-in
+rules: ``enabled: false``, level ``warning``). Each finding is a result with
+``ruleId``/``ruleIndex``, a level, the message, one location with a 1-based
+region, and, when it has edits, a ``fixes`` entry with the replacements.
+
+Columns: the tool counts characters (Unicode code points), so the run declares
+``columnKind: unicodeCodePoints`` and regions use ``column + 1``.
+
+Paths: a file under the current directory gets a relative URI with
+``uriBaseId: %SRCROOT%`` (declared in ``originalUriBaseIds``), anything else an
+absolute ``file://`` URI.
+
+Tool errors (files that could not be checked) become
+``invocations[0].toolExecutionNotifications`` and make ``executionSuccessful``
+false.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path, PurePosixPath
+from urllib.parse import quote
+
+from fakegrad_lint import __version__
+from fakegrad_lint.findings import Edit, Finding, Location
+from fakegrad_lint.report import UNUSED_NOQA_CODE, ReportContext, rule_info
+
+SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+TOOL_NAME = "fakegrad-lint"
+INFORMATION_URI = "https://github.com/fakegrad-lint/fakegrad-lint"
+SRCROOT = "%SRCROOT%"
+
+# A finding of a rule that is on by default is a real bug (a crash or silently
+# fake gradients): "error". Opt-in rules are policy: "warning".
+LEVEL_DEFAULT_RULE = "error"
+LEVEL_OPT_IN_RULE = "warning"
+
+
+def _rule_descriptors() -> tuple[list[dict], dict[str, int], dict[str, str]]:
+    from fakegrad_lint.rule_docs import rule_markdown_body, rule_text
+    from fakegrad_lint.rules import RULES
+
+    descriptors = []
+    index = {}
+    levels = {}
+    for rule in RULES:
+        level = LEVEL_DEFAULT_RULE if rule.default else LEVEL_OPT_IN_RULE
+        index[rule.code] = len(descriptors)
+        levels[rule.code] = level
+        descriptors.append(
+            {
+                "id": rule.code,
+                "name": rule.name,
+                "shortDescription": {"text": rule.summary},
+                "fullDescription": {"text": rule.what},
+                "help": {"text": rule_text(rule), "markdown": rule_markdown_body(rule)},
+                "helpUri": rule.url,
+                "defaultConfiguration": {"enabled": rule.default, "level": level},
+                "properties": {"tags": ["pytorch", "fake-tensor", "autograd"]},
+            }
+        )
+    info = rule_info(UNUSED_NOQA_CODE)
+    index[info.code] = len(descriptors)
+    levels[info.code] = LEVEL_OPT_IN_RULE
+    descriptors.append(
+        {
+            "id": info.code,
+            "name": info.name,
+            "shortDescription": {"text": info.summary},
+            "fullDescription": {"text": info.summary},
+            "help": {"text": info.summary, "markdown": info.summary},
+            "helpUri": info.url,
+            "defaultConfiguration": {"enabled": False, "level": LEVEL_OPT_IN_RULE},
+        }
+    )
+    return descriptors, index, levels
+
+
+def _cwd() -> Path:
+    return Path(os.getcwd()).resolve()
+
+
+def artifact_location(filename: str, root: Path | None = None) -> dict:
+    """``{"uri", "uriBaseId"}`` relative to ``root`` (the current directory) when
+    the file is under it, else an absolute ``file://`` URI."""
+    root = root or _cwd()
+    path = Path(filename)
+    absolute = (path if path.is_absolute() else root / path).resolve()
+    try:
+        rel = absolute.relative_to(root)
+    except ValueError:
+        return {"uri": absolute.as_uri()}
+    return {"uri": quote(PurePosixPath(*rel.parts).as_posix(), safe="/"), "uriBaseId": SRCROOT}
+
+
+def _dir_uri(path: Path) -> str:
+    uri = path.as_uri()
+    return uri if uri.endswith("/") else uri + "/"
+
+
+def _region(start: Location, end: Location) -> dict:
+    return {
+        "startLine": start.row,
+        "startColumn": start.column + 1,
+        "endLine": end.row,
+        "endColumn": end.column + 1,
+    }
+
+
+def _replacement(edit: Edit) -> dict:
+    return {"deletedRegion": _region(edit.start, edit.end), "insertedContent": {"text": edit.content}}
+
+
+def _result(f: Finding, index: dict[str, int], levels: dict[str, str], root: Path) -> dict:
+    location = {
+        "physicalLocation": {
+            "artifactLocation": artifact_location(f.filename, root),
+            "region": _region(f.location, f.end_location),
+        }
+    }
+    result: dict = {"ruleId": f.code}
+    if f.code in index:
+        result["ruleIndex"] = index[f.code]
+    result["level"] = levels.get(f.code, LEVEL_DEFAULT_RULE)
+    result["message"] = {"text": f.message}
+    result["locations"] = [location]
+    if f.fix is not None and f.fix.edits:
+        result["fixes"] = [
+            {
+                "description": {"text": f.fix.message},
+                "artifactChanges": [
+                    {
+                        "artifactLocation": artifact_location(f.filename, root),
+                        "replacements": [_replacement(e) for e in f.fix.edits],
+                    }
+                ],
+                "properties": {"applicability": f.fix.applicability.value},
+            }
+        ]
+    if f.cell is not None:
+        # Rows are relative to the notebook cell; say so rather than mislead.
+        result["properties"] = {"cell": f.cell}
+    return result
+
+
+def build(ctx: ReportContext) -> dict:
+    """The SARIF log as a dict (``render`` serialises it)."""
+    root = _cwd()
+    descriptors, index, levels = _rule_descriptors()
+    notifications = [
+        {
+            "level": "error",
+            "message": {"text": err.reason},
+            "locations": [{"physicalLocation": {"artifactLocation": artifact_location(err.filename, root)}}],
+        }
+        for err in ctx.errors
+    ]
+    invocation: dict = {"executionSuccessful": not ctx.errors}
+    if notifications:
+        invocation["toolExecutionNotifications"] = notifications
+    run = {
+        "tool": {
+            "driver": {
+                "name": TOOL_NAME,
+                "version": __version__,
+                "semanticVersion": __version__,
+                "informationUri": INFORMATION_URI,
+                "rules": descriptors,
+            }
+        },
+        "invocations": [invocation],
+        "originalUriBaseIds": {SRCROOT: {"uri": _dir_uri(root)}},
+        "columnKind": "unicodeCodePoints",
+        "results": [_result(f, index, levels, root) for f in ctx.findings],
+    }
+    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+
+
+def render(ctx: ReportContext) -> str:
+    return json.dumps(build(ctx), indent=2, ensure_ascii=False) + "\n"
