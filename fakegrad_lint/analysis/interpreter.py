@@ -1,7 +1,1501 @@
-"""Abstract interpreter over the CPython AST (work in progress)."""
+"""An abstract interpreter over the CPython AST of one file.
+
+It runs the module body in program order, follows calls to functions, methods
+and classes defined in the same file (arguments to parameters, closures,
+globals, ``self`` attributes), and tracks for every value whether it is a real
+tensor that requires grad, a fake tensor (and which real leaves are in its
+autograd graph), a FakeTensorMode, or a context manager. Every time a real
+requires-grad value becomes an operand of an op while a fake mode dispatches it,
+a :class:`LeakRecord` is made; a later ``.backward()`` / ``torch.autograd.grad``
+on a value whose graph holds that leak marks it as a hazard.
+
+Top-level functions and methods that can touch a fake region are also analysed
+on their own (parameters unknown), so library code with no call site is covered.
+Unknown values never produce findings: precision first.
+"""
 
 from __future__ import annotations
 
+import ast
+import builtins
+import re
 
-def analyze_module(tree, source):
-    return []
+from fakegrad_lint.analysis import names as N
+from fakegrad_lint.analysis.leaks import Leak, Route, Verdict
+from fakegrad_lint.analysis.positions import PositionMap
+from fakegrad_lint.analysis.values import (
+    UNKNOWN,
+    BoundMethod,
+    ClassVal,
+    ConstVal,
+    CtxVal,
+    ExitStackVal,
+    FuncVal,
+    InstanceVal,
+    LeakRecord,
+    MaybeVal,
+    ModeVal,
+    ModRef,
+    ModuleVal,
+    OptimizerVal,
+    Origin,
+    Region,
+    SeqVal,
+    TracedFn,
+    TVal,
+    Value,
+    join,
+)
+from fakegrad_lint.prefilter import ENTRY_WORDS
+
+MAX_DEPTH = 6
+STEP_BUDGET = 400_000
+_BUILTINS = frozenset(dir(builtins))
+_ENTRY_RE = re.compile("|".join(ENTRY_WORDS))
+
+
+class Crashed(Exception):
+    """A strict fake mode met a real tensor: execution stops here."""
+
+
+class YieldReached(Exception):
+    def __init__(self, state, value):
+        self.state = state
+        self.value = value
+
+
+class _BlockExit(Exception):
+    """return / break / continue / raise: the rest of the block is dead."""
+
+
+class Scope:
+    __slots__ = ("vars", "parent", "module", "global_names", "func_node")
+
+    def __init__(self, parent=None, module=None, func_node=None):
+        self.vars: dict[str, Value] = {}
+        self.parent = parent
+        self.module = module if module is not None else self
+        self.global_names: set[str] = set()
+        self.func_node = func_node
+
+    def lookup(self, name):
+        s = self
+        while s is not None:
+            v = s.vars.get(name)
+            if v is not None:
+                return v
+            s = s.parent
+        return None
+
+    def assign(self, name, value):
+        if name in self.global_names:
+            self.module.vars[name] = value
+        else:
+            self.vars[name] = value
+
+
+class State:
+    __slots__ = ("scope", "regions", "grad_enabled", "dispatch_off", "patched", "fake_copy", "returns", "depth", "stack", "self_val")
+
+    def __init__(self, scope):
+        self.scope = scope
+        self.regions: list[Region] = []
+        self.grad_enabled = True
+        self.dispatch_off = 0
+        self.patched: set = set()
+        self.fake_copy = None
+        self.returns: list = []
+        self.depth = 0
+        self.stack: tuple = ()
+        self.self_val = None
+
+    def child(self, scope):
+        c = State(scope)
+        c.regions = self.regions
+        c.grad_enabled = self.grad_enabled
+        c.dispatch_off = self.dispatch_off
+        c.patched = self.patched
+        c.fake_copy = self.fake_copy
+        c.depth = self.depth + 1
+        c.stack = self.stack
+        return c
+
+    def active_region(self):
+        if self.regions and not self.dispatch_off:
+            return self.regions[-1]
+        return None
+
+    def allow_of(self, mode):
+        return True if mode in self.patched else mode.allow
+
+
+def _dotted(node):
+    """`a.b.c` -> "a.b.c" for Name/Attribute chains, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _const_kw(call, name, default=None):
+    for kw in call.keywords:
+        if kw.arg == name:
+            if isinstance(kw.value, ast.Constant):
+                return kw.value.value
+            return _NONCONST
+    return default
+
+
+_NONCONST = object()
+
+
+def _contains_yield(fn):
+    for n in ast.walk(fn):
+        if isinstance(n, (ast.Yield, ast.YieldFrom)):
+            return True
+    return False
+
+
+class Interpreter:
+    def __init__(self, tree: ast.Module, source: str):
+        self.tree = tree
+        self.source = source
+        self.pos = PositionMap(source)
+        self.records: dict = {}  # (id(node), id(origin)) -> LeakRecord
+        self.steps = 0
+        self.exhausted = False
+        self.instances: dict = {}  # ClassVal -> instance for standalone method analysis
+        self.module_scope = Scope()
+        self.module_scope.func_node = tree
+        self._func_contains_yield: dict = {}
+        self._capture_gen = None
+
+    # ------------------------------------------------------------------ driver
+    def run(self) -> list[Leak]:
+        st = State(self.module_scope)
+        stopped = False
+        for stmt in self.tree.body:
+            if stopped and not isinstance(stmt, _DEFINITIONS):
+                continue  # after a crash only bind what later analysis needs
+            try:
+                self.exec_stmt(stmt, st)
+            except (Crashed, _BlockExit, YieldReached):
+                stopped = True
+        self._standalone()
+        return self._leaks()
+
+    def _standalone(self):
+        """Analyse top-level functions and classes that can reach a fake region."""
+        lines = self.source.splitlines()
+        defs = [n for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        texts = {}
+        for d in defs:
+            start = min([d.lineno] + [dec.lineno for dec in d.decorator_list])
+            texts[d] = "\n".join(lines[start - 1 : d.end_lineno])
+        relevant_names = set()
+        for name, val in self.module_scope.vars.items():
+            if isinstance(val, (ModeVal, CtxVal, TracedFn)) or val.fake_mode() is not None:
+                relevant_names.add(name)
+        relevant = {d for d in defs if _ENTRY_RE.search(texts[d])}
+        relevant_names |= {d.name for d in relevant}
+        changed = True
+        while changed:
+            changed = False
+            if not relevant_names:
+                break
+            word_re = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(relevant_names))))
+            for d in defs:
+                if d not in relevant and word_re.search(texts[d]):
+                    relevant.add(d)
+                    relevant_names.add(d.name)
+                    changed = True
+        for d in defs:
+            if d not in relevant:
+                continue
+            val = self.module_scope.vars.get(d.name)
+            if isinstance(d, ast.ClassDef):
+                if not isinstance(val, ClassVal) or val.node is not d:
+                    continue
+                inst = self._instance_for(val)
+                for fname, fv in val.methods.items():
+                    self._run_standalone(fv, inst)
+            else:
+                if isinstance(val, FuncVal) and val.node is d:
+                    self._run_standalone(val, None)
+
+    def _instance_for(self, cls):
+        inst = self.instances.get(cls)
+        if inst is None:
+            st = State(self.module_scope)
+            inst = self.instantiate(cls, [], {}, st, None)
+            self.instances[cls] = inst
+        return inst
+
+    def _run_standalone(self, fv, self_val):
+        st = State(self.module_scope)
+        args = []
+        if self_val is not None and not self._is_static(fv):
+            args = [self_val]
+        try:
+            self.call_function(fv, args, {}, st, unknown_rest=True)
+        except (Crashed, YieldReached, _BlockExit):
+            pass
+
+    @staticmethod
+    def _is_static(fv):
+        for dec in fv.node.decorator_list:
+            if isinstance(dec, ast.Name) and dec.id in ("staticmethod", "classmethod"):
+                return True
+        return False
+
+    def _leaks(self) -> list[Leak]:
+        best: dict = {}
+        order = {Verdict.CRASH: 3, Verdict.HAZARD: 2, Verdict.FORWARD_ONLY: 1}
+        for rec in self.records.values():
+            if rec.crash:
+                verdict = Verdict.CRASH
+            elif rec.sinks:
+                verdict = Verdict.HAZARD
+            else:
+                verdict = Verdict.FORWARD_ONLY
+            node = rec.node
+            start = self.pos.char_pos(node.lineno, node.col_offset)
+            end = self.pos.char_pos(node.end_lineno, node.end_col_offset)
+            sink, sink_line = (rec.sinks[0] if rec.sinks else (None, None))
+            route = Route.LEAKED_MIX if rec.route == "leaked-mix" else Route.IN_REGION
+            leak = Leak(
+                verdict=verdict,
+                route=route,
+                start=start,
+                end=end,
+                value=rec.value_text,
+                value_kind=rec.origin.kind,
+                mode=rec.region.mode.desc,
+                mode_line=rec.region.mode.line,
+                sink=sink,
+                sink_line=sink_line,
+                fix=rec.fix_plan if verdict is not Verdict.FORWARD_ONLY else None,
+            )
+            if rec.fix_plan is not None and rec.origin.grad_reads:
+                leak.fix = None if verdict is Verdict.FORWARD_ONLY else _with_grad_reads(rec.fix_plan, rec.origin.grad_reads)
+            key = (start, route)
+            prev = best.get(key)
+            if prev is None or order[verdict] > order[prev.verdict]:
+                best[key] = leak
+        return sorted(best.values(), key=lambda l: l.start)
+
+    # -------------------------------------------------------------- statements
+    def exec_block(self, stmts, st):
+        for stmt in stmts:
+            self.exec_stmt(stmt, st)
+
+    def _tick(self):
+        self.steps += 1
+        if self.steps > STEP_BUDGET:
+            self.exhausted = True
+
+    def exec_stmt(self, s, st):
+        self._tick()
+        t = type(s)
+        if t is ast.Expr:
+            self.eval(s.value, st)
+        elif t is ast.Assign:
+            val = self.eval(s.value, st)
+            for target in s.targets:
+                self.assign(target, val, st, s.value)
+        elif t is ast.AnnAssign:
+            if s.value is not None:
+                self.assign(s.target, self.eval(s.value, st), st, s.value)
+        elif t is ast.AugAssign:
+            left = self.eval_target_load(s.target, st)
+            right = self.eval(s.value, st)
+            val = self.binop(s, [(left, s.target), (right, s.value)], st)
+            self.assign(s.target, val, st, s)
+        elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
+            fv = self.make_function(s, st)
+            st.scope.assign(s.name, fv)
+        elif t is ast.ClassDef:
+            st.scope.assign(s.name, self.make_class(s, st))
+        elif t in (ast.With, ast.AsyncWith):
+            self.exec_with(s, st)
+        elif t is ast.If:
+            self.exec_if(s, st)
+        elif t in (ast.For, ast.AsyncFor):
+            it = self.eval(s.iter, st)
+            self.assign(s.target, self.iter_item(it), st, None)
+            self.exec_branch(s.body, st)
+            self.exec_branch(s.orelse, st)
+        elif t is ast.While:
+            self.eval(s.test, st)
+            self.exec_branch(s.body, st)
+            self.exec_branch(s.orelse, st)
+        elif t in (ast.Try, getattr(ast, "TryStar", ast.Try)):
+            self.exec_try(s, st)
+        elif t is ast.Return:
+            if s.value is not None:
+                st.returns.append(self.eval(s.value, st))
+            raise _BlockExit()
+        elif t is ast.Raise:
+            if s.exc is not None:
+                self.eval(s.exc, st)
+            raise _BlockExit()
+        elif t in (ast.Break, ast.Continue):
+            raise _BlockExit()
+        elif t is ast.Import:
+            for alias in s.names:
+                if alias.asname:
+                    st.scope.assign(alias.asname, ModRef(alias.name))
+                else:
+                    top = alias.name.split(".")[0]
+                    st.scope.assign(top, ModRef(top))
+        elif t is ast.ImportFrom:
+            if s.level == 0 and s.module:
+                for alias in s.names:
+                    if alias.name == "*":
+                        continue
+                    st.scope.assign(alias.asname or alias.name, ModRef(f"{s.module}.{alias.name}"))
+            else:
+                for alias in s.names:
+                    st.scope.assign(alias.asname or alias.name, UNKNOWN)
+        elif t is ast.Global or t is ast.Nonlocal:
+            if t is ast.Global:
+                st.scope.global_names.update(s.names)
+        elif t is ast.Delete:
+            pass
+        elif t is ast.Assert:
+            self.eval(s.test, st)
+        elif t is getattr(ast, "Match", None):
+            self.eval(s.subject, st)
+            for case in s.cases:
+                self.exec_branch(case.body, st)
+        # Pass, etc.: nothing
+
+    def exec_branch(self, stmts, st):
+        """A block that may or may not run (loop body, else): dead ends stay local."""
+        try:
+            self.exec_block(stmts, st)
+        except _BlockExit:
+            pass
+
+    def exec_if(self, s, st):
+        test = self.eval(s.test, st)
+        truth = _truth(test)
+        if truth is True:
+            self.exec_block(s.body, st)
+            return
+        if truth is False:
+            self.exec_block(s.orelse, st)
+            return
+        scope = st.scope
+        before = dict(scope.vars)
+        crashed = 0
+        try:
+            self.exec_branch(s.body, st)
+        except Crashed:
+            crashed += 1
+        after_body = scope.vars
+        scope.vars = dict(before)
+        try:
+            self.exec_branch(s.orelse, st)
+        except Crashed:
+            crashed += 1
+        after_else = scope.vars
+        merged = {}
+        for k in set(after_body) | set(after_else):
+            a = after_body.get(k)
+            b = after_else.get(k)
+            if a is None or b is None:
+                merged[k] = a if b is None else b
+            else:
+                merged[k] = join(a, b)
+        scope.vars = merged
+        if crashed == 2:
+            raise Crashed()
+
+    def exec_try(self, s, st):
+        try:
+            try:
+                self.exec_block(s.body, st)
+            except _BlockExit:
+                pass
+            except Crashed:
+                if not s.handlers:
+                    raise
+            for h in s.handlers:
+                if h.name:
+                    st.scope.assign(h.name, UNKNOWN)
+                self.exec_branch(h.body, st)
+            self.exec_branch(s.orelse, st)
+        finally:
+            try:
+                self.exec_block(s.finalbody, st)
+            except _BlockExit:
+                pass
+
+    def exec_with(self, s, st):
+        undo = []
+        try:
+            for i, item in enumerate(s.items):
+                cm = self.eval(item.context_expr, st)
+                bound = item.optional_vars.id if isinstance(item.optional_vars, ast.Name) else None
+                entered = self.enter(cm, st, undo, with_node=s, index=i, bound=bound, expr=item.context_expr)
+                if item.optional_vars is not None:
+                    self.assign(item.optional_vars, entered, st, None)
+            self.exec_block(s.body, st)
+        finally:
+            for fn in reversed(undo):
+                fn()
+
+    def enter(self, cm, st, undo, with_node=None, index=-1, bound=None, expr=None):
+        """Enter a context manager value; push what it changes and its undo on ``undo``."""
+        if isinstance(cm, MaybeVal):
+            modes = [o for o in cm.options if isinstance(o, (ModeVal, CtxVal, ExitStackVal))]
+            if modes:
+                # an unknown condition selects a fake mode on some path: enter it
+                pick = next((o for o in modes if isinstance(o, ModeVal)), modes[0])
+                return self.enter(pick, st, undo, with_node, index, bound if isinstance(pick, ModeVal) else None, expr)
+            return UNKNOWN
+        if isinstance(cm, ModeVal):
+            name = bound
+            if name is None and expr is not None:
+                d = _dotted(expr)
+                if d is not None:
+                    name = d
+            region = Region(cm, cm.allow, with_node, index, name)
+            region.func_node = st.scope.func_node  # type: ignore[attr-defined]
+            st.regions.append(region)
+            regions = st.regions
+            undo.append(lambda: regions.remove(region) if region in regions else None)
+            return cm
+        if isinstance(cm, CtxVal):
+            k = cm.kind
+            if k == "grad_off" or k == "grad_on":
+                old = st.grad_enabled
+                st.grad_enabled = k == "grad_on"
+                undo.append(lambda: setattr(st, "grad_enabled", old))
+            elif k == "unset_fake":
+                st.dispatch_off += 1
+                undo.append(lambda: setattr(st, "dispatch_off", st.dispatch_off - 1))
+            elif k == "fake_copy":
+                old = st.fake_copy
+                st.fake_copy = cm.target
+                undo.append(lambda: setattr(st, "fake_copy", old))
+            elif k == "patch_allow":
+                if cm.target is not None:
+                    target = cm.target
+                    added = target not in st.patched
+                    st.patched.add(target)
+                    if added:
+                        undo.append(lambda: st.patched.discard(target))
+            elif k == "gen":
+                return self.enter_generator(cm, st, undo)
+            return UNKNOWN
+        if isinstance(cm, ExitStackVal):
+            n = len(undo)
+            marker = []
+            cm.pushed.append(marker)
+
+            def close(stack=cm, marker=marker):
+                for fn in reversed(marker):
+                    fn()
+                marker.clear()
+
+            undo.append(close)
+            return cm
+        return UNKNOWN
+
+    def enter_generator(self, cm, st, undo):
+        """Enter a @contextmanager helper: run it up to its ``yield`` and keep the
+        regions and grad state active there for the body of the ``with``."""
+        fv, args, kwargs = cm.target
+        before = list(st.regions)
+        old_grad, old_off, old_patched = st.grad_enabled, st.dispatch_off, set(st.patched)
+        prev, self._capture_gen = self._capture_gen, fv.node
+        try:
+            self.call_function(fv, args, kwargs, st, run_generator=True)
+        except YieldReached as y:
+            # the generator's own with-blocks were unwound by the exception: re-apply
+            for r in y.regions:
+                if r not in st.regions:
+                    st.regions.append(r)
+            st.grad_enabled = y.grad_enabled
+            st.dispatch_off = y.dispatch_off
+            st.patched |= y.patched
+            regions = st.regions
+
+            def restore():
+                for r in list(regions):
+                    if r not in before:
+                        regions.remove(r)
+                st.grad_enabled, st.dispatch_off = old_grad, old_off
+                st.patched.intersection_update(old_patched)
+
+            undo.append(restore)
+            return y.value
+        except (Crashed, _BlockExit):
+            pass
+        finally:
+            self._capture_gen = prev
+        return UNKNOWN
+
+    # -------------------------------------------------------------- assignment
+    def assign(self, target, val, st, value_node):
+        t = type(target)
+        if t is ast.Name:
+            st.scope.assign(target.id, val)
+        elif t in (ast.Tuple, ast.List):
+            elts = val.elts if isinstance(val, SeqVal) and val.elts is not None and len(val.elts) == len(target.elts) else None
+            for i, e in enumerate(target.elts):
+                if isinstance(e, ast.Starred):
+                    self.assign(e.value, SeqVal(items=(self.iter_item(val),)), st, None)
+                elif elts is not None:
+                    self.assign(e, elts[i], st, None)
+                else:
+                    self.assign(e, self.iter_item(val), st, None)
+        elif t is ast.Attribute:
+            obj = self.eval(target.value, st)
+            if isinstance(obj, (InstanceVal, ModuleVal)):
+                obj.attrs[target.attr] = val
+            elif isinstance(obj, ModeVal) and target.attr == "allow_non_fake_inputs":
+                if isinstance(val, ConstVal):
+                    obj.allow = bool(val.value)
+            elif target.attr == "requires_grad" and isinstance(obj, TVal) and obj.mode is None:
+                if isinstance(val, ConstVal) and val.value is True:
+                    new = TVal(obj.origins | {Origin(_dotted(target.value) or "tensor", "tensor", target.lineno)}, None, obj.leaks)
+                    self.rebind(target.value, new, st)
+                elif isinstance(val, ConstVal) and val.value is False:
+                    self.rebind(target.value, TVal(frozenset(), None, obj.leaks), st)
+        elif t is ast.Subscript:
+            obj = self.eval(target.value, st)
+            self.eval(target.slice, st)
+            if isinstance(obj, SeqVal):
+                self.rebind(target.value, SeqVal(obj.items + (val,)), st)
+        elif t is ast.Starred:
+            self.assign(target.value, val, st, value_node)
+
+    def rebind(self, expr, val, st):
+        if isinstance(expr, ast.Name):
+            st.scope.assign(expr.id, val)
+        elif isinstance(expr, ast.Attribute):
+            obj = self.eval(expr.value, st)
+            if isinstance(obj, (InstanceVal, ModuleVal)):
+                obj.attrs[expr.attr] = val
+
+    def eval_target_load(self, target, st):
+        return self.eval(target, st)
+
+    # -------------------------------------------------------------- functions
+    def make_function(self, node, st, cls=None):
+        cm = False
+        grad_off = False
+        for dec in node.decorator_list:
+            dv = self.eval(dec.func if isinstance(dec, ast.Call) else dec, st)
+            if isinstance(dv, ModRef):
+                if dv.qualname in N.CONTEXT_MANAGER:
+                    cm = True
+                elif dv.qualname in N.GRAD_OFF:
+                    grad_off = True
+        fv = FuncVal(node, st.scope, cls, cm, grad_off)
+        fv.defaults = [self.eval(d, st) for d in node.args.defaults] if not isinstance(node, ast.Lambda) else []  # type: ignore[attr-defined]
+        return fv
+
+    def make_class(self, node, st):
+        bases = tuple(self.eval(b, st) for b in node.bases)
+        is_module = False
+        torch_base = False
+        for b in bases:
+            if isinstance(b, ModRef) and _is_nn_module_class(b.qualname):
+                is_module = True
+                if b.qualname not in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+                    torch_base = True
+            elif isinstance(b, ClassVal) and b.is_module:
+                is_module = True
+                torch_base = torch_base or getattr(b, "torch_base", False)
+        cv = ClassVal(node, st.scope, is_module, {}, bases)
+        cv.torch_base = torch_base  # type: ignore[attr-defined]
+        for b in bases:
+            if isinstance(b, ClassVal):
+                cv.methods.update(b.methods)
+        cls_scope = Scope(parent=st.scope, module=st.scope.module, func_node=st.scope.func_node)
+        cst = st.child(cls_scope)
+        cst.depth = st.depth
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                fv = self.make_function(item, cst, cls=cv)
+                fv.scope = st.scope  # methods do not see the class body as a closure
+                cv.methods[item.name] = fv
+        return cv
+
+    def instantiate(self, cls, args, kwargs, st, node):
+        region = st.active_region()
+        if cls.is_module:
+            inst = ModuleVal(None, region.mode if region else None, cls, {})
+        else:
+            inst = InstanceVal(cls, {})
+        init = cls.methods.get("__init__")
+        if init is not None:
+            try:
+                self.call_function(init, [inst] + list(args), kwargs, st)
+            except (YieldReached, _BlockExit):
+                pass
+        if cls.is_module and region is None:
+            has_params = getattr(cls, "torch_base", False) or any(
+                v.real_rg() or (isinstance(v, ModuleVal) and v.origin is not None) for v in inst.attrs.values()
+            )
+            if has_params:
+                name = "module"
+                inst.origin = Origin(name, "module", getattr(node, "lineno", 0))
+        return inst
+
+    def call_function(self, fv, args, kwargs, st, unknown_rest=False, run_generator=False):
+        node = fv.node
+        if st.depth >= MAX_DEPTH or self.exhausted or node in st.stack:
+            return UNKNOWN
+        if fv.contextmanager and not run_generator:
+            return CtxVal("gen", (fv, list(args), dict(kwargs)))
+        is_gen = self._func_contains_yield.get(node)
+        if is_gen is None:
+            is_gen = not isinstance(node, ast.Lambda) and _contains_yield(node)
+            self._func_contains_yield[node] = is_gen
+        scope = Scope(parent=fv.scope, module=fv.scope.module, func_node=node)
+        cst = st.child(scope)
+        cst.stack = st.stack + (node,)
+        self.bind_args(fv, args, kwargs, scope, unknown_rest)
+        if fv.grad_off:
+            cst.grad_enabled = False
+        if isinstance(node, ast.Lambda):
+            return self.eval(node.body, cst)
+        if is_gen and not run_generator:
+            # a plain generator: run it to collect what it yields
+            cst.returns = []
+            self._yields = getattr(self, "_yields", None)
+        try:
+            self.exec_block(node.body, cst)
+        except _BlockExit:
+            pass
+        if is_gen and not run_generator:
+            return SeqVal(tuple(cst.returns))
+        if not cst.returns:
+            return UNKNOWN if not _returns_something(node) else UNKNOWN
+        out = cst.returns[0]
+        for r in cst.returns[1:]:
+            out = join(out, r)
+        return out
+
+    def bind_args(self, fv, args, kwargs, scope, unknown_rest):
+        node = fv.node
+        a = node.args
+        params = list(a.posonlyargs) + list(a.args)
+        defaults = getattr(fv, "defaults", [])
+        nd = len(defaults)
+        for i, p in enumerate(params):
+            if i < len(args):
+                v = args[i]
+            elif p.arg in kwargs:
+                v = kwargs[p.arg]
+            elif i >= len(params) - nd and nd:
+                v = defaults[i - (len(params) - nd)]
+            else:
+                v = UNKNOWN
+            scope.vars[p.arg] = v
+        if a.vararg is not None:
+            extra = args[len(params):]
+            scope.vars[a.vararg.arg] = SeqVal(tuple(extra), tuple(extra))
+        for p in a.kwonlyargs:
+            scope.vars[p.arg] = kwargs.get(p.arg, UNKNOWN)
+        if a.kwarg is not None:
+            scope.vars[a.kwarg.arg] = SeqVal(tuple(v for k, v in kwargs.items() if k not in scope.vars))
+
+    # ------------------------------------------------------------- expressions
+    def eval(self, e, st) -> Value:
+        self._tick()
+        t = type(e)
+        if t is ast.Name:
+            v = st.scope.lookup(e.id)
+            if v is None:
+                return ModRef("builtins." + e.id) if e.id in _BUILTINS else UNKNOWN
+            return v
+        if t is ast.Constant:
+            return ConstVal(e.value)
+        if t is ast.Attribute:
+            return self.eval_attribute(e, st)
+        if t is ast.Call:
+            return self.eval_call(e, st)
+        if t is ast.BinOp:
+            left = self.eval(e.left, st)
+            right = self.eval(e.right, st)
+            if isinstance(left, SeqVal) and isinstance(right, SeqVal):
+                return SeqVal(left.items + right.items)
+            return self.binop(e, [(left, e.left), (right, e.right)], st)
+        if t is ast.UnaryOp:
+            v = self.eval(e.operand, st)
+            if isinstance(e.op, ast.Not):
+                tv = _truth(v)
+                return ConstVal(not tv) if tv is not None else UNKNOWN
+            return self.binop(e, [(v, e.operand)], st)
+        if t is ast.Compare:
+            vals = [(self.eval(e.left, st), e.left)] + [(self.eval(c, st), c) for c in e.comparators]
+            if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in e.ops):
+                return UNKNOWN
+            if _is_tensorish_any(v for v, _ in vals):
+                return self.op(e, vals, st, differentiable=False)
+            return UNKNOWN
+        if t is ast.BoolOp:
+            vals = [self.eval(v, st) for v in e.values]
+            out = vals[0]
+            for v in vals[1:]:
+                out = join(out, v)
+            return out
+        if t is ast.IfExp:
+            test = _truth(self.eval(e.test, st))
+            if test is True:
+                return self.eval(e.body, st)
+            if test is False:
+                return self.eval(e.orelse, st)
+            return join(self.eval(e.body, st), self.eval(e.orelse, st))
+        if t in (ast.List, ast.Tuple, ast.Set):
+            items = []
+            for el in e.elts:
+                if isinstance(el, ast.Starred):
+                    items.append(self.iter_item(self.eval(el.value, st)))
+                else:
+                    items.append(self.eval(el, st))
+            elts = tuple(items) if not any(isinstance(el, ast.Starred) for el in e.elts) else None
+            return SeqVal(tuple(items), elts)
+        if t is ast.Dict:
+            items = []
+            for k, v in zip(e.keys, e.values):
+                if k is not None:
+                    self.eval(k, st)
+                    items.append(self.eval(v, st))
+                else:
+                    items.append(self.iter_item(self.eval(v, st)))
+            return SeqVal(tuple(items))
+        if t in (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp):
+            return self.eval_comprehension(e, st)
+        if t is ast.Subscript:
+            obj = self.eval(e.value, st)
+            idx = self.eval(e.slice, st)
+            return self.subscript(e, obj, idx, st)
+        if t is ast.Lambda:
+            fv = FuncVal(e, st.scope)
+            fv.defaults = [self.eval(d, st) for d in e.args.defaults]  # type: ignore[attr-defined]
+            return fv
+        if t is ast.NamedExpr:
+            v = self.eval(e.value, st)
+            self.assign(e.target, v, st, e.value)
+            return v
+        if t is ast.Starred:
+            return self.eval(e.value, st)
+        if t in (ast.Await, ast.YieldFrom):
+            return self.eval(e.value, st) if e.value is not None else UNKNOWN
+        if t is ast.Yield:
+            v = self.eval(e.value, st) if e.value is not None else UNKNOWN
+            self.on_yield(v, st)
+            return UNKNOWN
+        if t is ast.JoinedStr:
+            for v in e.values:
+                if isinstance(v, ast.FormattedValue):
+                    self.eval(v.value, st)
+            return UNKNOWN
+        if t is ast.Slice:
+            for part in (e.lower, e.upper, e.step):
+                if part is not None:
+                    self.eval(part, st)
+            return UNKNOWN
+        return UNKNOWN
+
+    def on_yield(self, v, st):
+        if st.stack and self._capture_gen is st.stack[-1]:
+            y = YieldReached(st, v)
+            y.regions = list(st.regions)
+            y.grad_enabled = st.grad_enabled
+            y.dispatch_off = st.dispatch_off
+            y.patched = set(st.patched)
+            raise y
+        st.returns.append(v)
+
+    def eval_comprehension(self, e, st):
+        scope = Scope(parent=st.scope, module=st.scope.module, func_node=st.scope.func_node)
+        cst = st.child(scope)
+        cst.depth = st.depth
+        cst.stack = st.stack
+        cst.returns = st.returns
+        for gen in e.generators:
+            it = self.eval(gen.iter, cst)
+            self.assign(gen.target, self.iter_item(it), cst, None)
+            for cond in gen.ifs:
+                self.eval(cond, cst)
+        if isinstance(e, ast.DictComp):
+            self.eval(e.key, cst)
+            v = self.eval(e.value, cst)
+        else:
+            v = self.eval(e.elt, cst)
+        return SeqVal((v,))
+
+    def iter_item(self, v):
+        if isinstance(v, SeqVal):
+            if not v.items:
+                return UNKNOWN
+            out = v.items[0]
+            for x in v.items[1:]:
+                out = join(out, x)
+            return out
+        if isinstance(v, TVal):
+            return v  # iterating a tensor yields slices with the same provenance
+        if isinstance(v, MaybeVal):
+            out = None
+            for o in v.options:
+                x = self.iter_item(o)
+                out = x if out is None else join(out, x)
+            return out or UNKNOWN
+        return UNKNOWN
+
+    def subscript(self, e, obj, idx, st):
+        if isinstance(obj, SeqVal):
+            if obj.elts is not None and isinstance(idx, ConstVal) and isinstance(idx.value, int):
+                try:
+                    return obj.elts[idx.value]
+                except IndexError:
+                    return UNKNOWN
+            return self.iter_item(obj)
+        if isinstance(obj, ModuleVal):
+            return obj  # nn.Sequential / ModuleList indexing: a submodule of the same kind
+        if _is_tensorish(obj):
+            return self.op(e, [(obj, e.value)], st)
+        return UNKNOWN
+
+    def eval_attribute(self, e, st):
+        obj = self.eval(e.value, st)
+        return self.attribute(e, obj, e.attr, st)
+
+    def attribute(self, e, obj, attr, st):
+        if isinstance(obj, ModRef):
+            return ModRef(f"{obj.qualname}.{attr}")
+        if isinstance(obj, MaybeVal):
+            out = None
+            for o in obj.options:
+                v = self.attribute(e, o, attr, st)
+                out = v if out is None else join(out, v)
+            return out or UNKNOWN
+        if isinstance(obj, TVal):
+            if attr in N.METADATA_ATTRS:
+                return UNKNOWN
+            if attr == "grad":
+                for o in obj.real_rg():
+                    o.grad_reads.append(e.lineno)
+                return TVal(frozenset(), obj.mode, frozenset())
+            if attr == "data":
+                return TVal(frozenset(), obj.mode, frozenset())
+            if attr in ("T", "mT", "H", "mH", "real", "imag"):
+                return self.op(e, [(obj, e.value)], st)
+            return UNKNOWN
+        if isinstance(obj, (InstanceVal, ModuleVal)):
+            if attr in obj.attrs:
+                return obj.attrs[attr]
+            cls = obj.cls
+            if cls is not None and attr in cls.methods:
+                return BoundMethod(cls.methods[attr], obj)
+            if isinstance(obj, ModuleVal) and attr in ("weight", "bias", "in_proj_weight", "in_proj_bias", "weight_ih_l0", "weight_hh_l0"):
+                if obj.origin is not None and obj.mode is None:
+                    return TVal(frozenset([Origin(f"{_dotted(e) or attr}", "parameter", e.lineno)]))
+                return TVal(frozenset(), obj.mode)
+            return UNKNOWN
+        if isinstance(obj, ModeVal):
+            if attr == "allow_non_fake_inputs":
+                return ConstVal(obj.allow) if obj.allow is not None else UNKNOWN
+            return UNKNOWN
+        return UNKNOWN
+
+    # ------------------------------------------------------------------ calls
+    def eval_call(self, e, st):
+        func = e.func
+        args = []
+        for a in e.args:
+            if isinstance(a, ast.Starred):
+                v = self.eval(a.value, st)
+                args.append(self.iter_item(v))
+            else:
+                args.append(self.eval(a, st))
+        kwargs = {}
+        for kw in e.keywords:
+            v = self.eval(kw.value, st)
+            if kw.arg is not None:
+                kwargs[kw.arg] = v
+        if isinstance(func, ast.Attribute):
+            recv = self.eval(func.value, st)
+            if isinstance(recv, ModRef):
+                return self.call_qualname(e, f"{recv.qualname}.{func.attr}", args, kwargs, st)
+            return self.call_method(e, recv, func.attr, args, kwargs, st)
+        callee = self.eval(func, st)
+        return self.call_value(e, callee, args, kwargs, st)
+
+    def call_value(self, e, callee, args, kwargs, st):
+        if isinstance(callee, ModRef):
+            return self.call_qualname(e, callee.qualname, args, kwargs, st)
+        if isinstance(callee, FuncVal):
+            return self.call_function(callee, args, kwargs, st)
+        if isinstance(callee, BoundMethod):
+            if callee.func.node.name == "forward" and isinstance(callee.self_val, ModuleVal):
+                return self.module_call(e, callee.self_val, e.func, args, kwargs, st)
+            return self.call_function(callee.func, [callee.self_val] + list(args), kwargs, st)
+        if isinstance(callee, ClassVal):
+            return self.instantiate(callee, args, kwargs, st, e)
+        if isinstance(callee, ModuleVal):
+            return self.module_call(e, callee, e.func, args, kwargs, st)
+        if isinstance(callee, InstanceVal):
+            call = callee.cls.methods.get("__call__")
+            if call is not None:
+                return self.call_function(call, [callee] + list(args), kwargs, st)
+            return UNKNOWN
+        if isinstance(callee, TracedFn):
+            return self.call_traced(e, callee, args, kwargs, st)
+        if isinstance(callee, MaybeVal):
+            out = None
+            for o in callee.options:
+                if isinstance(o, (FuncVal, BoundMethod, ModuleVal, TracedFn, ModRef)):
+                    v = self.call_value(e, o, args, kwargs, st)
+                    out = v if out is None else join(out, v)
+            return out or UNKNOWN
+        return UNKNOWN
+
+    def call_traced(self, e, tf, args, kwargs, st):
+        mode = tf.mode
+        fake_args = [_fake_copy(a, mode) for a in args]
+        region = Region(mode, mode.allow, None, -1, None)
+        region.func_node = None  # type: ignore[attr-defined]
+        st.regions.append(region)
+        try:
+            if isinstance(tf.func, (FuncVal, BoundMethod, ModuleVal)):
+                res = self.call_value(e, tf.func, fake_args, kwargs, st)
+            else:
+                res = UNKNOWN
+        finally:
+            if region in st.regions:
+                st.regions.remove(region)
+        return res
+
+    def module_call(self, e, mod, func_expr, args, kwargs, st):
+        operands = [(mod, func_expr)]
+        operands += [(a, None) for a in args] + [(v, None) for v in kwargs.values()]
+        return self.op(e, operands, st)
+
+    def call_method(self, e, recv, name, args, kwargs, st):
+        if isinstance(recv, MaybeVal):
+            out = None
+            for o in recv.options:
+                if o is UNKNOWN:
+                    continue
+                v = self.call_method(e, o, name, args, kwargs, st)
+                out = v if out is None else join(out, v)
+            return out or UNKNOWN
+        if isinstance(recv, TVal):
+            return self.tensor_method(e, recv, name, args, kwargs, st)
+        if isinstance(recv, ModeVal):
+            if name in N.FROM_REAL_TENSOR_ATTR:
+                return _fake_copy(args[-1] if args else UNKNOWN, recv)
+            if name == "__enter__":
+                self.enter(recv, st, [], expr=e.func.value)
+                return recv
+            if name == "__exit__":
+                for r in reversed(st.regions):
+                    if r.mode is recv:
+                        st.regions.remove(r)
+                        break
+                return UNKNOWN
+            return UNKNOWN
+        if name in N.FROM_REAL_TENSOR_ATTR:
+            # fake_tensor_converter.from_real_tensor(mode, x) and friends
+            mode = next((a for a in args if isinstance(a, ModeVal)), None)
+            src = args[-1] if args else UNKNOWN
+            return _fake_copy(src, mode or ModeVal(None, e.lineno, "FakeTensorMode"))
+        if isinstance(recv, ModuleVal):
+            return self.module_method(e, recv, name, args, kwargs, st)
+        if isinstance(recv, InstanceVal):
+            if name in recv.attrs:
+                return self.call_value(e, recv.attrs[name], args, kwargs, st)
+            m = recv.cls.methods.get(name)
+            if m is not None:
+                if self._is_static(m):
+                    return self.call_function(m, args, kwargs, st)
+                return self.call_function(m, [recv] + list(args), kwargs, st)
+            return UNKNOWN
+        if isinstance(recv, ExitStackVal):
+            if name == "enter_context" and args:
+                undo = []
+                v = self.enter(args[0], st, undo)
+                if recv.pushed:
+                    recv.pushed[-1].extend(undo)
+                return v
+            return UNKNOWN
+        if isinstance(recv, SeqVal):
+            if name in ("append", "add", "insert", "extend", "update", "setdefault"):
+                new_items = list(recv.items)
+                for a in args:
+                    new_items.append(self.iter_item(a) if name in ("extend", "update") else a)
+                if name == "setdefault" and len(args) > 1:
+                    pass
+                self.rebind(e.func.value, SeqVal(tuple(new_items)), st)
+                return UNKNOWN
+            if name in ("items",):
+                return SeqVal(tuple(SeqVal((UNKNOWN, v), (UNKNOWN, v)) for v in recv.items))
+            if name in ("values", "copy", "__iter__"):
+                return SeqVal(recv.items)
+            if name in ("get", "pop", "popitem", "__getitem__"):
+                return self.iter_item(recv)
+            return UNKNOWN
+        if isinstance(recv, (FuncVal, BoundMethod)) and name == "__call__":
+            return self.call_value(e, recv, args, kwargs, st)
+        if isinstance(recv, CtxVal) and name == "__enter__":
+            self.enter(recv, st, [])
+            return UNKNOWN
+        return UNKNOWN
+
+    def module_method(self, e, mod, name, args, kwargs, st):
+        real = mod.origin is not None and mod.mode is None
+        if name in mod.attrs:
+            return self.call_value(e, mod.attrs[name], args, kwargs, st)
+        if name == "forward" or name == "__call__":
+            return self.module_call(e, mod, e.func, args, kwargs, st)
+        if mod.cls is not None and name in mod.cls.methods:
+            return self.call_function(mod.cls.methods[name], [mod] + list(args), kwargs, st)
+        if name in ("parameters", "named_parameters") or (name == "state_dict" and _kw_true(kwargs, "keep_vars")):
+            if real:
+                p = TVal(frozenset([Origin(f"{_dotted(e.func.value) or 'module'}.parameters()", "parameters", e.lineno)]))
+            else:
+                p = TVal(frozenset(), mod.mode)
+            if name == "parameters":
+                return SeqVal((p,))
+            return SeqVal((SeqVal((UNKNOWN, p), (UNKNOWN, p)),)) if name == "named_parameters" else SeqVal((p,))
+        if name in ("state_dict", "buffers", "named_buffers"):
+            t = TVal(frozenset(), mod.mode)
+            return SeqVal((SeqVal((UNKNOWN, t), (UNKNOWN, t)),)) if name == "named_buffers" else SeqVal((t,))
+        if name == "to_empty":
+            region = st.active_region()
+            if region is not None:
+                return ModuleVal(None, region.mode, mod.cls, mod.attrs)
+            return mod
+        if name in ("to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval", "type", "share_memory", "apply"):
+            if name == "to" and (_is_meta(args) or _is_meta(list(kwargs.values()))):
+                return ModuleVal(None, None, mod.cls, mod.attrs)
+            return mod
+        if name == "requires_grad_":
+            if args and isinstance(args[0], ConstVal) and args[0].value is False or _kw_false(kwargs, "requires_grad"):
+                new = ModuleVal(None, mod.mode, mod.cls, mod.attrs)
+                self.rebind(e.func.value, new, st)
+                return new
+            return mod
+        if name in ("register_parameter", "register_buffer") and len(args) >= 2 and isinstance(args[0], ConstVal):
+            mod.attrs[str(args[0].value)] = args[1]
+            return UNKNOWN
+        if name in ("add_module", "register_module") and len(args) >= 2 and isinstance(args[0], ConstVal):
+            mod.attrs[str(args[0].value)] = args[1]
+            return UNKNOWN
+        return UNKNOWN
+
+    def tensor_method(self, e, recv, name, args, kwargs, st):
+        if name == "backward":
+            self.sink(recv, ".backward()", e, st)
+            return UNKNOWN
+        if name == "requires_grad_":
+            flag = True
+            if args and isinstance(args[0], ConstVal):
+                flag = bool(args[0].value)
+            if _kw_false(kwargs, "requires_grad"):
+                flag = False
+            if recv.mode is None:
+                origins = recv.origins | {Origin(_dotted(e.func.value) or "tensor", "tensor", e.lineno)} if flag else frozenset()
+                new = TVal(origins, None, recv.leaks)
+                self.rebind(e.func.value, new, st)
+                return new
+            return recv
+        if name in N.METADATA_METHODS:
+            return UNKNOWN
+        if name in ("item", "tolist", "numpy", "__repr__", "__str__", "__format__"):
+            return UNKNOWN
+        if name in ("detach", "detach_"):
+            region = st.active_region()
+            if region is not None and st.allow_of(region.mode) is False and recv.mode is None and recv.origins:
+                return self.op(e, [(recv, e.func.value)], st, differentiable=False)
+            new = TVal(frozenset(), recv.mode, frozenset())
+            if name == "detach_":
+                self.rebind(e.func.value, new, st)
+            return new
+        if name in ("to", "cuda", "cpu") and recv.mode is None and (_is_meta(args) or _is_meta(list(kwargs.values()))):
+            return TVal(frozenset(), None)
+        diff = name not in N.NON_DIFFERENTIABLE_METHODS
+        operands = [(recv, e.func.value)] + [(a, None) for a in args] + [(v, None) for v in kwargs.values()]
+        return self.op(e, operands, st, differentiable=diff)
+
+    def call_qualname(self, e, q, args, kwargs, st):
+        if q.startswith("builtins."):
+            return self.call_builtin(e, q[9:], args, kwargs, st)
+        if q in N.FAKE_TENSOR_MODE:
+            allow = _const_kw(e, "allow_non_fake_inputs", False)
+            if allow is _NONCONST:
+                allow = None
+            desc = "FakeTensorMode(allow_non_fake_inputs=True)" if allow else ("FakeTensorMode()" if allow is False else "FakeTensorMode(...)")
+            return ModeVal(allow, e.lineno, desc, e)
+        if q in N.DETECT_FAKE_MODE:
+            return ModeVal(False, e.lineno, "detect_fake_mode()", e)
+        if q in N.FAKE_COPY_MODE:
+            return CtxVal("fake_copy", args[0] if args and isinstance(args[0], ModeVal) else None)
+        if q in N.UNSET_FAKE:
+            return CtxVal("unset_fake")
+        if q in N.GRAD_OFF:
+            if args and isinstance(args[0], FuncVal):  # used as a plain decorator call
+                args[0].grad_off = True
+                return args[0]
+            if q.endswith("inference_mode") and args and isinstance(args[0], ConstVal) and args[0].value is False:
+                return CtxVal("null")
+            return CtxVal("grad_off")
+        if q in N.GRAD_ON:
+            return CtxVal("grad_on")
+        if q in N.SET_GRAD_ENABLED:
+            if args and isinstance(args[0], ConstVal):
+                return CtxVal("grad_on" if args[0].value else "grad_off")
+            return CtxVal("null")
+        if q in N.NULL_CONTEXT:
+            return CtxVal("null")
+        if q in N.EXIT_STACK:
+            return ExitStackVal()
+        if q in N.CONTEXT_MANAGER:
+            if args and isinstance(args[0], FuncVal):
+                args[0].contextmanager = True
+                return args[0]
+            return UNKNOWN
+        if q in N.PATCH_OBJECT or q.endswith(".patch.object"):
+            if len(args) >= 3 and isinstance(args[1], ConstVal) and args[1].value == "allow_non_fake_inputs":
+                if isinstance(args[2], ConstVal) and args[2].value is True:
+                    target = args[0]
+                    if isinstance(target, MaybeVal):
+                        target = next((o for o in target.options if isinstance(o, ModeVal)), None)
+                    if isinstance(target, ModeVal):
+                        return CtxVal("patch_allow", target)
+            return CtxVal("null")
+        if q in N.MAKE_FX:
+            tm = _const_kw(e, "tracing_mode", "real")
+            if tm in ("fake", "symbolic") and args:
+                allow = _const_kw(e, "_allow_non_fake_inputs", False)
+                if allow is _NONCONST:
+                    allow = None
+                desc = f'make_fx(tracing_mode="{tm}"' + (", _allow_non_fake_inputs=True)" if allow else ")")
+                return TracedFn(args[0], ModeVal(allow, e.lineno, desc, None))
+            return UNKNOWN
+        if q in N.DEEPCOPY:
+            src = args[0] if args else UNKNOWN
+            if st.fake_copy is not None:
+                return _fake_copy(src, st.fake_copy)
+            return src
+        if q in N.FUNCTIONAL_CALL:
+            ops = []
+            if len(args) > 1:
+                ops.append((args[1], None))
+            ops += [(a, None) for a in args[2:]] + [(v, None) for v in kwargs.values()]
+            return self.op(e, ops, st)
+        if q in N.PARAMETER:
+            region = st.active_region()
+            data = args[0] if args else UNKNOWN
+            if region is not None or (isinstance(data, TVal) and data.mode is not None):
+                return TVal(frozenset(), region.mode if region else data.mode)
+            if _kw_false(kwargs, "requires_grad") or (len(args) > 1 and isinstance(args[1], ConstVal) and args[1].value is False):
+                return TVal()
+            return TVal(frozenset([Origin("parameter", "parameter", e.lineno)]))
+        if q in N.AUTOGRAD_BACKWARD:
+            for a in args[:1]:
+                self.sink(a, "torch.autograd.backward", e, st)
+            return UNKNOWN
+        if q in N.AUTOGRAD_GRAD:
+            outputs = args[0] if args else kwargs.get("outputs", UNKNOWN)
+            inputs = args[1] if len(args) > 1 else kwargs.get("inputs", UNKNOWN)
+            self.sink(outputs, "torch.autograd.grad", e, st, inputs=inputs)
+            mode = outputs.fake_mode()
+            return SeqVal((TVal(frozenset(), mode),)) if mode is not None else UNKNOWN
+        if q.startswith("torch.optim.") and q.rsplit(".", 1)[-1][:1].isupper():
+            return OptimizerVal(args[0] if args else UNKNOWN)
+        if _is_nn_module_class(q):
+            region = st.active_region()
+            if region is not None:
+                return ModuleVal(None, region.mode)
+            if _is_meta(list(kwargs.values())):
+                return ModuleVal(None, None)
+            mod = ModuleVal(Origin("module", "module", e.lineno), None)
+            last = q.rsplit(".", 1)[-1]
+            if last in _CONTAINER_MODULES:
+                children = [x for a in list(args) + list(kwargs.values()) for x in _flatten(a)]
+                if not any(x.real_rg() for x in children):
+                    mod.origin = None
+            elif last in _PARAMLESS_MODULES:
+                mod.origin = None
+            return mod
+        if q.startswith("torch.") and _is_torch_op(q):
+            operands = [(a, None) for a in args] + [(v, None) for k, v in kwargs.items() if k not in ("out",)]
+            diff = q not in N.NON_DIFFERENTIABLE_FUNCS
+            if not any(_is_tensorish(v) for v, _ in operands):
+                # a factory: born fake inside a region, real (maybe requires grad) outside
+                region = st.active_region()
+                if region is not None:
+                    return TVal(frozenset(), region.mode)
+                if _kw_true(kwargs, "requires_grad") and not _is_meta(list(kwargs.values())):
+                    return TVal(frozenset([Origin("tensor", "tensor", e.lineno)]))
+                return TVal()
+            res = self.op(e, operands, st, differentiable=diff)
+            if _kw_true(kwargs, "requires_grad") and isinstance(res, TVal) and res.mode is None:
+                return TVal(res.origins | {Origin("tensor", "tensor", e.lineno)})
+            return res
+        return UNKNOWN
+
+    def call_builtin(self, e, name, args, kwargs, st):
+        if name in ("list", "tuple", "set", "sorted", "reversed", "iter", "frozenset"):
+            if not args:
+                return SeqVal(())
+            a = args[0]
+            if isinstance(a, SeqVal):
+                return SeqVal(a.items, a.elts if name in ("list", "tuple") else None)
+            return SeqVal((self.iter_item(a),))
+        if name == "dict":
+            items = []
+            for a in args:
+                it = self.iter_item(a)
+                if isinstance(it, SeqVal) and it.elts and len(it.elts) == 2:
+                    items.append(it.elts[1])
+                else:
+                    items.append(self.iter_item(it))
+            items += list(kwargs.values())
+            return SeqVal(tuple(items))
+        if name == "next" and args:
+            return self.iter_item(args[0])
+        if name == "enumerate" and args:
+            item = self.iter_item(args[0])
+            return SeqVal((SeqVal((UNKNOWN, item), (UNKNOWN, item)),))
+        if name == "zip":
+            elts = tuple(self.iter_item(a) for a in args)
+            return SeqVal((SeqVal(elts, elts),))
+        if name == "sum" and args:
+            item = self.iter_item(args[0])
+            if _is_tensorish(item):
+                return self.op(e, [(item, e.args[0] if e.args else None)], st)
+            return UNKNOWN
+        if name in ("getattr",) and len(args) >= 2 and isinstance(args[1], ConstVal) and isinstance(args[1].value, str):
+            return self.attribute(e, args[0], args[1].value, st)
+        if name in ("max", "min", "abs") and args and any(_is_tensorish(a) for a in args):
+            return self.op(e, [(a, None) for a in args], st, differentiable=name == "abs")
+        return UNKNOWN
+
+    # ------------------------------------------------------------------- ops
+    def binop(self, e, operands, st):
+        if not any(_is_tensorish(v) for v, _ in operands):
+            if all(isinstance(v, ConstVal) for v, _ in operands):
+                return UNKNOWN
+            return UNKNOWN
+        return self.op(e, operands, st)
+
+    def op(self, node, operands, st, differentiable=True):
+        """A tensor op on ``operands`` ((value, expr) pairs): detect leaks, return the result."""
+        region = st.active_region()
+        mode = region.mode if region else None
+        route = "in-region"
+        flat = []
+        for v, ex in operands:
+            if isinstance(v, SeqVal):
+                flat.extend((x, ex) for x in _flatten(v))
+            else:
+                flat.append((v, ex))
+        if mode is None and not st.dispatch_off:
+            for v, _ in flat:
+                m = v.fake_mode()
+                if m is not None:
+                    mode = m
+                    route = "leaked-mix"
+                    region = Region(m, m.allow, None, -1, None)
+                    region.func_node = None  # type: ignore[attr-defined]
+                    break
+        leaks = frozenset()
+        for v, _ in flat:
+            leaks |= v.taint()
+        grad = differentiable and st.grad_enabled
+        if mode is not None:
+            allow = st.allow_of(mode)
+            new = []
+            for v, ex in flat:
+                for origin in v.real_rg():
+                    rec = self.record(node, origin, v, ex, region, route, allow, st, grad)
+                    if rec is not None:
+                        new.append(rec)
+            return TVal(frozenset(), mode, (leaks | frozenset(new)) if grad else frozenset())
+        origins = frozenset()
+        if grad:
+            for v, _ in flat:
+                origins |= v.real_rg()
+        return TVal(origins, None, leaks if grad else frozenset())
+
+    def record(self, node, origin, value, expr, region, route, allow, st, grad):
+        crash = allow is False
+        if not crash and not grad:
+            return None
+        key = (id(node), id(origin))
+        rec = self.records.get(key)
+        if rec is None:
+            text = self._text(expr) if expr is not None else origin.name
+            rec = LeakRecord(node, origin, text, region, route, crash)
+            rec.fix_plan = self._fix_plan(node, expr, value, region, st)
+            self.records[key] = rec
+        if crash:
+            raise Crashed()
+        return rec
+
+    def _fix_plan(self, node, expr, value, region, st):
+        if region.with_node is None or getattr(region, "func_node", None) is not st.scope.func_node:
+            return None
+        if expr is None:
+            return None
+        dotted = _dotted(expr)
+        if dotted is None:
+            return None
+        from fakegrad_lint.fix_builders import FixPlan
+
+        kind = "module" if isinstance(value, ModuleVal) else "tensor"
+        if kind == "module" and not (isinstance(node, ast.Call) and node.func is expr):
+            return None
+        return FixPlan(kind=kind, value=dotted, with_node=region.with_node, item_index=region.item_index,
+                       mode_name=region.bound_name, call=node if kind == "module" else None, module_tree=self.tree)
+
+    def sink(self, v, desc, node, st, inputs=None):
+        leaks = v.taint()
+        if not leaks:
+            return
+        wanted = None
+        if inputs is not None and inputs is not UNKNOWN:
+            wanted = set()
+            for x in (_flatten(inputs) if isinstance(inputs, SeqVal) else [inputs]):
+                if x is UNKNOWN:
+                    wanted = None
+                    break
+                wanted |= set(x.real_rg())
+                if isinstance(x, TVal) and x.mode is not None and not x.origins:
+                    pass
+        for rec in leaks:
+            if wanted is not None and rec.origin not in wanted:
+                continue
+            rec.sinks.append((desc, node.lineno))
+
+    def _text(self, expr):
+        seg = self.pos.segment(expr) if hasattr(expr, "lineno") else None
+        if not seg:
+            return "value"
+        seg = " ".join(seg.split())
+        return seg if len(seg) <= 40 else seg[:37] + "..."
+
+
+# ----------------------------------------------------------------- helpers
+_PARAMLESS_MODULES = frozenset(
+    {
+        "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "Identity", "Flatten",
+        "Unflatten", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+        "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool2d", "MSELoss",
+        "CrossEntropyLoss", "L1Loss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "Softplus", "LeakyReLU",
+        "ELU", "Hardtanh", "ReLU6", "Mish", "Hardswish", "Upsample", "PixelShuffle", "Module",
+    }
+)
+_CONTAINER_MODULES = frozenset({"Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+
+
+def _is_nn_module_class(q):
+    if q in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+        return True
+    if not q.startswith("torch.nn."):
+        return False
+    parts = q[len("torch.nn."):].split(".")
+    if not parts[-1][:1].isupper():
+        return False
+    if parts[0] in ("utils", "functional", "init", "parameter", "attention", "common_types"):
+        return False
+    return parts[-1] not in ("Parameter", "UninitializedParameter", "Buffer", "UninitializedBuffer")
+
+
+def _is_torch_op(q):
+    if q in N.TORCH_NON_OPS or any(q.startswith(p) for p in N.TORCH_NON_OPS_PREFIX):
+        return False
+    last = q.rsplit(".", 1)[-1]
+    if last[:1].isupper():
+        return False  # classes: torch.Size, torch.Generator, torch.nn.X (handled before)
+    if q.startswith(("torch.func.", "torch.vmap", "torch.autograd.", "torch._")):
+        return False
+    return True
+
+
+def _flatten(v, depth=0):
+    if isinstance(v, SeqVal) and depth < 4:
+        out = []
+        for x in v.items:
+            out.extend(_flatten(x, depth + 1))
+        return out
+    return [v]
+
+
+def _is_tensorish(v):
+    if isinstance(v, (TVal, ModuleVal)):
+        return True
+    if isinstance(v, MaybeVal):
+        return any(_is_tensorish(o) for o in v.options)
+    return False
+
+
+def _is_tensorish_any(vals):
+    return any(_is_tensorish(v) for v in vals)
+
+
+def _truth(v):
+    if isinstance(v, ConstVal):
+        try:
+            return bool(v.value)
+        except Exception:
+            return None
+    return None
+
+
+def _kw_true(kwargs, name):
+    v = kwargs.get(name)
+    return isinstance(v, ConstVal) and v.value is True
+
+
+def _kw_false(kwargs, name):
+    v = kwargs.get(name)
+    return isinstance(v, ConstVal) and v.value is False
+
+
+def _is_meta(vals):
+    for v in vals:
+        if isinstance(v, ConstVal) and isinstance(v.value, str) and v.value.startswith("meta"):
+            return True
+    return False
+
+
+def _fake_copy(v, mode):
+    if isinstance(v, ModuleVal):
+        return ModuleVal(None, mode, v.cls, dict(v.attrs))
+    if isinstance(v, SeqVal):
+        items = tuple(_fake_copy(x, mode) for x in v.items)
+        elts = tuple(_fake_copy(x, mode) for x in v.elts) if v.elts is not None else None
+        return SeqVal(items, elts)
+    if isinstance(v, (TVal, MaybeVal)) or v is UNKNOWN:
+        return TVal(frozenset(), mode)
+    return v
+
+
+def _returns_something(node):
+    return True
+
+
+def _with_grad_reads(plan, lines):
+    plan.grad_reads = list(lines)
+    return plan
+
+
+def analyze_module(tree: ast.Module, source: str) -> list[Leak]:
+    return Interpreter(tree, source).run()

@@ -74,9 +74,10 @@ import torch
 from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-model = nn.Linear(3, 2)
 with FakeTensorMode(allow_non_fake_inputs=True):
-    out = model(torch.randn(4, 3))  # forward-only shape inference: no backward
+    model = nn.Linear(3, 2)  # born fake: its parameters are FakeTensors
+    out = model(torch.randn(4, 3))
+    out.sum().backward()
 print(tuple(out.shape))
 """,
     ),

@@ -1,0 +1,260 @@
+"""Abstract values tracked by the interpreter.
+
+Each value answers the questions the rules ask: is it a real tensor that
+requires grad (and where did it come from), is it fake (and which mode made it,
+and which leaks are in its autograd graph), is it a mode or a context manager.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+
+class Value:
+    """Base: an unknown value."""
+
+    __slots__ = ()
+
+    def real_rg(self) -> frozenset:
+        return frozenset()
+
+    def taint(self) -> frozenset:
+        return frozenset()
+
+    def fake_mode(self):
+        return None
+
+
+class _Unknown(Value):
+    __slots__ = ()
+
+    def __repr__(self):
+        return "UNKNOWN"
+
+
+UNKNOWN = _Unknown()
+
+
+@dataclass(eq=False)
+class Origin:
+    """Where a real requires-grad value was made."""
+
+    name: str  # "x", "model", "self.net"
+    kind: str  # "tensor", "parameter", "module", "parameters"
+    line: int
+    grad_reads: list = field(default_factory=list)  # lines where `.grad` of it is read
+
+
+@dataclass(eq=False)
+class LeakRecord:
+    """A real requires-grad value entering a fake op (mutable until the end of the file)."""
+
+    node: ast.AST
+    origin: Origin
+    value_text: str
+    region: "Region"
+    route: str  # "in-region" | "leaked-mix"
+    crash: bool
+    sinks: list = field(default_factory=list)  # (description, line)
+    fix_plan: object = None
+
+
+@dataclass(eq=False)
+class ModeVal(Value):
+    """A FakeTensorMode object (entering it opens a fake region)."""
+
+    allow: object  # True, False or None (unknown)
+    line: int
+    desc: str
+    node: ast.AST | None = None  # the constructor call, when known
+
+    def __repr__(self):
+        return f"Mode({self.desc}, allow={self.allow})"
+
+
+@dataclass(eq=False)
+class Region:
+    mode: ModeVal
+    allow: object  # effective (after patch.object)
+    with_node: ast.AST | None = None  # the `with` statement that opened it, when direct
+    item_index: int = -1
+    bound_name: str | None = None  # how the code can name the mode inside the region
+
+
+@dataclass(frozen=True, eq=False)
+class TVal(Value):
+    """A tensor. ``origins``: real requires-grad provenance (empty: no grad or fake).
+    ``mode``: the FakeTensorMode it belongs to when fake. ``leaks``: leak records in
+    its autograd graph (for fake values computed from real requires-grad ones)."""
+
+    origins: frozenset = frozenset()
+    mode: ModeVal | None = None
+    leaks: frozenset = frozenset()
+
+    def real_rg(self):
+        return self.origins if self.mode is None else frozenset()
+
+    def taint(self):
+        return self.leaks
+
+    def fake_mode(self):
+        return self.mode
+
+
+@dataclass(eq=False)
+class ModuleVal(Value):
+    """An nn.Module instance. Real modules built outside a region carry real parameters."""
+
+    origin: Origin | None  # None: fake / meta / no parameters
+    mode: ModeVal | None = None
+    cls: object = None  # ClassVal for modules defined in the file
+    attrs: dict = field(default_factory=dict)
+
+    def real_rg(self):
+        return frozenset([self.origin]) if (self.origin is not None and self.mode is None) else frozenset()
+
+    def fake_mode(self):
+        return self.mode
+
+
+@dataclass(frozen=True, eq=False)
+class SeqVal(Value):
+    """A container (list, tuple, dict, generator); ``items`` is the join of its elements,
+    ``elts`` the positional elements when known (tuples)."""
+
+    items: tuple = ()
+    elts: tuple | None = None
+
+    def real_rg(self):
+        out = frozenset()
+        for v in self.items:
+            out |= v.real_rg()
+        return out
+
+    def taint(self):
+        out = frozenset()
+        for v in self.items:
+            out |= v.taint()
+        return out
+
+    def fake_mode(self):
+        for v in self.items:
+            m = v.fake_mode()
+            if m is not None:
+                return m
+        return None
+
+
+@dataclass(frozen=True, eq=False)
+class ConstVal(Value):
+    value: object
+
+
+@dataclass(frozen=True, eq=False)
+class ModRef(Value):
+    """A module or an imported name, by qualified name."""
+
+    qualname: str
+
+
+@dataclass(eq=False)
+class FuncVal(Value):
+    node: ast.AST  # FunctionDef / AsyncFunctionDef / Lambda
+    scope: object  # defining Scope (closures see it)
+    cls: object = None
+    contextmanager: bool = False
+    grad_off: bool = False  # decorated with @torch.no_grad()
+
+
+@dataclass(eq=False)
+class BoundMethod(Value):
+    func: FuncVal
+    self_val: Value
+
+
+@dataclass(eq=False)
+class ClassVal(Value):
+    node: ast.ClassDef
+    scope: object
+    is_module: bool
+    methods: dict = field(default_factory=dict)
+    bases: tuple = ()
+
+
+@dataclass(eq=False)
+class InstanceVal(Value):
+    cls: ClassVal
+    attrs: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, eq=False)
+class CtxVal(Value):
+    """A context manager other than a mode: kind in {"null", "grad_off", "grad_on",
+    "unset_fake", "fake_copy", "exit_stack", "patch_allow", "gen"}."""
+
+    kind: str
+    target: object = None  # patch_allow: the ModeVal; gen: (FuncVal, args); fake_copy: ModeVal
+
+
+@dataclass(eq=False)
+class ExitStackVal(Value):
+    pushed: list = field(default_factory=list)
+
+
+@dataclass(frozen=True, eq=False)
+class MaybeVal(Value):
+    """Either of two values (a conditional whose test is unknown)."""
+
+    options: tuple
+
+    def real_rg(self):
+        out = frozenset()
+        for v in self.options:
+            out |= v.real_rg()
+        return out
+
+    def taint(self):
+        out = frozenset()
+        for v in self.options:
+            out |= v.taint()
+        return out
+
+    def fake_mode(self):
+        for v in self.options:
+            m = v.fake_mode()
+            if m is not None:
+                return m
+        return None
+
+
+@dataclass(eq=False)
+class TracedFn(Value):
+    """make_fx(f, tracing_mode="fake", ...): calling it runs f under a fake mode."""
+
+    func: Value
+    mode: ModeVal
+
+
+@dataclass(eq=False)
+class OptimizerVal(Value):
+    params: Value
+
+
+def join(a: Value, b: Value) -> Value:
+    if a is b:
+        return a
+    if a is UNKNOWN:
+        return b if not isinstance(b, (TVal, SeqVal)) else MaybeVal((a, b))
+    if b is UNKNOWN:
+        return a if not isinstance(a, (TVal, SeqVal)) else MaybeVal((a, b))
+    if isinstance(a, TVal) and isinstance(b, TVal) and a.mode is b.mode:
+        return TVal(a.origins | b.origins, a.mode, a.leaks | b.leaks)
+    opts = []
+    for v in (a, b):
+        for o in v.options if isinstance(v, MaybeVal) else (v,):
+            if not any(o is p for p in opts):
+                opts.append(o)
+    if len(opts) > 6:
+        opts = opts[:6]
+    return MaybeVal(tuple(opts))
