@@ -245,7 +245,7 @@ def discover(paths: list[str], settings=None, *, respect_gitignore: bool = True)
         if stat.S_ISDIR(st.st_mode):
             _walk(given, settings, excluder, suffixes, respect_gitignore, add)
         elif stat.S_ISREG(st.st_mode):
-            if settings.force_exclude and excluder.match(os.path.abspath(given)):
+            if settings.force_exclude and excluder.match_with_parents(os.path.abspath(given)):
                 continue
             add(given)
         else:
@@ -255,7 +255,7 @@ def discover(paths: list[str], settings=None, *, respect_gitignore: bool = True)
 
 def _walk(root: str, settings, excluder, suffixes, respect_gitignore: bool, add) -> None:
     abs_root = os.path.abspath(root)
-    if settings.force_exclude and excluder.match(abs_root):
+    if settings.force_exclude and excluder.match_with_parents(abs_root):
         return
     base_ignores = _parent_ignores(abs_root) if respect_gitignore else []
     # stack of (display path, absolute path, ignore files in force)

@@ -259,6 +259,19 @@ class Excluder:
             return True
         return any(_glob_match(p, abs_path, self.root) for p in self.globs)
 
+    def match_with_parents(self, abs_path: str) -> bool:
+        """``match`` for the path or any folder above it, up to the root (for
+        ``--force-exclude`` on explicitly named paths)."""
+        cur = abs_path
+        root = os.path.abspath(self.root)
+        while True:
+            if self.match(cur):
+                return True
+            parent = os.path.dirname(cur)
+            if parent == cur or not parent.startswith(root) or len(parent) <= len(root):
+                return False
+            cur = parent
+
 
 def resolve(
     config: dict | None,
