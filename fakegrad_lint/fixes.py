@@ -21,6 +21,7 @@ reading and the atomic write.
 from __future__ import annotations
 
 import ast
+import bisect
 import difflib
 import re
 import warnings
@@ -154,6 +155,24 @@ def _overlaps(a: tuple[int, int, str], b: tuple[int, int, str]) -> bool:
     return a0 < b1 and b0 < a1
 
 
+def _conflicts(span: tuple[int, int, str], accepted: list[tuple[int, int, str]]) -> bool:
+    """Whether ``span`` overlaps any span of ``accepted`` (sorted, pairwise disjoint).
+
+    Of the spans starting before ``span``, only the last one can reach into it
+    (any other would overlap that one); after it, only spans starting at or
+    before ``span``'s end can.
+    """
+    begin, end = span[0], span[1]
+    index = bisect.bisect_left(accepted, (begin,))
+    if index > 0 and _overlaps(accepted[index - 1], span):
+        return True
+    while index < len(accepted) and accepted[index][0] <= end:
+        if _overlaps(accepted[index], span):
+            return True
+        index += 1
+    return False
+
+
 def _check_disjoint(spans: list[tuple[int, int, str]]) -> None:
     ordered = sorted(spans, key=lambda s: (s[0], s[1]))
     for first, second in zip(ordered, ordered[1:]):
@@ -250,9 +269,10 @@ def _one_pass(
         except EditError:
             malformed.append(finding)
             continue
-        if any(_overlaps(s, t) for s in spans for t in accepted_spans):
+        if any(_conflicts(span, accepted_spans) for span in spans):
             continue  # next pass, after a re-lint
-        accepted_spans.extend(spans)
+        for span in spans:
+            bisect.insort(accepted_spans, span)
         accepted.append(finding)
     return _apply_spans(text, accepted_spans), accepted, malformed
 

@@ -499,3 +499,20 @@ def test_unified_diff_applies_with_patch(tmp_path, old, new):
     diff = unified_diff("m.py", old, new)
     subprocess.run(["patch", "-s", "-p0", "--binary"], input=diff.encode(), cwd=tmp_path, check=True)
     assert target.read_bytes() == new.encode()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 4)), max_size=25), st.integers(0, 30), st.integers(0, 4))
+def test_conflict_search_matches_brute_force(raw_spans, begin, length):
+    # Build a pairwise-disjoint accepted set greedily, then compare the bisect
+    # search against checking every accepted span.
+    from fakegrad_lint.fixes import _conflicts, _overlaps
+
+    accepted = []
+    for b, n in raw_spans:
+        span = (b, b + n, "")
+        if not any(_overlaps(span, t) for t in accepted):
+            accepted.append(span)
+    accepted.sort()
+    span = (begin, begin + length, "")
+    assert _conflicts(span, accepted) == any(_overlaps(span, t) for t in accepted)
