@@ -66,8 +66,12 @@ def _seconds(value: str) -> float:
 def build_parser():
     import argparse
 
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):  # one line, exit 2
+            self.exit(EXIT_ERROR, f"{PROG}: error: {message}\n")
+
     subs = "\n".join(f"  {k:<9}{v[1]}" for k, v in SUBCOMMANDS.items())
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=PROG,
         usage=f"{PROG} [check] [OPTIONS] [PATHS ...]\n       {PROG} rule [CODE | --all]\n       {PROG} confirm ...",
         description=(

@@ -6,7 +6,7 @@ version), so a content-hash cache can wrap it later without changing callers.
 
 :func:`run` maps it over many files: the prefilter runs in the parent (cheap);
 the files that pass go to a process pool, largest first, or through a plain loop
-when there are few of them (fewer than :data:`PARALLEL_THRESHOLD`) or
+when there is little work (see :data:`PARALLEL_THRESHOLD`) or
 ``jobs == 1``. Workers never start pools of their own.
 
 Bad input never raises out of here: it becomes a :class:`ToolError`
@@ -29,7 +29,12 @@ from fakegrad_lint.findings import Applicability, Finding, ToolError
 from fakegrad_lint.prefilter import may_contain_fake_region
 from fakegrad_lint.sourcefile import SourceError, SourceFile, read_source
 
+# A process pool only pays off with enough work: at least PARALLEL_THRESHOLD
+# files past the prefilter and either PARALLEL_MIN_BYTES of source or
+# PARALLEL_MANY_FILES files. Smaller runs use a plain loop.
 PARALLEL_THRESHOLD = 8
+PARALLEL_MIN_BYTES = 256 * 1024
+PARALLEL_MANY_FILES = 64
 UNUSED_NOQA_CODE = "FGL100"
 MODES = ("check", "fix", "diff", "fix-only", "add-noqa")
 
@@ -342,7 +347,9 @@ def run(
             bar.step()
     jobs = jobs or os.cpu_count() or 1
     try:
-        if jobs <= 1 or len(todo) < PARALLEL_THRESHOLD:
+        total = sum(len(t[2].raw) for t in todo)
+        big = total >= PARALLEL_MIN_BYTES or len(todo) >= PARALLEL_MANY_FILES
+        if jobs <= 1 or len(todo) < PARALLEL_THRESHOLD or not big:
             for path, codes, sf in todo:
                 results.append(process_file(path, codes, options, sf))
                 bar.step()
@@ -359,6 +366,9 @@ def _parallel(todo, options: Options, jobs: int, bar: Progress) -> list[FileResu
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     todo = sorted(todo, key=lambda t: len(t[2].raw), reverse=True)  # largest first
+    # Import the analyzer once here so forked workers inherit it.
+    import fakegrad_lint.checker  # noqa: F401
+    import fakegrad_lint.noqa  # noqa: F401
     ctx = None
     if sys.platform.startswith("linux"):
         ctx = multiprocessing.get_context("fork")

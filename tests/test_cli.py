@@ -161,9 +161,9 @@ def test_fix_writes_and_reports(proj, capsys):
 
 def test_fix_keeps_crlf(proj, capsys):
     p = proj / "a.py"
-    p.write_bytes(b"# FakeTensorMode\r\ny = hazard(x)\r\n")
+    p.write_bytes(b"FakeTensorMode = None\r\ny = hazard(x)\r\n")
     run(capsys, "--fix", "a.py")
-    assert p.read_bytes() == b"# FakeTensorMode\r\ny = safe(x)\r\n"
+    assert p.read_bytes() == b"FakeTensorMode = None\r\ny = safe(x)\r\n"
 
 
 def test_diff_writes_nothing_and_exits_1(proj, capsys):
@@ -235,8 +235,8 @@ def test_syntax_error_is_one_line_and_others_still_checked(proj, capsys):
 
 
 def test_bad_inputs_each_one_line(proj, capsys):
-    (proj / "nul.py").write_bytes(b"# FakeTensorMode\nx = 1\x00\n")
-    (proj / "latin.py").write_bytes(b"# FakeTensorMode\nx = '\xe9'\n")
+    (proj / "nul.py").write_bytes(b"FakeTensorMode = None\nx = 1\x00\n")
+    (proj / "latin.py").write_bytes(b"FakeTensorMode = None\nx = '\xe9'\n")
     (proj / "dir.py").mkdir()
     os.mkfifo(proj / "fifo.py")
     write(proj / "good.py", "hazard(1)\n")
@@ -363,16 +363,23 @@ def test_unavailable_subcommand_or_format_is_one_line(proj, capsys, monkeypatch)
     assert rc == 2 and err.strip() == "fakegrad-lint: error: the `rule` command is not available in this build"
 
 
-def test_parallel_matches_sequential(proj, capsys):
+def test_parallel_matches_sequential(proj, capsys, monkeypatch):
     # the fake checker is monkeypatched in this process only, so the parallel
     # run uses a forked pool (Linux) that inherits it
     import sys
 
     if not sys.platform.startswith("linux"):
         pytest.skip("fork start method only on Linux")
+    from fakegrad_lint import pipeline
+
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 0)
+    used = []
+    real_parallel = pipeline._parallel
+    monkeypatch.setattr(pipeline, "_parallel", lambda *a: used.append(1) or real_parallel(*a))
     for i in range(12):
         write(proj / f"m{i:02}.py", "x = 1\n" * i + "hazard(1)\n")
     rc1, out1, _ = run(capsys, "-j", "1", "--output-format", "concise", ".")
-    rc2, out2, _ = run(capsys, "-j", "3", "--output-format", "concise", ".")
-    assert rc1 == rc2 == 1
+    rc2, out2, err2 = run(capsys, "-j", "3", "--output-format", "concise", ".")
+    assert (rc1, rc2, err2) == (1, 1, '')
     assert out1 == out2 and len(out1.splitlines()) == 12
+    assert used == [1]  # the second run went through the pool

@@ -17,7 +17,7 @@ import pytest
 
 from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location
 
-HEADER = "# FakeTensorMode\n"
+HEADER = "FakeTensorMode = None\n"
 
 _MARKERS = {
     "hazard(": ("FGL001", "safe(", Applicability.SAFE),

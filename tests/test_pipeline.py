@@ -44,10 +44,10 @@ def test_diff_mode_does_not_write(tmp_path, fake_checker):
 
 def test_fix_keeps_encoding_and_bom(tmp_path, fake_checker):
     p = tmp_path / "a.py"
-    p.write_bytes(b"\xef\xbb\xbf# FakeTensorMode\ns = '\xc3\xa9'\nhazard(1)\n")
+    p.write_bytes(b"\xef\xbb\xbfFakeTensorMode = None\ns = '\xc3\xa9'\nhazard(1)\n")
     r = process_file(str(p), DEFAULT_CODES, Options(mode="fix"))
     assert r.fixed == 1 and r.findings == []
-    assert p.read_bytes() == b"\xef\xbb\xbf# FakeTensorMode\ns = '\xc3\xa9'\nsafe(1)\n"
+    assert p.read_bytes() == b"\xef\xbb\xbfFakeTensorMode = None\ns = '\xc3\xa9'\nsafe(1)\n"
 
 
 def test_add_noqa_mode(tmp_path, fake_checker):
