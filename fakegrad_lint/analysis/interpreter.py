@@ -173,6 +173,7 @@ class Interpreter:
         self.module_scope.func_node = tree
         self._func_contains_yield: dict = {}
         self._capture_gen = None
+        self._matter: dict = {}
 
     # ------------------------------------------------------------------ driver
     def run(self) -> list[Leak]:
@@ -189,43 +190,54 @@ class Interpreter:
         return self._leaks()
 
     def _standalone(self):
-        """Analyse top-level functions and classes that can reach a fake region."""
-        lines = self.source.splitlines()
-        defs = [n for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-        texts = {}
-        for d in defs:
-            start = min([d.lineno] + [dec.lineno for dec in d.decorator_list])
-            texts[d] = "\n".join(lines[start - 1 : d.end_lineno])
-        relevant_names = set()
-        for name, val in self.module_scope.vars.items():
+        """Analyse, with unknown arguments, the top-level functions and methods that can
+        reach a fake region: those whose text opens one or names a module-level mode or
+        fake value (or a ``self`` attribute holding one), and their in-file callers."""
+        lines = self.pos.lines
+        mvars = self.module_scope.vars
+        hot = set(ENTRY_WORDS)
+        for name, val in mvars.items():
             if isinstance(val, (ModeVal, CtxVal, TracedFn)) or val.fake_mode() is not None:
-                relevant_names.add(name)
-        relevant = {d for d in defs if _ENTRY_RE.search(texts[d])}
-        relevant_names |= {d.name for d in relevant}
+                hot.add(name)
+            elif isinstance(val, FuncVal) and val.contextmanager:
+                hot.add(name)
+        units = []  # (FuncVal, ClassVal or None, text)
+        for d in self.tree.body:
+            val = mvars.get(getattr(d, "name", None))
+            if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(val, FuncVal) and val.node is d:
+                units.append((val, None))
+            elif isinstance(d, ast.ClassDef) and isinstance(val, ClassVal) and val.node is d:
+                units.extend((fv, val) for fv in val.methods.values() if fv.cls is val)
+        if not units:
+            return
+
+        def text(fv):
+            n = fv.node
+            first = min([n.lineno] + [dec.lineno for dec in n.decorator_list])
+            return "\n".join(lines[first - 1 : n.end_lineno])
+
+        texts = {fv: text(fv) for fv, _ in units}
+        hot_re = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(hot))))
+        relevant = {fv for fv, _ in units if hot_re.search(texts[fv])}
+        # self attributes that hold a mode, in classes that have a relevant method
+        for cls in {c for fv, c in units if c is not None and fv in relevant}:
+            inst = self._instance_for(cls)
+            attrs = [a for a, v in inst.attrs.items() if isinstance(v, (ModeVal, CtxVal)) or v.fake_mode() is not None]
+            if attrs:
+                attr_re = re.compile(r"\bself\.(?:%s)\b" % "|".join(map(re.escape, attrs)))
+                relevant |= {fv for fv, c in units if c is cls and attr_re.search(texts[fv])}
+        calls = {fv: _called_names(fv.node) for fv, _ in units}
         changed = True
         while changed:
             changed = False
-            if not relevant_names:
-                break
-            word_re = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(relevant_names))))
-            for d in defs:
-                if d not in relevant and word_re.search(texts[d]):
-                    relevant.add(d)
-                    relevant_names.add(d.name)
+            names = {fv.node.name for fv in relevant}
+            for fv, _ in units:
+                if fv not in relevant and calls[fv] & names:
+                    relevant.add(fv)
                     changed = True
-        for d in defs:
-            if d not in relevant:
-                continue
-            val = self.module_scope.vars.get(d.name)
-            if isinstance(d, ast.ClassDef):
-                if not isinstance(val, ClassVal) or val.node is not d:
-                    continue
-                inst = self._instance_for(val)
-                for fname, fv in val.methods.items():
-                    self._run_standalone(fv, inst)
-            else:
-                if isinstance(val, FuncVal) and val.node is d:
-                    self._run_standalone(val, None)
+        for fv, cls in units:
+            if fv in relevant:
+                self._run_standalone(fv, self._instance_for(cls) if cls is not None else None)
 
     def _instance_for(self, cls):
         inst = self.instances.get(cls)
@@ -403,15 +415,11 @@ class Interpreter:
             self.exec_branch(s.orelse, st)
         except Crashed:
             crashed += 1
-        after_else = scope.vars
-        merged = {}
-        for k in set(after_body) | set(after_else):
-            a = after_body.get(k)
-            b = after_else.get(k)
-            if a is None or b is None:
-                merged[k] = a if b is None else b
-            else:
-                merged[k] = join(a, b)
+        merged = after_body
+        for k, b in scope.vars.items():
+            a = merged.get(k)
+            if a is not b:
+                merged[k] = b if a is None else join(a, b)
         scope.vars = merged
         if crashed == 2:
             raise Crashed()
@@ -657,6 +665,9 @@ class Interpreter:
             return UNKNOWN
         if fv.contextmanager and not run_generator:
             return CtxVal("gen", (fv, list(args), dict(kwargs)))
+        if not (st.regions or self._may_matter(node) or any(_interesting(a) for a in args)
+                or any(_interesting(v) for v in kwargs.values())):
+            return UNKNOWN  # outside any region, nothing of interest in or out: skip the body
         is_gen = self._func_contains_yield.get(node)
         if is_gen is None:
             is_gen = not isinstance(node, ast.Lambda) and _contains_yield(node)
@@ -709,6 +720,26 @@ class Interpreter:
             scope.vars[p.arg] = kwargs.get(p.arg, UNKNOWN)
         if a.kwarg is not None:
             scope.vars[a.kwarg.arg] = SeqVal(tuple(v for k, v in kwargs.items() if k not in scope.vars))
+
+    def _may_matter(self, node):
+        """Can running this function's body outside a region matter? Only if its
+        text can open a region or make a real requires-grad value."""
+        flag = self._matter.get(node)
+        if flag is None:
+            lines = self.pos.lines
+            text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
+            flag = bool(_ENTRY_RE.search(text) or _SOURCE_RE.search(text) or _CALLS_LOCAL_RE and False)
+            if not flag:
+                # calls an in-file function that matters (by name)
+                for name in _called_names(node):
+                    target = self.module_scope.vars.get(name)
+                    if isinstance(target, (FuncVal, ClassVal)) and target.node is not node and self._matter.get(target.node, None) is not False:
+                        self._matter[node] = False  # guard recursion
+                        if self._may_matter(target.node):
+                            flag = True
+                            break
+            self._matter[node] = flag
+        return flag
 
     # ------------------------------------------------------------- expressions
     def eval(self, e, st) -> Value:
@@ -1427,6 +1458,37 @@ def _is_torch_op(q):
     if q.startswith(("torch.func.", "torch.vmap", "torch.autograd.", "torch._")):
         return False
     return True
+
+
+_SOURCE_RE = re.compile(r"requires_grad|Parameter|parameters\(|\bnn\.|Module\b|torch\.nn|backward|autograd")
+_CALLS_LOCAL_RE = None
+
+
+def _called_names(node):
+    """Names this function calls: ``f(...)`` and ``self.f(...)``."""
+    out = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call):
+            f = n.func
+            if isinstance(f, ast.Name):
+                out.add(f.id)
+            elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self":
+                out.add(f.attr)
+    return out
+
+
+def _interesting(v, depth=0):
+    """Does this value carry anything the rules care about?"""
+    if isinstance(v, TVal):
+        return bool(v.origins or v.mode is not None or v.leaks)
+    if isinstance(v, (ModuleVal, ModeVal, CtxVal, ExitStackVal, TracedFn, OptimizerVal)):
+        return True
+    if isinstance(v, (SeqVal, MaybeVal)) and depth < 3:
+        items = v.items if isinstance(v, SeqVal) else v.options
+        return any(_interesting(x, depth + 1) for x in items)
+    if isinstance(v, InstanceVal) and depth < 2:
+        return any(_interesting(x, depth + 1) for x in v.attrs.values())
+    return False
 
 
 def _flatten(v, depth=0):
