@@ -61,14 +61,18 @@ def _big_file() -> bytes:
     return "".join(parts).encode()
 
 
+# The hazard example in every format the file keeps when fixed: name -> text -> bytes.
+HAZARD_FORMATS = {
+    "hazard.py": lambda t: t.encode(),
+    "hazard_crlf.py": lambda t: t.replace("\n", "\r\n").encode(),
+    "hazard_cr.py": lambda t: t.replace("\n", "\r").encode(),
+    "hazard_bom.py": lambda t: codecs.BOM_UTF8 + t.encode(),
+    "hazard_latin1.py": lambda t: ("# -*- coding: latin-1 -*-\n# café\n" + t).encode("latin-1"),
+}
+
 # name -> bytes. Errors: name -> regex the reason must match.
 GOOD = {
-    "hazard.py": HAZARD.encode(),
-    "hazard_crlf.py": HAZARD.replace("\n", "\r\n").encode(),
-    "hazard_cr.py": HAZARD.replace("\n", "\r").encode(),
-    "hazard_cr_comment.py": ("# a comment first\n" + HAZARD).replace("\n", "\r").encode(),
-    "hazard_bom.py": codecs.BOM_UTF8 + HAZARD.encode(),
-    "hazard_latin1.py": ("# -*- coding: latin-1 -*-\n# café\n" + HAZARD).encode("latin-1"),
+    **{name: fmt(HAZARD) for name, fmt in HAZARD_FORMATS.items()},
     "clean.py": CLEAN.encode(),
     "bom.py": codecs.BOM_UTF8 + (FAKE + "x = 'é'\n").encode(),
     "latin1.py": ("# -*- coding: latin-1 -*-\n" + FAKE + "s = 'café'\n").encode("latin-1"),
@@ -80,7 +84,7 @@ GOOD = {
     "x.py/inner.py": (FAKE + "inner = 1\n").encode(),  # a folder named x.py
 }
 # position of the FGL002 finding inside HAZARD, per in-process check (row, 1-based col)
-HAZARD_ROW_SHIFT = {"hazard_latin1.py": 2, "hazard_cr_comment.py": 1}
+HAZARD_ROW_SHIFT = {"hazard_latin1.py": 2}
 
 BAD = {
     "syntax_error.py": ((FAKE + "def f(:\n    pass\n").encode(), r"SyntaxError"),
@@ -218,13 +222,16 @@ def test_fix_modes_touch_nothing_unfixable(tree, mode):
         if mode != ["--diff"] and name.startswith("hazard"):
             continue  # may legitimately be fixed: checked below
         assert after[name] == before[name], f"{name} was modified by {mode}"
-    for name in [n for n in GOOD if n.startswith("hazard")]:
-        data = (tree / name).read_bytes()
-        if data != GOOD[name]:
-            # a fixed file keeps its BOM, encoding, newlines, and parses
-            assert data.startswith(codecs.BOM_UTF8) == GOOD[name].startswith(codecs.BOM_UTF8)
-            assert (b"\r\n" in data) == (b"\r\n" in GOOD[name]) and (b"\n" in data) == (b"\n" in GOOD[name])
-            ast.parse(data)
+    if mode == ["--diff"]:
+        return
+    fixable = any(f.fix is not None and f.fix.applicability is Applicability.SAFE for f in check_source(HAZARD, "h.py"))
+    fixed = (tree / "hazard.py").read_bytes()
+    assert (fixed != GOOD["hazard.py"]) == fixable
+    fixed_text = fixed.decode()
+    ast.parse(fixed_text)
+    for name, fmt in HAZARD_FORMATS.items():
+        # the same fix, in the file's own BOM, encoding and newlines
+        assert (tree / name).read_bytes() == fmt(fixed_text), name
 
 
 def _userns_available() -> bool:
@@ -277,3 +284,16 @@ def test_write_into_read_only_folder(tmp_path, mode):
         assert snapshot(folder) == before
     finally:
         subprocess.run(["chattr", "-i", str(folder)], capture_output=True)
+
+
+def test_cr_only_file_with_leading_comment_is_checked(tmp_path):
+    # Old-Mac line endings: the file has no \n at all. A comment on the first
+    # line must not hide the FakeTensorMode on a later line (the prefilter must
+    # split lines at \r too).
+    lf = "# a comment first\n" + HAZARD
+    (tmp_path / "lf.py").write_bytes(lf.encode())
+    (tmp_path / "cr.py").write_bytes(lf.replace("\n", "\r").encode())
+    row, col = hazard_position("hazard.py")
+    proc = run_cli("lf.py", "cr.py", cwd=tmp_path)
+    assert re.search(rf"^lf.py:{row + 1}:{col}: FGL002 ", proc.stdout, re.M), proc.stdout
+    assert re.search(rf"^cr.py:{row + 1}:{col}: FGL002 ", proc.stdout, re.M), proc.stdout
