@@ -32,7 +32,6 @@ import os
 import sys
 import sysconfig
 import threading
-import weakref
 from typing import Callable
 
 from fakegrad_lint.runtime import torch_compat as tc
@@ -45,6 +44,7 @@ _STDLIB_DIRS = tuple(
 )
 _SKIP_PREFIXES = (tc.TORCH_DIR, _PKG_DIR) + _STDLIB_DIRS
 _STACK_LIMIT = 24
+_TRACK_LIMIT = 4096  # real tensors remembered with their entry sites
 
 _Tensor = tc.Tensor
 _is_fake = tc.is_fake
@@ -233,6 +233,7 @@ class Watcher:
         mode, self._mode = self._mode, None
         if mode is not None:
             mode.__exit__(*exc)
+        self._tracked.clear()
         with _hook_lock:
             if self in _active_watchers:
                 _active_watchers.remove(self)
@@ -260,12 +261,17 @@ class Watcher:
         return {"filename": filename, "line": line, "stack": [list(s) for s in stack]}
 
     def _track(self, t, site: dict | None, frame) -> _Tracked:
+        # Strong references on purpose: a weakref on a tensor makes
+        # torch.utils.swap_tensors (Module.to_empty / _apply with swapping) fail,
+        # and a Python reference does not change the TensorImpl use count it checks.
+        # The registry is bounded; the oldest entries go first.
         key = id(t)
         tr = self._tracked.get(key)
-        if tr is None or tr.ref() is not t:
-            ref = weakref.ref(t, lambda _r, key=key, d=self._tracked: d.pop(key, None))
-            tr = _Tracked(ref, isinstance(t, tc.Parameter), tuple(t.shape), _name_in_frame(frame, t))
+        if tr is None or tr.ref is not t:
+            tr = _Tracked(t, isinstance(t, tc.Parameter), tuple(t.shape), _name_in_frame(frame, t))
             self._tracked[key] = tr
+            if len(self._tracked) > _TRACK_LIMIT:
+                self._tracked.pop(next(iter(self._tracked)))
         if site is not None and all((s["filename"], s["line"]) != (site["filename"], site["line"]) for s in tr.sites):
             tr.sites.append(site)
         return tr
@@ -419,7 +425,7 @@ class Watcher:
                     if not _is_fake(g):
                         continue
                     tr = self._tracked.get(id(p))
-                    if tr is not None and tr.ref() is p and tr.reported_grad == id(g):
+                    if tr is not None and tr.ref is p and tr.reported_grad == id(g):
                         continue
                     if sink is None:
                         sink = self._site()
@@ -427,7 +433,7 @@ class Watcher:
 
     def _on_hazard(self, t, grad, sink_name: str, sink: dict, returned: bool = False):
         tr = self._tracked.get(id(t))
-        if tr is None or tr.ref() is not t:
+        if tr is None or tr.ref is not t:
             tr = self._track(t, None, _user_frame())
         tr.reported_grad = id(grad)
         sites = tr.sites or [None]
