@@ -95,7 +95,7 @@ class Scope:
 
 
 class State:
-    __slots__ = ("scope", "regions", "grad_enabled", "dispatch_off", "patched", "fake_copy", "returns", "depth", "stack", "self_val")
+    __slots__ = ("scope", "regions", "grad_enabled", "dispatch_off", "patched", "fake_copy", "returns", "depth", "stack", "self_val", "sites")
 
     def __init__(self, scope):
         self.scope = scope
@@ -108,6 +108,7 @@ class State:
         self.depth = 0
         self.stack: tuple = ()
         self.self_val = None
+        self.sites: tuple = ()  # (caller func node, call node, arg exprs, arg values) per descent
 
     def child(self, scope):
         c = State(scope)
@@ -118,6 +119,7 @@ class State:
         c.fake_copy = self.fake_copy
         c.depth = self.depth + 1
         c.stack = self.stack
+        c.sites = self.sites
         return c
 
     def active_region(self):
@@ -465,7 +467,8 @@ class Interpreter:
             if modes:
                 # an unknown condition selects a fake mode on some path: enter it
                 pick = next((o for o in modes if isinstance(o, ModeVal)), modes[0])
-                return self.enter(pick, st, undo, with_node, index, bound if isinstance(pick, ModeVal) else None, expr)
+                # (no fix: the block cannot know which one it got)
+                return self.enter(pick, st, undo, None, index, None, None)
             return UNKNOWN
         if isinstance(cm, ModeVal):
             name = bound
@@ -500,7 +503,7 @@ class Interpreter:
                     if added:
                         undo.append(lambda: st.patched.discard(target))
             elif k == "gen":
-                return self.enter_generator(cm, st, undo)
+                return self.enter_generator(cm, st, undo, with_node, index, bound)
             return UNKNOWN
         if isinstance(cm, ExitStackVal):
             n = len(undo)
@@ -516,7 +519,7 @@ class Interpreter:
             return cm
         return UNKNOWN
 
-    def enter_generator(self, cm, st, undo):
+    def enter_generator(self, cm, st, undo, with_node=None, index=-1, bound=None):
         """Enter a @contextmanager helper: run it up to its ``yield`` and keep the
         regions and grad state active there for the body of the ``with``."""
         fv, args, kwargs = cm.target
@@ -530,6 +533,10 @@ class Interpreter:
             for r in y.regions:
                 if r not in st.regions:
                     st.regions.append(r)
+                    if r.mode is y.value and with_node is not None:
+                        # the helper yields its mode: the block can bind and use it
+                        r.with_node, r.item_index, r.bound_name = with_node, index, bound
+                        r.func_node = st.scope.func_node
             st.grad_enabled = y.grad_enabled
             st.dispatch_off = y.dispatch_off
             st.patched |= y.patched
@@ -659,7 +666,7 @@ class Interpreter:
                 inst.origin = Origin(name, "module", getattr(node, "lineno", 0))
         return inst
 
-    def call_function(self, fv, args, kwargs, st, unknown_rest=False, run_generator=False):
+    def call_function(self, fv, args, kwargs, st, unknown_rest=False, run_generator=False, site=None):
         node = fv.node
         if st.depth >= MAX_DEPTH or self.exhausted or node in st.stack:
             return UNKNOWN
@@ -675,6 +682,8 @@ class Interpreter:
         scope = Scope(parent=fv.scope, module=fv.scope.module, func_node=node)
         cst = st.child(scope)
         cst.stack = st.stack + (node,)
+        if site is not None:
+            cst.sites = st.sites + ((st.scope.func_node,) + site,)
         self.bind_args(fv, args, kwargs, scope, unknown_rest)
         if fv.grad_off:
             cst.grad_enabled = False
@@ -969,11 +978,12 @@ class Interpreter:
         if isinstance(callee, ModRef):
             return self.call_qualname(e, callee.qualname, args, kwargs, st)
         if isinstance(callee, FuncVal):
-            return self.call_function(callee, args, kwargs, st)
+            return self.call_function(callee, args, kwargs, st, site=(e, _arg_exprs(e), args))
         if isinstance(callee, BoundMethod):
             if callee.func.node.name == "forward" and isinstance(callee.self_val, ModuleVal):
                 return self.module_call(e, callee.self_val, e.func, args, kwargs, st)
-            return self.call_function(callee.func, [callee.self_val] + list(args), kwargs, st)
+            return self.call_function(callee.func, [callee.self_val] + list(args), kwargs, st,
+                                      site=(e, [None] + _arg_exprs(e), [callee.self_val] + list(args)))
         if isinstance(callee, ClassVal):
             return self.instantiate(callee, args, kwargs, st, e)
         if isinstance(callee, ModuleVal):
@@ -1011,8 +1021,7 @@ class Interpreter:
         return res
 
     def module_call(self, e, mod, func_expr, args, kwargs, st):
-        operands = [(mod, func_expr)]
-        operands += [(a, None) for a in args] + [(v, None) for v in kwargs.values()]
+        operands = [(mod, func_expr)] + _operands(e, args, kwargs)
         return self.op(e, operands, st)
 
     def call_method(self, e, recv, name, args, kwargs, st):
@@ -1053,7 +1062,8 @@ class Interpreter:
             if m is not None:
                 if self._is_static(m):
                     return self.call_function(m, args, kwargs, st)
-                return self.call_function(m, [recv] + list(args), kwargs, st)
+                return self.call_function(m, [recv] + list(args), kwargs, st,
+                                          site=(e, [e.func.value] + _arg_exprs(e), [recv] + list(args)))
             return UNKNOWN
         if isinstance(recv, ExitStackVal):
             if name == "enter_context" and args:
@@ -1159,7 +1169,7 @@ class Interpreter:
         if name in ("to", "cuda", "cpu") and recv.mode is None and (_is_meta(args) or _is_meta(list(kwargs.values()))):
             return TVal(frozenset(), None)
         diff = name not in N.NON_DIFFERENTIABLE_METHODS
-        operands = [(recv, e.func.value)] + [(a, None) for a in args] + [(v, None) for v in kwargs.values()]
+        operands = [(recv, e.func.value)] + _operands(e, args, kwargs)
         return self.op(e, operands, st, differentiable=diff)
 
     def call_qualname(self, e, q, args, kwargs, st):
@@ -1264,7 +1274,7 @@ class Interpreter:
                 mod.origin = None
             return mod
         if q.startswith("torch.") and _is_torch_op(q):
-            operands = [(a, None) for a in args] + [(v, None) for k, v in kwargs.items() if k not in ("out",)]
+            operands = _operands(e, args, {k: v for k, v in kwargs.items() if k != "out"})
             diff = q not in N.NON_DIFFERENTIABLE_FUNCS
             if not any(_is_tensorish(v) for v, _ in operands):
                 # a factory: born fake inside a region, real (maybe requires grad) outside
@@ -1362,7 +1372,7 @@ class Interpreter:
         if grad:
             for v, _ in flat:
                 origins |= v.real_rg()
-        return TVal(origins, None, leaks if grad else frozenset())
+        return TVal(origins, None, leaks if grad else frozenset(), derived=bool(origins))
 
     def record(self, node, origin, value, expr, region, route, allow, st, grad):
         crash = allow is False
@@ -1373,27 +1383,54 @@ class Interpreter:
         if rec is None:
             text = self._text(expr) if expr is not None else origin.name
             rec = LeakRecord(node, origin, text, region, route, crash)
-            rec.fix_plan = self._fix_plan(node, expr, value, region, st)
+            rec.fix_plan = self._fix_plan(node, expr, value, origin, region, st)
             self.records[key] = rec
         if crash:
             raise Crashed()
         return rec
 
-    def _fix_plan(self, node, expr, value, region, st):
-        if region.with_node is None or getattr(region, "func_node", None) is not st.scope.func_node:
+    def _fix_plan(self, node, expr, value, origin, region, st):
+        """How to convert the real value at the region's boundary, when that is
+        expressible in the ``with`` block that opened the region."""
+        if region.with_node is None:
             return None
+        from fakegrad_lint.fix_builders import FixPlan
+
+        if getattr(region, "func_node", None) is not st.scope.func_node:
+            # the leak is inside a helper called from the block: convert the argument
+            # that carries the real value at the call in the block
+            site = next((x for x in reversed(st.sites) if x[0] is getattr(region, "func_node", None)), None)
+            if site is None:
+                return None
+            _, call, exprs, values = site
+            for ex, val in zip(exprs, values):
+                if ex is not None and origin in val.real_rg() and not isinstance(val, ModuleVal):
+                    expr, value = ex, val
+                    node = call
+                    break
+            else:
+                return None
+            kind = None
+        else:
+            kind = "module" if isinstance(value, ModuleVal) else None
+            if kind == "module" and not (isinstance(node, ast.Call) and node.func is expr):
+                return None
         if expr is None:
             return None
         dotted = _dotted(expr)
         if dotted is None:
-            return None
-        from fakegrad_lint.fix_builders import FixPlan
-
-        kind = "module" if isinstance(value, ModuleVal) else "tensor"
-        if kind == "module" and not (isinstance(node, ast.Call) and node.func is expr):
-            return None
+            base = expr
+            while isinstance(base, ast.Subscript):
+                base = base.value
+            dotted = _dotted(base) if base is not expr else None
+            if dotted is None or kind == "module":
+                return None
+            kind = "container"
+        if kind is None:
+            kind = "container" if isinstance(value, SeqVal) else "tensor"
         return FixPlan(kind=kind, value=dotted, with_node=region.with_node, item_index=region.item_index,
-                       mode_name=region.bound_name, call=node if kind == "module" else None, module_tree=self.tree)
+                       mode_name=region.bound_name, call=node if kind == "module" else None, module_tree=self.tree,
+                       derived=isinstance(value, TVal) and value.derived)
 
     def sink(self, v, desc, node, st, inputs=None):
         leaks = v.taint()
@@ -1489,6 +1526,21 @@ def _interesting(v, depth=0):
     if isinstance(v, InstanceVal) and depth < 2:
         return any(_interesting(x, depth + 1) for x in v.attrs.values())
     return False
+
+
+def _arg_exprs(e):
+    """The expressions of a call's positional arguments, aligned with evaluated args."""
+    if not isinstance(e, ast.Call):
+        return []
+    return [a.value if isinstance(a, ast.Starred) else a for a in e.args]
+
+
+def _operands(e, args, kwargs):
+    exprs = _arg_exprs(e)
+    out = [(a, exprs[i] if i < len(exprs) and len(exprs) == len(args) else None) for i, a in enumerate(args)]
+    kw_exprs = {kw.arg: kw.value for kw in getattr(e, "keywords", ()) if kw.arg is not None}
+    out += [(v, kw_exprs.get(k)) for k, v in kwargs.items()]
+    return out
 
 
 def _flatten(v, depth=0):

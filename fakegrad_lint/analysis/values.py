@@ -91,6 +91,7 @@ class TVal(Value):
     origins: frozenset = frozenset()
     mode: ModeVal | None = None
     leaks: frozenset = frozenset()
+    derived: bool = False  # computed from a requires-grad value (not a leaf)
 
     def real_rg(self):
         return self.origins if self.mode is None else frozenset()
@@ -249,7 +250,7 @@ def join(a: Value, b: Value) -> Value:
     if b is UNKNOWN:
         return a if not isinstance(a, (TVal, SeqVal)) else MaybeVal((a, b))
     if isinstance(a, TVal) and isinstance(b, TVal) and a.mode is b.mode:
-        return TVal(a.origins | b.origins, a.mode, a.leaks | b.leaks)
+        return TVal(a.origins | b.origins, a.mode, a.leaks | b.leaks, a.derived or b.derived)
     opts = []
     for v in (a, b):
         for o in v.options if isinstance(v, MaybeVal) else (v,):
