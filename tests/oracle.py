@@ -227,6 +227,7 @@ def _child(path: str, result_path: str, out_path: str) -> None:
 
 
 def _serve() -> None:
+    import gc
     import tempfile
     import time
 
@@ -248,7 +249,13 @@ def _serve() -> None:
     del x, y
     import torch.fx.experimental.proxy_tensor  # noqa: F401
     import torch.func  # noqa: F401
+    import torch._functorch.aot_autograd  # noqa: F401
 
+    # Everything alive now belongs to the runner: freeze it so that in the children
+    # gc.collect() stays cheap (no copy-on-write of the whole heap) and
+    # gc.get_objects() returns only what the script created.
+    gc.collect()
+    gc.freeze()
     proto.write("ready\n")
     proto.flush()
     tmp = tempfile.mkdtemp(prefix="fgl-oracle-")

@@ -1,0 +1,86 @@
+"""Static side of the fixture corpus: the findings of ``check_source`` on every
+fixture equal its inline markers exactly (all codes, opt-in FGL004 included)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from fakegrad_lint.checker import check_source
+from markers import FIXTURES_DIR, expected_markers, fixture_paths, markers_in_source
+
+FIXTURES = fixture_paths()
+
+
+def test_corpus_shape():
+    names = [p.name for p in FIXTURES]
+    assert len(names) >= 48
+    safe = [n for n in names if n.startswith("safe_")]
+    hazard = [n for n in names if n.startswith("hazard_")]
+    assert len(safe) + len(hazard) == len(names), "fixtures are named hazard_*.py or safe_*.py"
+    assert len(safe) >= len(hazard)
+    for p in FIXTURES:
+        marks = {code for _, code in expected_markers(p)}
+        if p.name.startswith("hazard_"):
+            assert marks & {"FGL001", "FGL002", "FGL003"}, f"{p.name}: a hazard fixture needs a marker"
+        else:
+            assert not marks - {"FGL004"}, f"{p.name}: a safe fixture may only carry FGL004"
+
+
+def test_marker_parser():
+    src = textwrap.dedent(
+        '''\
+        a = "# FGL001"  # FGL002
+        b = 1  # FGL001, FGL004
+        c = 2  # FGL001 because
+        d = """
+        # FGL003
+        """
+        e = 3  #FGL003
+        '''
+    )
+    assert markers_in_source(src) == {(1, "FGL002"), (2, "FGL001"), (2, "FGL004"), (7, "FGL003")}
+
+
+def _describe(rows, source_lines):
+    return "\n".join(
+        f"    line {row} {code}: {source_lines[row - 1].strip() if 0 < row <= len(source_lines) else '?'}"
+        for row, code in sorted(rows)
+    )
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[p.name for p in FIXTURES])
+def test_findings_match_markers(path):
+    source = path.read_text(encoding="utf-8")
+    findings = check_source(source, str(path))
+    got = {(f.location.row, f.code) for f in findings}
+    want = expected_markers(path)
+    if got != want:
+        lines = source.splitlines()
+        msg = [f"{path.name}: findings differ from the inline markers"]
+        if want - got:
+            msg.append("  missing (marked, not reported):\n" + _describe(want - got, lines))
+        if got - want:
+            msg.append("  unexpected (reported, not marked):\n" + _describe(got - want, lines))
+        pytest.fail("\n".join(msg), pytrace=False)
+
+
+def test_linting_fixtures_never_imports_torch():
+    script = textwrap.dedent(
+        f"""\
+        import sys
+        from pathlib import Path
+        from fakegrad_lint.checker import check_source
+        for p in sorted(Path({str(FIXTURES_DIR)!r}).glob("*.py")):
+            check_source(p.read_text(encoding="utf-8"), str(p))
+        bad = sorted(m for m in sys.modules if m == "torch" or m.startswith("torch."))
+        assert not bad, bad[:5]
+        print("ok")
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
