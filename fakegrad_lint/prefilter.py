@@ -20,11 +20,14 @@ _ENTRY_RE_BYTES = re.compile("|".join(ENTRY_WORDS).encode())
 
 def may_contain_fake_region(text: str | bytes) -> bool:
     if isinstance(text, bytes):
-        rx, nl, hash_ = _ENTRY_RE_BYTES, b"\n", b"#"
+        rx, nl, cr, hash_, quotes = _ENTRY_RE_BYTES, b"\n", b"\r", b"#", (b"'", b'"')
     else:
-        rx, nl, hash_ = _ENTRY_RE, "\n", "#"
+        rx, nl, cr, hash_, quotes = _ENTRY_RE, "\n", "\r", "#", ("'", '"')
     for m in rx.finditer(text):
-        line_start = text.rfind(nl, 0, m.start()) + 1
-        if hash_ not in text[line_start : m.start()]:
+        line_start = max(text.rfind(nl, 0, m.start()), text.rfind(cr, 0, m.start())) + 1
+        prefix = text[line_start : m.start()]
+        h = prefix.find(hash_)
+        # a comment only when the `#` comes before any quote (else it may sit in a string)
+        if h < 0 or any(q in prefix[:h] for q in quotes):
             return True
     return False
