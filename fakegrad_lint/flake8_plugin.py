@@ -20,7 +20,8 @@ from __future__ import annotations
 import ast
 import os
 import sys
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from fakegrad_lint import __version__
 

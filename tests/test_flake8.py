@@ -221,7 +221,8 @@ def test_plugin_options_and_opt_in_codes():
     assert all(code in RULES_BY_CODE for code in flake8_plugin.OPT_IN_CODES)
 
     class Parser:
-        ignored = []
+        def __init__(self):
+            self.ignored = []
 
         def extend_default_ignore(self, codes):
             self.ignored.extend(codes)

@@ -141,7 +141,7 @@ def hazard_source() -> tuple[str, list[int]]:
     rows = [i for i, line in enumerate(example.splitlines(), 1) if line.rstrip().endswith(f"# {FIXABLE.code}")]
     # the `# FGLxxx` markers annotate the docs example, they are not code: drop
     # them so the fixed file must equal the documented fixed example exactly
-    source = re.sub(r"[ \t]*#[ \t]*FGL\d{3}[ \t]*$", "", example, flags=re.M)
+    source = re.sub(r"[ \t]*#[ \t]*FGL\d{3}[ \t]*$", "", example, flags=re.MULTILINE)
     assert rows and source != example and len(source.splitlines()) == len(example.splitlines())
     return source, rows
 

@@ -15,7 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location, ToolError
+from fakegrad_lint.findings import (
+    Applicability,
+    Edit,
+    Finding,
+    Fix,
+    Location,
+    ToolError,
+)
 from fakegrad_lint.report import FORMATS, ReportContext, render
 from fakegrad_lint.report import json as json_format
 from fakegrad_lint.report import text as text_format

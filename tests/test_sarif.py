@@ -16,7 +16,14 @@ import jsonschema
 import pytest
 
 from fakegrad_lint import __version__
-from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location, ToolError
+from fakegrad_lint.findings import (
+    Applicability,
+    Edit,
+    Finding,
+    Fix,
+    Location,
+    ToolError,
+)
 from fakegrad_lint.report import ReportContext, render
 from fakegrad_lint.rules import RULES
 

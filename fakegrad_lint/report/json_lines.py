@@ -14,7 +14,6 @@ from collections import Counter
 from fakegrad_lint.report import ReportContext, rule_info
 from fakegrad_lint.report.json import diagnostic
 
-
 # Characters that str.splitlines() (and some JSON-lines readers) treat as line
 # breaks but json.dumps(ensure_ascii=False) leaves raw inside strings.
 _LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
