@@ -238,11 +238,11 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
 
 def _process_notebook(result: FileResult, path: str, codes, options: Options, sf: SourceFile) -> None:
     """Hook for Jupyter notebooks, implemented in ``fakegrad_lint.notebook``:
-    ``lint_notebook(raw: bytes, path: str, lint: Callable[[str], list[Finding]])
-    -> list[Finding]`` calls ``lint`` on each code cell's text and returns the
-    findings with ``cell`` set and rows relative to the cell (raising
-    ``SourceError`` for a file that is not a notebook). Fix modes leave
-    notebooks unchanged for now."""
+    ``process(result, path, sf, lint, options)`` lints the code cells joined as
+    one program with ``lint`` and fills ``result`` as :func:`_process` does
+    (findings with ``cell`` set and rows relative to the cell; in fix modes only
+    the changed cells' sources are rewritten, atomically). Raises
+    ``SourceError`` for a file that is not a notebook."""
     try:
         from fakegrad_lint import notebook  # type: ignore[attr-defined]
     except ModuleNotFoundError as exc:
@@ -253,9 +253,7 @@ def _process_notebook(result: FileResult, path: str, codes, options: Options, sf
     def lint(t: str) -> list[Finding]:
         return lint_text(t, path, codes)
 
-    findings = list(notebook.lint_notebook(sf.raw, path, lint))
-    findings.sort(key=lambda f: f.sort_key)
-    result.findings = findings
+    notebook.process(result, path, sf, lint, options)
 
 
 # ---------------------------------------------------------------------------
