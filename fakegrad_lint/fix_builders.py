@@ -45,10 +45,12 @@ class FixPlan:
 
 def build_fix(leak, source: str) -> Fix | None:
     plan: FixPlan = leak.fix
+    if plan.kind.startswith("leaked-"):
+        return _leaked_fix(plan, PositionMap(source))
     w = plan.with_node
-    if not w.body or not isinstance(w, ast.With):
+    if not w.body:
         return None
-    header_end = max(
+    header_end = getattr(w, "header_end", None) or max(
         (it.optional_vars or it.context_expr).end_lineno for it in w.items
     )
     first = w.body[0]
@@ -60,7 +62,14 @@ def build_fix(leak, source: str) -> Fix | None:
     edits: list[Edit] = []
 
     mode = plan.mode_name
-    if mode is None:
+    if mode is None and getattr(w, "bind_stmt", None) is not None:
+        # `stack.enter_context(FakeTensorMode(...))` as a statement: bind its result
+        mode = _unique("fake_mode", taken)
+        at = Location(*pos.char_pos(w.bind_stmt.lineno, w.bind_stmt.col_offset))
+        edits.append(Edit(at, at, f"{mode} = "))
+    elif mode is None:
+        if not w.items:
+            return None
         item = w.items[plan.item_index]
         if item.optional_vars is not None:
             return None
@@ -112,7 +121,7 @@ def build_fix(leak, source: str) -> Fix | None:
 
     # module
     call = plan.call
-    if call is None or any(kw.arg is None for kw in call.keywords) and False:
+    if call is None or _loads(w, plan.value) is None:
         return None
     torch_name, import_edit = _torch_module_name(plan.module_tree, pos)
     pattern = rf"\{{\w+: {re.escape(mode)}\.from_tensor\(\w+\) for \w+, \w+ in \[\*{re.escape(plan.value)}\.named_parameters\(\), \*{re.escape(plan.value)}\.named_buffers\(\)\]\}}"
@@ -122,15 +131,7 @@ def build_fix(leak, source: str) -> Fix | None:
         edits.append(Edit(hoist_at, hoist_at,
                           f"{indent}{state} = {{name: {mode}.from_tensor(t) for name, t in "
                           f"[*{plan.value}.named_parameters(), *{plan.value}.named_buffers()]}}\n"))
-    arg_texts = [pos.segment(a) for a in call.args]
-    args = "(" + ", ".join(arg_texts) + ("," if len(arg_texts) == 1 else "") + ")"
-    kw_parts = []
-    for kw in call.keywords:
-        kw_parts.append(f"**{pos.segment(kw.value)}" if kw.arg is None else f"{kw.arg!r}: {pos.segment(kw.value)}")
-    new_call = f"{torch_name}.func.functional_call({plan.value}, {state}, {args}"
-    new_call += (", {" + ", ".join(kw_parts) + "})") if kw_parts else ")"
-    edits.append(Edit(Location(*pos.char_pos(call.lineno, call.col_offset)),
-                      Location(*pos.char_pos(call.end_lineno, call.end_col_offset)), new_call))
+    edits.append(_functional_call_edit(call, plan.value, state, torch_name, pos))
     if import_edit is not None:
         edits.append(import_edit)
     return Fix(
@@ -138,6 +139,41 @@ def build_fix(leak, source: str) -> Fix | None:
         Applicability.UNSAFE,
         tuple(edits),
     )
+
+
+def _functional_call_edit(call, module, state, torch_name, pos) -> Edit:
+    """``module(a, k=v)`` -> ``torch.func.functional_call(module, state, (a,), {'k': v})``."""
+    arg_texts = [("*" if isinstance(a, ast.Starred) else "") + pos.segment(a.value if isinstance(a, ast.Starred) else a)
+                 for a in call.args]
+    args = "(" + ", ".join(arg_texts) + ("," if len(arg_texts) == 1 else "") + ")"
+    kw_parts = [f"**{pos.segment(kw.value)}" if kw.arg is None else f"{kw.arg!r}: {pos.segment(kw.value)}"
+                for kw in call.keywords]
+    new_call = f"{torch_name}.func.functional_call({module}, {state}, {args}"
+    new_call += (", {" + ", ".join(kw_parts) + "})") if kw_parts else ")"
+    return Edit(Location(*pos.char_pos(call.lineno, call.col_offset)),
+                Location(*pos.char_pos(call.end_lineno, call.end_col_offset)), new_call)
+
+
+def _leaked_fix(plan, pos) -> Fix | None:
+    """A real value mixed with a fake that leaked out of its region: give the op a
+    fake copy made by the leaked tensor's own mode (``f.fake_mode.from_tensor(w)``).
+    Unsafe: which side should be real is the author's call."""
+    mode = plan.mode_name
+    node = plan.call
+    if plan.kind == "leaked-tensor":
+        suffix = ".detach().requires_grad_()" if plan.derived else ""
+        edit = Edit(Location(*pos.char_pos(node.lineno, node.col_offset)),
+                    Location(*pos.char_pos(node.end_lineno, node.end_col_offset)),
+                    f"{mode}.from_tensor({plan.value}){suffix}")
+        edits = (edit,)
+    else:
+        torch_name, import_edit = _torch_module_name(plan.module_tree, pos)
+        state = (f"{{name: {mode}.from_tensor(t) for name, t in "
+                 f"[*{plan.value}.named_parameters(), *{plan.value}.named_buffers()]}}")
+        edits = (_functional_call_edit(node, plan.value, state, torch_name, pos),)
+        if import_edit is not None:
+            edits += (import_edit,)
+    return Fix(f"Use a fake copy of `{plan.value}` made by `{mode}`", Applicability.UNSAFE, edits)
 
 
 def _names_in(tree) -> set:

@@ -68,6 +68,17 @@ class _BlockExit(Exception):
     """return / break / continue / raise: the rest of the block is dead."""
 
 
+class PseudoWith:
+    """The body of a region opened by ``mode.__enter__()`` or
+    ``ExitStack.enter_context(mode)``, shaped like a ``with`` for the fix builders."""
+
+    def __init__(self, body, header_end):
+        self.body = body
+        self.header_end = header_end
+        self.items = []
+        self.bind_stmt = None
+
+
 class Scope:
     __slots__ = ("vars", "parent", "module", "global_names", "func_node")
 
@@ -95,7 +106,7 @@ class Scope:
 
 
 class State:
-    __slots__ = ("scope", "regions", "grad_enabled", "dispatch_off", "patched", "fake_copy", "returns", "depth", "stack", "self_val", "sites")
+    __slots__ = ("scope", "regions", "grad_enabled", "dispatch_off", "patched", "fake_copy", "returns", "depth", "stack", "self_val", "sites", "cur")
 
     def __init__(self, scope):
         self.scope = scope
@@ -109,6 +120,7 @@ class State:
         self.stack: tuple = ()
         self.self_val = None
         self.sites: tuple = ()  # (caller func node, call node, arg exprs, arg values) per descent
+        self.cur = None  # (block, index) of the statement being executed
 
     def child(self, scope):
         c = State(scope)
@@ -181,9 +193,10 @@ class Interpreter:
     def run(self) -> list[Leak]:
         st = State(self.module_scope)
         stopped = False
-        for stmt in self.tree.body:
+        for i, stmt in enumerate(self.tree.body):
             if stopped and not isinstance(stmt, _DEFINITIONS):
                 continue  # after a crash only bind what later analysis needs
+            st.cur = (self.tree.body, i)
             try:
                 self.exec_stmt(stmt, st)
             except (Crashed, _BlockExit, YieldReached):
@@ -304,7 +317,8 @@ class Interpreter:
 
     # -------------------------------------------------------------- statements
     def exec_block(self, stmts, st):
-        for stmt in stmts:
+        for i, stmt in enumerate(stmts):
+            st.cur = (stmts, i)
             self.exec_stmt(stmt, st)
 
     def _tick(self):
@@ -557,6 +571,23 @@ class Interpreter:
             self._capture_gen = prev
         return UNKNOWN
 
+    def _rest_of_block(self, st, exit_call=None):
+        """The statements after the current one in its block (up to a matching
+        ``mode.__exit__(...)``): the body of a region entered without ``with``."""
+        if st.cur is None:
+            return None
+        block, i = st.cur
+        end = len(block)
+        if exit_call is not None:
+            for j in range(i + 1, len(block)):
+                if exit_call in self.pos.segment(block[j]):
+                    end = j
+                    break
+        body = block[i + 1 : end]
+        if not body:
+            return None
+        return PseudoWith(body=body, header_end=block[i].end_lineno)
+
     # -------------------------------------------------------------- assignment
     def assign(self, target, val, st, value_node):
         t = type(target)
@@ -583,6 +614,7 @@ class Interpreter:
                     new = TVal(obj.origins | {Origin(_dotted(target.value) or "tensor", "tensor", target.lineno)}, None, obj.leaks)
                     self.rebind(target.value, new, st)
                 elif isinstance(val, ConstVal) and val.value is False:
+                    _disable_module_origins(obj)
                     self.rebind(target.value, TVal(frozenset(), None, obj.leaks), st)
         elif t is ast.Subscript:
             obj = self.eval(target.value, st)
@@ -1039,7 +1071,9 @@ class Interpreter:
             if name in N.FROM_REAL_TENSOR_ATTR:
                 return _fake_copy(args[-1] if args else UNKNOWN, recv)
             if name == "__enter__":
-                self.enter(recv, st, [], expr=e.func.value)
+                name_text = _dotted(e.func.value)
+                self.enter(recv, st, [], with_node=self._rest_of_block(st, exit_call=f"{name_text}.__exit__("),
+                           expr=e.func.value)
                 return recv
             if name == "__exit__":
                 for r in reversed(st.regions):
@@ -1068,7 +1102,17 @@ class Interpreter:
         if isinstance(recv, ExitStackVal):
             if name == "enter_context" and args:
                 undo = []
-                v = self.enter(args[0], st, undo)
+                pseudo, bound = None, None
+                if isinstance(args[0], ModeVal) and st.cur is not None:
+                    stmt = st.cur[0][st.cur[1]]
+                    pseudo = self._rest_of_block(st)
+                    if isinstance(stmt, ast.Assign) and stmt.value is e and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                        bound = stmt.targets[0].id
+                    elif isinstance(stmt, ast.Expr) and stmt.value is e and pseudo is not None:
+                        pseudo.bind_stmt = stmt  # the fix can bind the mode: `fake_mode = stack.enter_context(...)`
+                    else:
+                        pseudo = None
+                v = self.enter(args[0], st, undo, with_node=pseudo, bound=bound)
                 if recv.pushed:
                     recv.pushed[-1].extend(undo)
                 return v
@@ -1106,7 +1150,7 @@ class Interpreter:
             return self.call_function(mod.cls.methods[name], [mod] + list(args), kwargs, st)
         if name in ("parameters", "named_parameters") or (name == "state_dict" and _kw_true(kwargs, "keep_vars")):
             if real:
-                p = TVal(frozenset([Origin(f"{_dotted(e.func.value) or 'module'}.parameters()", "parameters", e.lineno)]))
+                p = TVal(frozenset([mod.origin]))  # the module's own provenance: freezing them freezes it
             else:
                 p = TVal(frozenset(), mod.mode)
             if name == "parameters":
@@ -1149,6 +1193,8 @@ class Interpreter:
             if _kw_false(kwargs, "requires_grad"):
                 flag = False
             if recv.mode is None:
+                if not flag:
+                    _disable_module_origins(recv)
                 origins = recv.origins | {Origin(_dotted(e.func.value) or "tensor", "tensor", e.lineno)} if flag else frozenset()
                 new = TVal(origins, None, recv.leaks)
                 self.rebind(e.func.value, new, st)
@@ -1359,12 +1405,17 @@ class Interpreter:
         for v, _ in flat:
             leaks |= v.taint()
         grad = differentiable and st.grad_enabled
+        fake_ex = None
+        if route == "leaked-mix":
+            fake_ex = next((ex for v, ex in flat if ex is not None and v.fake_mode() is mode and _dotted(ex)), None)
         if mode is not None:
             allow = st.allow_of(mode)
             new = []
             for v, ex in flat:
                 for origin in v.real_rg():
-                    rec = self.record(node, origin, v, ex, region, route, allow, st, grad)
+                    if origin.disabled:
+                        continue
+                    rec = self.record(node, origin, v, ex, region, route, allow, st, grad, fake_ex)
                     if rec is not None:
                         new.append(rec)
             return TVal(frozenset(), mode, (leaks | frozenset(new)) if grad else frozenset())
@@ -1374,7 +1425,7 @@ class Interpreter:
                 origins |= v.real_rg()
         return TVal(origins, None, leaks if grad else frozenset(), derived=bool(origins))
 
-    def record(self, node, origin, value, expr, region, route, allow, st, grad):
+    def record(self, node, origin, value, expr, region, route, allow, st, grad, fake_ex=None):
         crash = allow is False
         if not crash and not grad:
             return None
@@ -1383,7 +1434,10 @@ class Interpreter:
         if rec is None:
             text = self._text(expr) if expr is not None else origin.name
             rec = LeakRecord(node, origin, text, region, route, crash)
-            rec.fix_plan = self._fix_plan(node, expr, value, origin, region, st)
+            if route == "leaked-mix":
+                rec.fix_plan = self._leaked_fix_plan(node, expr, value, fake_ex)
+            else:
+                rec.fix_plan = self._fix_plan(node, expr, value, origin, region, st)
             self.records[key] = rec
         if crash:
             raise Crashed()
@@ -1430,6 +1484,24 @@ class Interpreter:
             kind = "container" if isinstance(value, SeqVal) else "tensor"
         return FixPlan(kind=kind, value=dotted, with_node=region.with_node, item_index=region.item_index,
                        mode_name=region.bound_name, call=node if kind == "module" else None, module_tree=self.tree,
+                       derived=isinstance(value, TVal) and value.derived)
+
+    def _leaked_fix_plan(self, node, expr, value, fake_ex):
+        """Mixing with a leaked fake: convert the real operand with the fake's own mode."""
+        if fake_ex is None or expr is None or _dotted(expr) is None:
+            return None
+        from fakegrad_lint.fix_builders import FixPlan
+
+        if isinstance(value, ModuleVal):
+            if not (isinstance(node, ast.Call) and node.func is expr):
+                return None
+            kind = "leaked-module"
+        elif isinstance(value, TVal):
+            kind = "leaked-tensor"
+        else:
+            return None
+        return FixPlan(kind=kind, value=_dotted(expr), with_node=None, item_index=-1, mode_name=f"{_dotted(fake_ex)}.fake_mode",
+                       call=node if kind == "leaked-module" else expr, module_tree=self.tree,
                        derived=isinstance(value, TVal) and value.derived)
 
     def sink(self, v, desc, node, st, inputs=None):
@@ -1526,6 +1598,14 @@ def _interesting(v, depth=0):
     if isinstance(v, InstanceVal) and depth < 2:
         return any(_interesting(x, depth + 1) for x in v.attrs.values())
     return False
+
+
+def _disable_module_origins(v):
+    """``p.requires_grad_(False)`` over a module's parameters (a loop over
+    ``model.parameters()``): the module no longer brings requires-grad values."""
+    for o in v.origins:
+        if o.kind == "module":
+            o.disabled = True
 
 
 def _arg_exprs(e):

@@ -44,6 +44,7 @@ class Origin:
     kind: str  # "tensor", "parameter", "module", "parameters"
     line: int
     grad_reads: list = field(default_factory=list)  # lines where `.grad` of it is read
+    disabled: bool = False  # requires_grad switched off (e.g. every parameter frozen)
 
 
 @dataclass(eq=False)

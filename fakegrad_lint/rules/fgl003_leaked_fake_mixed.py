@@ -24,7 +24,13 @@ RULE = Rule(
         "mode, the result is fake, and the backward leaves a FakeTensor in the real "
         "tensor's `.grad`, exactly as if the real tensor had been used inside the block."
     ),
-    fix_safety="No automatic fix: which side should be real is the author's decision.",
+    fix_safety=(
+        "Unsafe: the real operand is replaced by a fake copy made by the leaked tensor's own "
+        "mode (`f.fake_mode.from_tensor(w)`, or `torch.func.functional_call` over such copies "
+        "for a module). Shapes are unchanged and the real value is never touched, but which "
+        "side should be real is the author's decision, so it applies only with "
+        "`--unsafe-fixes`."
+    ),
     invalid=(
         """\
 import torch
@@ -50,7 +56,17 @@ y = f * w  # w does not require grad
 print(tuple(y.shape))
 """,
     ),
-    fixed_example=None,
+    fixed_example="""\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+w = torch.randn(3, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    f = torch.randn(3)
+loss = (f * f.fake_mode.from_tensor(w)).sum()  # FGL003
+loss.backward()
+print(tuple(loss.shape))
+""",
     matches=lambda leak: leak.route is Route.LEAKED_MIX and leak.verdict is Verdict.HAZARD,
     message=_message,
 )
