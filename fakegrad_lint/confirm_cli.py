@@ -137,14 +137,17 @@ def _static_findings(files: list[str], codes: frozenset[str]) -> tuple[list, lis
         except ValueError as exc:
             errors.append(f"{path}: error: cannot parse: {exc}")
             continue
-        lines = src.text.splitlines()
-        for f in found:
-            if f.code not in codes:
-                continue
-            row = f.location.row
-            if 0 < row <= len(lines) and _noqa_drops(lines[row - 1], f.code):
-                continue
-            findings.append(f)
+        found = [f for f in found if f.code in codes]
+        try:  # the project's noqa rules (tokenize-based) when available
+            from fakegrad_lint import noqa
+
+            found, _ = noqa.apply(src.text, found)
+        except Exception:  # pragma: no cover - minimal fallback
+            lines = src.text.splitlines()
+            found = [
+                f for f in found if not (0 < f.location.row <= len(lines) and _noqa_drops(lines[f.location.row - 1], f.code))
+            ]
+        findings.extend(found)
     return findings, errors
 
 
