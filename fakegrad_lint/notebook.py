@@ -415,8 +415,13 @@ def _fix_cell(layout: Layout, fix: Fix) -> int | None:
         if a is None or b is None or a[0] != b[0] or (part is not None and a[0] != part):
             return None
         part = a[0]
-        last = edit.end.row if edit.end.column > 0 or edit.end.row == edit.start.row else edit.end.row - 1
-        if any(r in layout.placeholder_rows for r in range(edit.start.row, last + 1)):
+        # rows whose text the edit changes: an insertion at column 0 goes between rows
+        if edit.start == edit.end:
+            touched = range(edit.start.row, edit.start.row + 1) if edit.start.column > 0 else range(0)
+        else:
+            last = edit.end.row if edit.end.column > 0 else edit.end.row - 1
+            touched = range(edit.start.row, last + 1)
+        if any(r in layout.placeholder_rows for r in touched):
             return None
     return part
 
@@ -607,6 +612,14 @@ def _render_source(text: str, span: tuple[int, int], new: str, as_list: bool, en
     if inner.strip():
         lead = inner[: len(inner) - len(inner.lstrip())]
         trail = inner[len(inner.rstrip()) :]
+        # the separator between items, as written (", " or ",\n    " ...)
+        first_end = json.JSONDecoder().raw_decode(old, 1 + len(lead))[1]
+        rest = old[first_end:]
+        if rest.lstrip().startswith(","):
+            after = rest.lstrip()[1:]
+            sep = rest[: len(rest) - len(rest.lstrip())] + "," + after[: len(after) - len(after.lstrip())]
+        else:
+            sep = "," + (lead if "\n" in lead or "\r" in lead else " ")
     else:
         # was "[]": indent one level deeper than the "source" key's line
         line_start = max(text.rfind("\n", 0, span[0]), text.rfind("\r", 0, span[0])) + 1
@@ -614,7 +627,8 @@ def _render_source(text: str, span: tuple[int, int], new: str, as_list: bool, en
         newline = "\r\n" if "\r\n" in text else "\n"
         lead = newline + key_indent + _indent_unit(text)
         trail = newline + key_indent
-    items = ("," + lead).join(json.dumps(line, ensure_ascii=ensure_ascii) for line in lines)
+        sep = "," + lead
+    items = sep.join(json.dumps(line, ensure_ascii=ensure_ascii) for line in lines)
     return "[" + lead + items + trail + "]"
 
 
