@@ -354,8 +354,14 @@ class Interpreter:
             self.exec_if(s, st)
         elif t in (ast.For, ast.AsyncFor):
             it = self.eval(s.iter, st)
-            self.assign(s.target, self.iter_item(it), st, None)
+            item = self.iter_item(it)
+            self.assign(s.target, item, st, None)
             self.exec_branch(s.body, st)
+            if isinstance(it, SeqVal) and isinstance(s.target, ast.Name) and _sets_requires_grad(s.body, s.target.id):
+                # `for t in ts: t.requires_grad_()` changes the tensors in the container
+                now = st.scope.lookup(s.target.id)
+                if now is not None and now is not item and now.real_rg() - item.real_rg():
+                    self.rebind(s.iter, SeqVal(it.items + (now,)), st)
             self.exec_branch(s.orelse, st)
         elif t is ast.While:
             self.eval(s.test, st)
@@ -384,6 +390,8 @@ class Interpreter:
             if s.level == 0 and s.module:
                 for alias in s.names:
                     if alias.name == "*":
+                        for name in _STAR_EXPORTS.get(s.module, ()):
+                            st.scope.assign(name, ModRef(f"{s.module}.{name}"))
                         continue
                     st.scope.assign(alias.asname or alias.name, ModRef(f"{s.module}.{alias.name}"))
             else:
@@ -1322,7 +1330,7 @@ class Interpreter:
         if q.startswith("torch.") and _is_torch_op(q):
             operands = _operands(e, args, {k: v for k, v in kwargs.items() if k != "out"})
             diff = q not in N.NON_DIFFERENTIABLE_FUNCS
-            if not any(_is_tensorish(v) for v, _ in operands):
+            if not any(_is_tensorish(x) for v, _ in operands for x in _flatten(v)):
                 # a factory: born fake inside a region, real (maybe requires grad) outside
                 region = st.active_region()
                 if region is not None:
@@ -1630,6 +1638,25 @@ def _flatten(v, depth=0):
             out.extend(_flatten(x, depth + 1))
         return out
     return [v]
+
+
+_STAR_EXPORTS = {
+    "torch._subclasses.fake_tensor": ("FakeTensorMode", "FakeCopyMode", "unset_fake_temporarily"),
+    "torch._subclasses": ("FakeTensorMode",),
+    "torch.fx.experimental.proxy_tensor": ("make_fx",),
+}
+
+
+def _sets_requires_grad(body, name):
+    for n in ast.walk(ast.Module(body=list(body), type_ignores=[])):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "requires_grad_":
+            if isinstance(n.func.value, ast.Name) and n.func.value.id == name:
+                return True
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                if isinstance(t, ast.Attribute) and t.attr == "requires_grad" and isinstance(t.value, ast.Name) and t.value.id == name:
+                    return True
+    return False
 
 
 def _is_tensorish(v):
