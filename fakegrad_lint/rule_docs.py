@@ -39,11 +39,14 @@ def default_label(rule: Rule) -> str:
 
 
 def fix_label(rule: Rule) -> str:
-    """``none`` (no automatic fix), ``safe`` or ``safe/unsafe`` (safe for some
-    shapes, unsafe for others), read from the rule's ``fix_safety`` text."""
+    """``none`` (no automatic fix), ``safe``, ``unsafe`` (applied only with
+    ``--unsafe-fixes``) or ``safe/unsafe`` (safe for some shapes, unsafe for
+    others), read from the rule's ``fix_safety`` text."""
     text = rule.fix_safety.strip().lower()
     if text.startswith(("no automatic fix", "none")):
         return "none"
+    if text.startswith("unsafe"):
+        return "unsafe"
     if "unsafe" in text:
         return "safe/unsafe"
     return "safe"
@@ -149,8 +152,20 @@ def all_markdown() -> str:
 # text
 
 
+def _wrap(text: str, indent: str = "") -> list[str]:
+    # never break inside `--unsafe-fixes` or a long identifier
+    return textwrap.wrap(
+        text,
+        width=_WIDTH,
+        initial_indent=indent,
+        subsequent_indent=indent,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
+
+
 def _para(text: str, indent: str = "    ") -> list[str]:
-    return textwrap.wrap(text, width=_WIDTH, initial_indent=indent, subsequent_indent=indent) or [indent]
+    return _wrap(text, indent) or [indent]
 
 
 def _code(code: str, indent: str = "    ") -> list[str]:
@@ -161,7 +176,7 @@ def rule_text(rule: Rule) -> str:
     out = [
         f"{rule.code} ({rule.name})",
         "",
-        *textwrap.wrap(rule.summary + ".", width=_WIDTH),
+        *_wrap(rule.summary + "."),
         "",
         f"Default: {default_label(rule)}"
         + ("" if rule.default else f" (enable with --extend-select {rule.code})"),

@@ -114,6 +114,7 @@ def test_rule_text_has_what_why_example_fix(rule):
         assert out.index(indented(rule.invalid[0])) < out.index(indented(rule.fixed_example))
     assert ("Default: on" if rule.default else "Default: off") in out
     assert f"Fix: {rule_docs.fix_label(rule)}" in out
+    assert "--unsafe- " not in out and "--extend- " not in out  # no breaks inside flags
     # by name and in lower case too
     assert run_main(rule.name)[1] == out
     assert run_main(rule.code.lower())[1] == out
@@ -162,11 +163,15 @@ def test_rule_errors():
 
 def test_fix_labels():
     labels = {r.code: rule_docs.fix_label(r) for r in RULES}
-    assert set(labels.values()) <= {"safe", "safe/unsafe", "none"}
-    # a rule documented without an automatic fix says so
+    assert set(labels.values()) <= {"safe", "unsafe", "safe/unsafe", "none"}
     for rule in RULES:
-        if rule.fix_safety.lower().startswith("no automatic fix"):
+        text = rule.fix_safety.lower()
+        if text.startswith("no automatic fix"):
             assert labels[rule.code] == "none"
+        elif text.startswith("unsafe"):
+            assert labels[rule.code] == "unsafe"
+        elif text.startswith("safe") and "unsafe" not in text:
+            assert labels[rule.code] == "safe"
 
 
 def test_docs_rules_md_is_up_to_date():
