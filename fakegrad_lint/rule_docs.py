@@ -41,15 +41,8 @@ def default_label(rule: Rule) -> str:
 def fix_label(rule: Rule) -> str:
     """``none`` (no automatic fix), ``safe``, ``unsafe`` (applied only with
     ``--unsafe-fixes``) or ``safe/unsafe`` (safe for some shapes, unsafe for
-    others), read from the rule's ``fix_safety`` text."""
-    text = rule.fix_safety.strip().lower()
-    if text.startswith(("no automatic fix", "none")):
-        return "none"
-    if text.startswith("unsafe"):
-        return "unsafe"
-    if "unsafe" in text:
-        return "safe/unsafe"
-    return "safe"
+    others), as the rule declares it."""
+    return rule.fix
 
 
 def table_rows(rules=RULES) -> list[tuple[str, str, str, str, str]]:

@@ -28,6 +28,7 @@ class Rule:
     fixed_example: str | None
     matches: Callable[[Leak], bool]
     message: Callable[[Leak], str]
+    fix: str = "none"  # "none", "safe", "unsafe" or "safe/unsafe": what --fix can do
     default: bool = True  # opt-in rules are off unless selected
     url: str = field(default="")
 

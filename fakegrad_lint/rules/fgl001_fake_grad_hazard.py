@@ -94,4 +94,5 @@ print(tuple(y.shape))
 """,
     matches=lambda leak: leak.route is Route.IN_REGION and leak.verdict is Verdict.HAZARD,
     message=_message,
+    fix="safe/unsafe",
 )

@@ -27,9 +27,11 @@ RULE = Rule(
         "trades the crash for silently fake gradients (FGL001)."
     ),
     fix_safety=(
-        "Safe: converting at the boundary with `fake_mode.from_tensor(x)` turns a certain "
-        "crash into the shape computation the code intended; shapes are those of the real "
-        "tensor and the real tensor is never touched."
+        "Safe for a tensor: converting at the boundary with `fake_mode.from_tensor(x)` turns "
+        "a certain crash into the shape computation the code intended; shapes are those of "
+        "the real tensor and the real tensor is never touched. Unsafe for a module: the call "
+        "becomes `torch.func.functional_call` over `from_tensor` copies of its parameters "
+        "and buffers, which bypasses the module's `__call__` hooks."
     ),
     invalid=(
         """\
@@ -74,4 +76,5 @@ print(tuple(y.shape))
 """,
     matches=lambda leak: leak.verdict is Verdict.CRASH,
     message=_message,
+    fix="safe/unsafe",
 )

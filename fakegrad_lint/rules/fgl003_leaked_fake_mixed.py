@@ -69,4 +69,5 @@ print(tuple(loss.shape))
 """,
     matches=lambda leak: leak.route is Route.LEAKED_MIX and leak.verdict is Verdict.HAZARD,
     message=_message,
+    fix="unsafe",
 )

@@ -25,7 +25,11 @@ RULE = Rule(
         "autograd graph, so the first backward someone adds turns its `.grad` into a "
         "FakeTensor without any error."
     ),
-    fix_safety="Same as FGL001: a safe `from_tensor` conversion at the boundary.",
+    fix_safety=(
+        "None: forward-only code computes the right shapes today, and rewriting it is a "
+        "policy choice. Convert at the boundary by hand (`fake_mode.from_tensor(x)`) if "
+        "your policy wants it."
+    ),
     invalid=(
         """\
 import torch
@@ -53,5 +57,6 @@ print(tuple(out.shape))
     fixed_example=None,
     matches=lambda leak: leak.verdict is Verdict.FORWARD_ONLY,
     message=_message,
+    fix="none",
     default=False,
 )
