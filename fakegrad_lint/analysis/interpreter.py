@@ -268,7 +268,7 @@ class Interpreter:
         if self_val is not None and not self._is_static(fv):
             args = [self_val]
         try:
-            self.call_function(fv, args, {}, st, unknown_rest=True)
+            self.call_function(fv, args, {}, st)
         except (Crashed, YieldReached, _BlockExit):
             pass
 
@@ -339,7 +339,7 @@ class Interpreter:
             if s.value is not None:
                 self.assign(s.target, self.eval(s.value, st), st, s.value)
         elif t is ast.AugAssign:
-            left = self.eval_target_load(s.target, st)
+            left = self.eval(s.target, st)
             right = self.eval(s.value, st)
             val = self.binop(s, [(left, s.target), (right, s.value)], st)
             self.assign(s.target, val, st, s)
@@ -528,11 +528,10 @@ class Interpreter:
                 return self.enter_generator(cm, st, undo, with_node, index, bound)
             return UNKNOWN
         if isinstance(cm, ExitStackVal):
-            n = len(undo)
-            marker = []
+            marker = []  # undo actions of the contexts entered through this stack
             cm.pushed.append(marker)
 
-            def close(stack=cm, marker=marker):
+            def close(marker=marker):
                 for fn in reversed(marker):
                     fn()
                 marker.clear()
@@ -640,9 +639,6 @@ class Interpreter:
             if isinstance(obj, (InstanceVal, ModuleVal)):
                 obj.attrs[expr.attr] = val
 
-    def eval_target_load(self, target, st):
-        return self.eval(target, st)
-
     # -------------------------------------------------------------- functions
     def make_function(self, node, st, cls=None):
         cm = False
@@ -706,7 +702,7 @@ class Interpreter:
                 inst.origin = Origin(name, "module", getattr(node, "lineno", 0))
         return inst
 
-    def call_function(self, fv, args, kwargs, st, unknown_rest=False, run_generator=False, site=None):
+    def call_function(self, fv, args, kwargs, st, run_generator=False, site=None):
         node = fv.node
         if st.depth >= MAX_DEPTH or self.exhausted or node in st.stack:
             return UNKNOWN
@@ -724,15 +720,13 @@ class Interpreter:
         cst.stack = st.stack + (node,)
         if site is not None:
             cst.sites = st.sites + ((st.scope.func_node,) + site,)
-        self.bind_args(fv, args, kwargs, scope, unknown_rest)
+        self.bind_args(fv, args, kwargs, scope)
         if fv.grad_off:
             cst.grad_enabled = False
         if isinstance(node, ast.Lambda):
             return self.eval(node.body, cst)
         if is_gen and not run_generator:
-            # a plain generator: run it to collect what it yields
-            cst.returns = []
-            self._yields = getattr(self, "_yields", None)
+            cst.returns = []  # a plain generator: collect what it yields
         try:
             self.exec_block(node.body, cst)
         except _BlockExit:
@@ -740,13 +734,13 @@ class Interpreter:
         if is_gen and not run_generator:
             return SeqVal(tuple(cst.returns))
         if not cst.returns:
-            return UNKNOWN if not _returns_something(node) else UNKNOWN
+            return UNKNOWN
         out = cst.returns[0]
         for r in cst.returns[1:]:
             out = join(out, r)
         return out
 
-    def bind_args(self, fv, args, kwargs, scope, unknown_rest):
+    def bind_args(self, fv, args, kwargs, scope):
         node = fv.node
         a = node.args
         params = list(a.posonlyargs) + list(a.args)
@@ -777,7 +771,7 @@ class Interpreter:
         if flag is None:
             lines = self.pos.lines
             text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
-            flag = bool(_ENTRY_RE.search(text) or _SOURCE_RE.search(text) or _CALLS_LOCAL_RE and False)
+            flag = bool(_ENTRY_RE.search(text) or _SOURCE_RE.search(text))
             if not flag:
                 # calls an in-file function that matters (by name)
                 for name in _called_names(node):
@@ -821,7 +815,7 @@ class Interpreter:
             vals = [(self.eval(e.left, st), e.left)] + [(self.eval(c, st), c) for c in e.comparators]
             if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in e.ops):
                 return UNKNOWN
-            if _is_tensorish_any(v for v, _ in vals):
+            if any(_is_tensorish(v) for v, _ in vals):
                 return self.op(e, vals, st, differentiable=False)
             return UNKNOWN
         if t is ast.BoolOp:
@@ -1578,7 +1572,6 @@ def _is_torch_op(q):
 
 
 _SOURCE_RE = re.compile(r"requires_grad|Parameter|parameters\(|\bnn\.|Module\b|torch\.nn|backward|autograd")
-_CALLS_LOCAL_RE = None
 
 
 def _called_names(node):
@@ -1667,10 +1660,6 @@ def _is_tensorish(v):
     return False
 
 
-def _is_tensorish_any(vals):
-    return any(_is_tensorish(v) for v in vals)
-
-
 def _truth(v):
     if isinstance(v, ConstVal):
         try:
@@ -1707,10 +1696,6 @@ def _fake_copy(v, mode):
     if isinstance(v, (TVal, MaybeVal)) or v is UNKNOWN:
         return TVal(frozenset(), mode)
     return v
-
-
-def _returns_something(node):
-    return True
 
 
 def _with_grad_reads(plan, lines):

@@ -199,9 +199,3 @@ NON_DIFFERENTIABLE_METHODS = frozenset(
         "zero_",
     }
 )
-# Methods of a module that return the same module.
-MODULE_SELF_METHODS = frozenset(
-    {"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval", "requires_grad_", "type", "share_memory", "apply"}
-)
-MODULE_PARAM_METHODS = frozenset({"parameters", "named_parameters", "state_dict", "buffers", "named_buffers"})
-TENSOR_FACTORIES_META_KW = ("device",)
