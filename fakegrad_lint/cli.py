@@ -124,6 +124,9 @@ def build_parser():
     run.add_argument("--timeout-per-file", type=_seconds, default=20.0, metavar="SECONDS",
                      help="give up on a file after this long and report it as an error (default: 20; 0: no limit)")
     run.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    run.add_argument("--cache-dir", metavar="PATH", default=None,
+                     help="where to keep the cache (default: $FAKEGRAD_LINT_CACHE_DIR, else .fakegrad_cache/ "
+                          "next to the configuring pyproject.toml, else the platform cache folder)")
     return parser
 
 
@@ -222,7 +225,12 @@ def _check(args) -> int:
     found = discover.discover(paths, st, respect_gitignore=args.respect_gitignore)
     mode = _mode(args)
     options = pipeline.Options(mode=mode, unsafe_fixes=st.unsafe_fixes, timeout=args.timeout_per_file or None)
-    result = pipeline.run(found.files, st.codes_for, options, jobs=args.jobs)
+    cache = None
+    if found.files and mode == "check" and not args.no_cache:
+        from fakegrad_lint.cache import open_cache
+
+        cache = open_cache(True, config_path, args.cache_dir)
+    result = pipeline.run(found.files, st.codes_for, options, jobs=args.jobs, cache=cache)
 
     errors = list(found.errors) + result.all_errors
     for e in errors:

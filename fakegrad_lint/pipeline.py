@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from fakegrad_lint.findings import Applicability, Finding, ToolError
-from fakegrad_lint.prefilter import may_contain_fake_region
+from fakegrad_lint.prefilter import ENTRY_WORDS, may_contain_fake_region
 from fakegrad_lint.sourcefile import SourceError, SourceFile, read_source
 
 # A process pool only pays off with enough work: at least PARALLEL_THRESHOLD
@@ -35,6 +35,11 @@ from fakegrad_lint.sourcefile import SourceError, SourceFile, read_source
 PARALLEL_THRESHOLD = 8
 PARALLEL_MIN_BYTES = 256 * 1024
 PARALLEL_MANY_FILES = 64
+# With at least this many files (and jobs > 1) the workers also read and
+# prefilter: reading and decoding is most of the cost of a big tree whose
+# files mostly fail the prefilter, and one parent process cannot keep up.
+PARALLEL_SCAN_FILES = 256
+SCAN_CHUNK = 24  # files per task in a scanning pool
 UNUSED_NOQA_CODE = "FGL100"
 MODES = ("check", "fix", "diff", "fix-only", "add-noqa")
 
@@ -59,6 +64,10 @@ class FileResult:
     diff: str = ""
     added_noqa: int = 0
     source: str | None = None  # the final text, when there is something to show
+    # False when the result depends on the moment (timeout, memory, internal
+    # error, unreadable file): such results are never cached.
+    cacheable: bool = True
+    cached: bool = False  # served from the cache
 
 
 class FileTimeout(BaseException):
@@ -140,9 +149,20 @@ def lint_text(
     return kept
 
 
+def _has_entry_word(text: str) -> bool:
+    # Exact shortcut for the prefilter: its pattern is an alternation of these
+    # literal words, so without any of them as a substring it cannot match.
+    # ``in`` is a fast substring search, several times faster than the regex
+    # scan over the whole text that a file without any of them would cost.
+    for word in ENTRY_WORDS:
+        if word in text:
+            return True
+    return False
+
+
 def needs_work(text: str, codes: frozenset[str]) -> bool:
     """The parent's prefilter: can this file produce anything to report?"""
-    if may_contain_fake_region(text):
+    if _has_entry_word(text) and may_contain_fake_region(text):
         return True
     return UNUSED_NOQA_CODE in codes and "noqa" in text.lower()
 
@@ -151,24 +171,92 @@ def _is_notebook(path: str) -> bool:
     return path.endswith(".ipynb")
 
 
-def process_file(path: str, codes: frozenset[str], options: Options, sf: SourceFile | None = None) -> FileResult:
-    """Check (and with a fix mode, fix) one file. Never raises for bad input."""
+def process_file(
+    path: str, codes: frozenset[str], options: Options, sf: SourceFile | None = None, cache=None
+) -> FileResult:
+    """Check (and with a fix mode, fix) one file. Never raises for bad input.
+
+    With a :class:`fakegrad_lint.cache.Cache` and ``mode == "check"``, a file
+    whose key is in the cache costs one hash and one small read."""
+    if cache is not None and options.mode == "check" and not _is_notebook(path):
+        return _process_cached(path, codes, options, sf, cache)
+    return _process_file(path, codes, options, sf)
+
+
+def _process_cached(path: str, codes: frozenset[str], options: Options, sf: SourceFile | None, cache) -> FileResult:
+    if sf is None:
+        try:
+            sf = read_source(path)
+        except SourceError as exc:
+            return FileResult(path, errors=[ToolError(path, str(exc))], cacheable=False)
+    if not _genuine_checker():
+        return _process_file(path, codes, options, sf)
+    key = cache.key(path, codes, sf.raw)
+    hit = _cache_lookup(path, sf, key, options, cache)
+    if hit is not None:
+        return hit
+    return _process_and_store(path, codes, options, sf, cache, key)
+
+
+def _genuine_checker() -> bool:
+    # Not loaded yet: nobody can have replaced check_source (and a warm run
+    # that only reads the cache never imports the analyzer).
+    if "fakegrad_lint.checker" not in sys.modules:
+        return True
+    from fakegrad_lint.cache import genuine_checker
+
+    return genuine_checker()
+
+
+def _cache_lookup(path: str, sf: SourceFile, key: str, options: Options, cache) -> FileResult | None:
+    hit = cache.get(key)
+    if hit is None:
+        return None
+    findings, errors = hit
+    result = FileResult(path, findings=findings, errors=errors, cached=True)
+    _finish_check(result, options, sf.text)
+    return result
+
+
+def _process_and_store(path: str, codes: frozenset[str], options: Options, sf: SourceFile, cache, key: str) -> FileResult:
+    result = _process_file(path, codes, options, sf)
+    if result.cacheable:
+        cache.put(key, result.findings, result.errors)
+    return result
+
+
+def _finish_check(result: FileResult, options: Options, text: str) -> None:
+    if not options.unsafe_fixes:
+        result.hidden_unsafe = sum(
+            1
+            for f in result.findings
+            if f.fix is not None and f.fix.edits and f.fix.applicability is Applicability.UNSAFE
+        )
+    if result.findings:
+        result.source = text
+
+
+def _process_file(path: str, codes: frozenset[str], options: Options, sf: SourceFile | None = None) -> FileResult:
     result = FileResult(path)
     try:
         with time_limit(options.timeout):
             _process(result, path, codes, options, sf)
     except FileTimeout:
         result.findings = []
+        result.cacheable = False
         result.errors.append(
             ToolError(path, f"timed out after {options.timeout:g} s (see --timeout-per-file); file skipped")
         )
     except RecursionError:
         result.findings = []
+        result.cacheable = False
         result.errors.append(ToolError(path, "too deeply nested to analyze (RecursionError); file skipped"))
     except MemoryError:
         result.findings = []
+        result.cacheable = False
         result.errors.append(ToolError(path, "out of memory while analyzing (MemoryError); file skipped"))
     except SourceError as exc:
+        result.cacheable = False
         result.errors.append(ToolError(path, str(exc)))
     except SyntaxError as exc:
         result.errors.append(ToolError(path, syntax_error_reason(exc)))
@@ -180,6 +268,7 @@ def process_file(path: str, codes: frozenset[str], options: Options, sf: SourceF
 
             traceback.print_exc()
         result.findings = []
+        result.cacheable = False
         result.errors.append(ToolError(path, f"internal error: {type(exc).__name__}: {exc}"))
     return result
 
@@ -228,12 +317,7 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
         if mode == "fix-only":
             findings = []
     result.findings = findings
-    if not options.unsafe_fixes:
-        result.hidden_unsafe = sum(
-            1 for f in findings if f.fix is not None and f.fix.edits and f.fix.applicability is Applicability.UNSAFE
-        )
-    if findings:
-        result.source = text
+    _finish_check(result, options, text)
 
 
 def _process_notebook(result: FileResult, path: str, codes, options: Options, sf: SourceFile) -> None:
@@ -263,8 +347,9 @@ def _process_notebook(result: FileResult, path: str, codes, options: Options, sf
 @dataclass
 class RunResult:
     results: list[FileResult]
-    errors: list[ToolError]  # read errors found in the parent (per-file errors are in results)
+    errors: list[ToolError]  # read errors (per-file errors are in results)
     files_checked: int
+    stats: dict | None = None  # with run(..., stats=True): files and lines per stage
 
     @property
     def findings(self) -> list[Finding]:
@@ -279,8 +364,8 @@ class RunResult:
 
 
 def _worker(args) -> FileResult:
-    path, codes, options = args
-    return process_file(path, codes, options)
+    path, codes, options, cache = args
+    return process_file(path, codes, options, cache=cache)
 
 
 def _worker_init() -> None:
@@ -289,6 +374,41 @@ def _worker_init() -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     except (ValueError, OSError):  # pragma: no cover
         pass
+
+
+class _Stats:
+    """Files and lines per stage: read, past the prefilter, parsed (no syntax
+    or tool error), with findings; plus cache hits."""
+
+    KEYS = ("files", "lines", "prefilter_files", "prefilter_lines", "parsed_files", "parsed_lines",
+            "finding_files", "findings", "cache_hits", "errors")
+
+    def __init__(self):
+        self.d = dict.fromkeys(self.KEYS, 0)
+
+    def read(self, sf: SourceFile) -> None:
+        self.d["files"] += 1
+        self.d["lines"] += _lines(sf.raw)
+
+    def passed(self, sf: SourceFile, result: FileResult) -> None:
+        n = _lines(sf.raw)
+        self.d["prefilter_files"] += 1
+        self.d["prefilter_lines"] += n
+        if not result.errors:
+            self.d["parsed_files"] += 1
+            self.d["parsed_lines"] += n
+        if result.findings:
+            self.d["finding_files"] += 1
+            self.d["findings"] += len(result.findings)
+        self.d["cache_hits"] += result.cached
+
+    def merge(self, other: dict) -> None:
+        for k, v in other.items():
+            self.d[k] += v
+
+
+def _lines(raw: bytes) -> int:
+    return raw.count(b"\n") + (1 if raw and not raw.endswith(b"\n") else 0)
 
 
 class Progress:
@@ -325,12 +445,33 @@ def run(
     *,
     jobs: int | None = None,
     progress: bool | None = None,
+    cache=None,
+    stats: bool = False,
 ) -> RunResult:
-    """Check ``paths`` (files found by discovery)."""
+    """Check ``paths`` (files found by discovery).
+
+    ``cache``: a :class:`fakegrad_lint.cache.Cache` (used for ``check`` runs
+    only). ``stats``: also count files and lines per stage (``RunResult.stats``).
+    """
+    jobs = jobs or os.cpu_count() or 1
+    bar = Progress(len(paths), progress)
+    try:
+        if jobs > 1 and len(paths) >= PARALLEL_SCAN_FILES:
+            out = _scan_parallel(paths, codes_for, options, jobs, bar, cache, stats)
+        else:
+            out = _run_here(paths, codes_for, options, jobs, bar, cache, stats)
+    finally:
+        bar.close()
+    out.results.sort(key=lambda r: r.path.replace(os.sep, "/"))
+    return out
+
+
+def _run_here(paths, codes_for, options: Options, jobs: int, bar: Progress, cache, stats: bool) -> RunResult:
+    """Read and prefilter in this process; analyze here or, with enough work, in a pool."""
     errors: list[ToolError] = []
     results: list[FileResult] = []
     todo: list[tuple[str, frozenset[str], SourceFile]] = []
-    bar = Progress(len(paths), progress)
+    st = _Stats() if stats else None
     for path in paths:
         try:
             sf = read_source(path)
@@ -338,41 +479,63 @@ def run(
             errors.append(ToolError(path, str(exc)))
             bar.step()
             continue
+        if st:
+            st.read(sf)
         codes = codes_for(path)
         if _is_notebook(path) or needs_work(sf.text, codes):
             todo.append((path, codes, sf))
         else:
             bar.step()
-    jobs = jobs or os.cpu_count() or 1
-    try:
-        total = sum(len(t[2].raw) for t in todo)
-        big = total >= PARALLEL_MIN_BYTES or len(todo) >= PARALLEL_MANY_FILES
-        if jobs <= 1 or len(todo) < PARALLEL_THRESHOLD or not big:
-            for path, codes, sf in todo:
-                results.append(process_file(path, codes, options, sf))
+    passed = list(todo)
+    if cache is not None and options.mode == "check" and todo and _genuine_checker():
+        # Cache hits cost a hash and a small read: serve them here, so a warm
+        # run needs neither the analyzer's import nor a pool.
+        misses = []
+        for path, codes, sf in todo:
+            hit = None if _is_notebook(path) else _cache_lookup(path, sf, cache.key(path, codes, sf.raw), options, cache)
+            if hit is None:
+                misses.append((path, codes, sf))
+            else:
+                results.append(hit)
                 bar.step()
-        else:
-            results.extend(_parallel(todo, options, jobs, bar))
-    finally:
-        bar.close()
-    results.sort(key=lambda r: r.path.replace(os.sep, "/"))
-    return RunResult(results, errors, len(paths))
+        todo = misses
+    total = sum(len(t[2].raw) for t in todo)
+    big = total >= PARALLEL_MIN_BYTES or len(todo) >= PARALLEL_MANY_FILES
+    if jobs <= 1 or len(todo) < PARALLEL_THRESHOLD or not big:
+        for path, codes, sf in todo:
+            results.append(process_file(path, codes, options, sf, cache))
+            bar.step()
+    else:
+        results.extend(_parallel(todo, options, jobs, bar, cache))
+    if st:
+        by_path = {t[0]: t[2] for t in passed}
+        for r in results:
+            st.passed(by_path[r.path], r)
+        st.d["errors"] = len(errors) + sum(len(r.errors) for r in results)
+    return RunResult(results, errors, len(paths), st.d if st else None)
 
 
-def _parallel(todo, options: Options, jobs: int, bar: Progress) -> list[FileResult]:
+def _prepare_fork() -> object:
+    """Import the analyzer once in the parent so forked workers inherit it;
+    the fork context on Linux (None elsewhere: the platform default)."""
     import multiprocessing
+
+    import fakegrad_lint.checker  # noqa: F401
+    import fakegrad_lint.noqa  # noqa: F401
+
+    if sys.platform.startswith("linux"):
+        return multiprocessing.get_context("fork")
+    return None
+
+
+def _parallel(todo, options: Options, jobs: int, bar: Progress, cache=None) -> list[FileResult]:
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     todo = sorted(todo, key=lambda t: len(t[2].raw), reverse=True)  # largest first
-    # Import the analyzer once here so forked workers inherit it.
-    import fakegrad_lint.checker  # noqa: F401
-    import fakegrad_lint.noqa  # noqa: F401
-    ctx = None
-    if sys.platform.startswith("linux"):
-        ctx = multiprocessing.get_context("fork")
+    ctx = _prepare_fork()
     out = []
     with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_worker_init) as pool:
-        futures = {pool.submit(_worker, (path, codes, options)): path for path, codes, _sf in todo}
+        futures = {pool.submit(_worker, (path, codes, options, cache)): path for path, codes, _sf in todo}
         for fut in as_completed(futures):
             path = futures[fut]
             try:
@@ -381,3 +544,80 @@ def _parallel(todo, options: Options, jobs: int, bar: Progress) -> list[FileResu
                 out.append(FileResult(path, errors=[ToolError(path, f"worker failed: {type(exc).__name__}: {exc}")]))
             bar.step()
     return out
+
+
+def _scan_chunk(items, options: Options, cache, stats: bool):
+    """Worker side of :func:`_scan_parallel`: read, prefilter and process a chunk.
+    Returns (read errors with their index, results, stats)."""
+    read_errors: list[tuple[int, ToolError]] = []
+    results: list[FileResult] = []
+    st = _Stats() if stats else None
+    for i, path, codes in items:
+        try:
+            sf = read_source(path)
+        except SourceError as exc:
+            read_errors.append((i, ToolError(path, str(exc))))
+            continue
+        if st:
+            st.read(sf)
+        if _is_notebook(path) or needs_work(sf.text, codes):
+            r = process_file(path, codes, options, sf, cache)
+            if st:
+                st.passed(sf, r)
+                st.d["errors"] += len(r.errors)
+            results.append(r)
+    return read_errors, results, (st.d if st else None)
+
+
+def _scan_parallel(paths, codes_for, options: Options, jobs: int, bar: Progress, cache, stats: bool) -> RunResult:
+    """Many files: workers read, prefilter and process strided chunks (a chunk
+    takes every n-th file, so the heavy files of one folder spread over many
+    chunks and the pool stays balanced to the end)."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    items = [(i, p, codes_for(p)) for i, p in enumerate(paths)]
+    n_chunks = max(jobs * 4, -(-len(items) // SCAN_CHUNK))
+    chunks = [items[k::n_chunks] for k in range(n_chunks)]
+    chunks = [c for c in chunks if c]
+    ctx = _prepare_fork()
+    read_errors: list[tuple[int, ToolError]] = []
+    results: list[FileResult] = []
+    st = _Stats() if stats else None
+    with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=ctx, initializer=_worker_init) as pool:
+        futures = {pool.submit(_scan_chunk, chunk, options, cache, stats): chunk for chunk in chunks}
+        for fut in as_completed(futures):
+            chunk = futures[fut]
+            try:
+                errs, res, d = fut.result()
+            except Exception as exc:  # a worker died: the chunk's files that pass the prefilter get the error
+                errs, res, d = _failed_chunk(chunk, f"worker failed: {type(exc).__name__}: {exc}", stats)
+            read_errors.extend(errs)
+            results.extend(res)
+            if st and d:
+                st.merge(d)
+            bar.step(len(chunk))
+    read_errors.sort(key=lambda t: t[0])
+    return RunResult(results, [e for _, e in read_errors], len(paths), st.d if st else None)
+
+
+def _failed_chunk(chunk, reason: str, stats: bool):
+    """A chunk whose worker died: read and prefilter here (cheap, no parsing);
+    the files that needed analysis get ``reason`` as their error."""
+    read_errors: list[tuple[int, ToolError]] = []
+    results: list[FileResult] = []
+    st = _Stats() if stats else None
+    for i, path, codes in chunk:
+        try:
+            sf = read_source(path)
+        except SourceError as exc:
+            read_errors.append((i, ToolError(path, str(exc))))
+            continue
+        if st:
+            st.read(sf)
+        if _is_notebook(path) or needs_work(sf.text, codes):
+            r = FileResult(path, errors=[ToolError(path, reason)], cacheable=False)
+            if st:
+                st.passed(sf, r)
+                st.d["errors"] += 1
+            results.append(r)
+    return read_errors, results, (st.d if st else None)
