@@ -42,6 +42,7 @@ def cli(*args: str, cwd: str | os.PathLike | None = None, timeout: float = 300) 
         capture_output=True,
         text=True,
         timeout=timeout,
+        check=False,
         env=env,
     )
 

@@ -23,13 +23,21 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from markers import fixture_paths as marker_fixture_paths
+from markers import markers_in_source
+from regen_golden import (
+    BASE_ARGS,
+    FIXTURES_DIR,
+    GOLDEN_SUFFIX,
+    cli,
+    fix_copies,
+    fixture_paths,
+    golden_path,
+)
 
 from fakegrad_lint.checker import check_source
 from fakegrad_lint.findings import Applicability
 from fakegrad_lint.rules import DEFAULT_CODES
-from markers import fixture_paths as marker_fixture_paths
-from markers import markers_in_source
-from regen_golden import BASE_ARGS, FIXTURES_DIR, GOLDEN_SUFFIX, cli, fix_copies, fixture_paths, golden_path
 
 FIXTURES = fixture_paths()
 GOLDENS = {p.name: golden_path(p) for p in FIXTURES if golden_path(p).exists()}
@@ -195,7 +203,7 @@ def test_diff_writes_nothing_and_patch_reproduces_the_goldens(tmp_path):
     diff_file.write_text(proc.stdout, encoding="utf-8")
     patched = subprocess.run(
         ["patch", "-p0", "--forward", "--no-backup-if-mismatch", "-i", str(diff_file)],
-        cwd=apply, capture_output=True, text=True, timeout=60,
+        cwd=apply, capture_output=True, text=True, timeout=60, check=False,
     )
     assert patched.returncode == 0, patched.stdout + patched.stderr
     for p in FIXTURES:
