@@ -23,10 +23,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import torch  # noqa: E402
-from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
 
-from fakegrad_lint.runtime import Watcher  # noqa: E402
+from fakegrad_lint.runtime import Watcher
 
 
 def mlp():

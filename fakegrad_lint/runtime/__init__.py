@@ -12,7 +12,7 @@ from fakegrad_lint.runtime.guard import guard
 SUPPORTED_TORCH = ">=2.4"
 RUNTIME_EXTRA_HINT = "pip install 'fakegrad-lint[runtime]'"
 
-__all__ = ["FakeGradError", "guard", "watch", "Watcher", "SUPPORTED_TORCH"]
+__all__ = ["SUPPORTED_TORCH", "FakeGradError", "Watcher", "guard", "watch"]
 
 
 def __getattr__(name):

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import warnings
 
-from fakegrad_lint.runtime import SUPPORTED_TORCH, RUNTIME_EXTRA_HINT  # noqa: F401
+from fakegrad_lint.runtime import RUNTIME_EXTRA_HINT, SUPPORTED_TORCH
+
 _MIN_VERSION = (2, 4)
 
 
@@ -22,9 +23,9 @@ except ImportError as exc:  # pragma: no cover - exercised through a subprocess 
         f"the fakegrad-lint runtime checker needs torch ({SUPPORTED_TORCH}); install it with {RUNTIME_EXTRA_HINT}"
     ) from exc
 
-import torch.utils._pytree as _pytree
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
-from torch.overrides import TorchFunctionMode
+from torch.overrides import TorchFunctionMode  # noqa: F401  (used by watcher)
+from torch.utils import _pytree
 from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
 Tensor = torch.Tensor

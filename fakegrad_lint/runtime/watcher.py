@@ -32,11 +32,12 @@ import os
 import sys
 import sysconfig
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from fakegrad_lint.runtime import torch_compat as tc
 from fakegrad_lint.runtime.errors import FakeGradError
-from fakegrad_lint.runtime.messages import event_message, guard_message as _guard_message, user_events  # noqa: F401
+from fakegrad_lint.runtime.messages import event_message, user_events  # noqa: F401
+from fakegrad_lint.runtime.messages import guard_message as _guard_message
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _STDLIB_DIRS = tuple(
@@ -145,7 +146,7 @@ def _name_in_frame(frame, t) -> str | None:
             for key, value in list(scope.items()):
                 if value is t:
                     return key
-        import torch.nn as nn
+        from torch import nn
 
         for scope in scopes:
             for key, value in list(scope.items()):
@@ -159,7 +160,7 @@ def _name_in_frame(frame, t) -> str | None:
 
 
 class _Tracked:
-    __slots__ = ("ref", "sites", "parameter", "shape", "name", "reported_grad")
+    __slots__ = ("name", "parameter", "ref", "reported_grad", "shape", "sites")
 
     def __init__(self, ref, parameter, shape, name):
         self.ref = ref
@@ -171,7 +172,7 @@ class _Tracked:
 
 
 class _WatchMode(tc.TorchFunctionMode):
-    def __init__(self, watcher: "Watcher"):
+    def __init__(self, watcher: Watcher):
         super().__init__()
         self._w = watcher
 
@@ -189,12 +190,12 @@ class _WatchMode(tc.TorchFunctionMode):
 
 
 _hook_lock = threading.Lock()
-_active_watchers: list["Watcher"] = []
+_active_watchers: list[Watcher] = []
 _hook_handle = None
 
 
 def _optimizer_post_hook(optimizer, args, kwargs):
-    for w in list(_active_watchers):
+    for w in _active_watchers:
         w._on_optimizer_step(optimizer)
 
 
@@ -215,7 +216,7 @@ class Watcher:
         self._mode: _WatchMode | None = None
 
     # -- lifecycle ---------------------------------------------------------
-    def __enter__(self) -> "Watcher":
+    def __enter__(self) -> Watcher:
         global _hook_handle
         if self._mode is not None:
             raise RuntimeError("this Watcher is already active")
