@@ -27,11 +27,8 @@ it never fails a run.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import sys
-import tempfile
 
 from fakegrad_lint import __version__
 from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location, ToolError
@@ -60,6 +57,8 @@ def code_fingerprint() -> str:
     """SHA-256 of the analysis code's source files (computed once per process)."""
     global _fingerprint
     if _fingerprint is None:
+        import hashlib
+
         root = os.path.dirname(os.path.abspath(__file__))
         h = hashlib.sha256()
         for part in _FINGERPRINT_PARTS:
@@ -173,6 +172,8 @@ class Cache:
         return self._prefix
 
     def key(self, path: str, codes: frozenset[str], raw: bytes) -> str:
+        import hashlib
+
         h = hashlib.sha256(self._key_prefix())
         h.update(os.path.abspath(path).encode("utf-8", "surrogatepass") + b"\0")
         h.update(",".join(sorted(codes)).encode() + b"\0")
@@ -184,6 +185,8 @@ class Cache:
 
     # -- read
     def get(self, key: str) -> tuple[list[Finding], list[ToolError]] | None:
+        import json
+
         try:
             with open(self._entry(key), "rb") as fh:
                 data = json.loads(fh.read())
@@ -213,6 +216,8 @@ class Cache:
 
     @staticmethod
     def _write(target: str, data: bytes) -> None:
+        import tempfile
+
         folder = os.path.dirname(target)
         os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".part")
@@ -229,6 +234,8 @@ class Cache:
 
     def put(self, key: str, findings: list[Finding], errors: list[ToolError]) -> bool:
         """Store an entry; False (and nothing stored) when the folder is not writable."""
+        import json
+
         data = {
             "key": key,
             "findings": [_finding_to_json(f) for f in findings],
