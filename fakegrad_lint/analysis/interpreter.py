@@ -167,7 +167,9 @@ def _const_kw(call, name, default=None):
 _NONCONST = object()
 
 
-def _contains_yield(fn):
+def _contains_yield(fn, lines):
+    if "yield" not in "\n".join(lines[fn.lineno - 1 : fn.end_lineno]):
+        return False
     for n in ast.walk(fn):
         if isinstance(n, (ast.Yield, ast.YieldFrom)):
             return True
@@ -241,7 +243,7 @@ class Interpreter:
             if attrs:
                 attr_re = re.compile(r"\bself\.(?:%s)\b" % "|".join(map(re.escape, attrs)))
                 relevant |= {fv for fv, c in units if c is cls and attr_re.search(texts[fv])}
-        calls = {fv: _called_names(fv.node) for fv, _ in units}
+        calls = {fv: _called_names(texts[fv]) for fv, _ in units}
         changed = True
         while changed:
             changed = False
@@ -713,7 +715,7 @@ class Interpreter:
             return UNKNOWN  # outside any region, nothing of interest in or out: skip the body
         is_gen = self._func_contains_yield.get(node)
         if is_gen is None:
-            is_gen = not isinstance(node, ast.Lambda) and _contains_yield(node)
+            is_gen = not isinstance(node, ast.Lambda) and _contains_yield(node, self.pos.lines)
             self._func_contains_yield[node] = is_gen
         scope = Scope(parent=fv.scope, module=fv.scope.module, func_node=node)
         cst = st.child(scope)
@@ -774,7 +776,7 @@ class Interpreter:
             flag = bool(_ENTRY_RE.search(text) or _SOURCE_RE.search(text))
             if not flag:
                 # calls an in-file function that matters (by name)
-                for name in _called_names(node):
+                for name in _called_names(text):
                     target = self.module_scope.vars.get(name)
                     if isinstance(target, (FuncVal, ClassVal)) and target.node is not node and self._matter.get(target.node, None) is not False:
                         self._matter[node] = False  # guard recursion
@@ -826,10 +828,11 @@ class Interpreter:
             return out
         if t is ast.IfExp:
             test = _truth(self.eval(e.test, st))
-            if test is True:
-                return self.eval(e.body, st)
-            if test is False:
-                return self.eval(e.orelse, st)
+            if test is not None:
+                v = self.eval(e.body if test else e.orelse, st)
+                if isinstance(v, ModeVal):
+                    v.conditional = True  # right for this flag value only
+                return v
             return join(self.eval(e.body, st), self.eval(e.orelse, st))
         if t in (ast.List, ast.Tuple, ast.Set):
             items = []
@@ -962,6 +965,8 @@ class Interpreter:
             if attr == "grad":
                 for o in obj.real_rg():
                     o.grad_reads.append(e.lineno)
+                    if o.parent is not None:
+                        o.parent.grad_reads.append(e.lineno)
                 return TVal(frozenset(), obj.mode, frozenset())
             if attr == "data":
                 return TVal(frozenset(), obj.mode, frozenset())
@@ -976,7 +981,7 @@ class Interpreter:
                 return BoundMethod(cls.methods[attr], obj)
             if isinstance(obj, ModuleVal) and attr in ("weight", "bias", "in_proj_weight", "in_proj_bias", "weight_ih_l0", "weight_hh_l0"):
                 if obj.origin is not None and obj.mode is None:
-                    return TVal(frozenset([Origin(f"{_dotted(e) or attr}", "parameter", e.lineno)]))
+                    return TVal(frozenset([Origin(f"{_dotted(e) or attr}", "parameter", e.lineno, parent=obj.origin)]))
                 return TVal(frozenset(), obj.mode)
             return UNKNOWN
         if isinstance(obj, ModeVal):
@@ -1474,8 +1479,8 @@ class Interpreter:
         if expr is None:
             return None
         dotted = _dotted(expr)
+        base = expr
         if dotted is None:
-            base = expr
             while isinstance(base, ast.Subscript):
                 base = base.value
             dotted = _dotted(base) if base is not expr else None
@@ -1484,9 +1489,14 @@ class Interpreter:
             kind = "container"
         if kind is None:
             kind = "container" if isinstance(value, SeqVal) else "tensor"
+        # every expression in the block that leaks this value: the fix converts them all
+        target = node if kind == "module" else (base if kind == "container" else expr)
+        uses = region.uses.setdefault((kind, dotted), [])
+        if not any(u is target for u in uses):
+            uses.append(target)
         return FixPlan(kind=kind, value=dotted, with_node=region.with_node, item_index=region.item_index,
-                       mode_name=region.bound_name, call=node if kind == "module" else None, module_tree=self.tree,
-                       derived=isinstance(value, TVal) and value.derived)
+                       mode_name=region.bound_name, uses=uses, module_tree=self.tree,
+                       derived=isinstance(value, TVal) and value.derived, conditional=region.mode.conditional)
 
     def _leaked_fix_plan(self, node, expr, value, fake_ex):
         """Mixing with a leaked fake: convert the real operand with the fake's own mode."""
@@ -1503,7 +1513,7 @@ class Interpreter:
         else:
             return None
         return FixPlan(kind=kind, value=_dotted(expr), with_node=None, item_index=-1, mode_name=f"{_dotted(fake_ex)}.fake_mode",
-                       call=node if kind == "leaked-module" else expr, module_tree=self.tree,
+                       uses=[node if kind == "leaked-module" else expr], module_tree=self.tree,
                        derived=isinstance(value, TVal) and value.derived)
 
     def sink(self, v, desc, node, st, inputs=None):
@@ -1574,17 +1584,13 @@ def _is_torch_op(q):
 _SOURCE_RE = re.compile(r"requires_grad|Parameter|parameters\(|\bnn\.|Module\b|torch\.nn|backward|autograd")
 
 
-def _called_names(node):
-    """Names this function calls: ``f(...)`` and ``self.f(...)``."""
-    out = set()
-    for n in ast.walk(node):
-        if isinstance(n, ast.Call):
-            f = n.func
-            if isinstance(f, ast.Name):
-                out.add(f.id)
-            elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self":
-                out.add(f.attr)
-    return out
+_CALL_RE = re.compile(r"(\w+)\s*\(")
+
+
+def _called_names(text):
+    """Names a function's text calls, ``f(...)`` and ``self.f(...)`` (a superset is fine:
+    it only decides what is worth analysing)."""
+    return set(_CALL_RE.findall(text))
 
 
 def _interesting(v, depth=0):

@@ -44,6 +44,7 @@ class Origin:
     kind: str  # "tensor", "parameter", "module", "parameters"
     line: int
     grad_reads: list = field(default_factory=list)  # lines where `.grad` of it is read
+    parent: "Origin | None" = None  # a module's origin, for its `.weight`/`.bias`
     disabled: bool = False  # requires_grad switched off (e.g. every parameter frozen)
 
 
@@ -69,6 +70,7 @@ class ModeVal(Value):
     line: int
     desc: str
     node: ast.AST | None = None  # the constructor call, when known
+    conditional: bool = False  # chosen by a conditional expression (`... if FLAG else nullcontext()`)
 
     def __repr__(self):
         return f"Mode({self.desc}, allow={self.allow})"
@@ -81,6 +83,7 @@ class Region:
     with_node: ast.AST | None = None  # the `with` statement that opened it, when direct
     item_index: int = -1
     bound_name: str | None = None  # how the code can name the mode inside the region
+    uses: dict = field(default_factory=dict)  # (fix kind, value text) -> expressions that leak it here
 
 
 @dataclass(frozen=True, eq=False)
