@@ -31,6 +31,17 @@ HAZARD_CELL5_FIXED = (
 )
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _forget_notebook_attribute():
+    """Importing ``fakegrad_lint.notebook`` here sets it as an attribute of the
+    package, which defeats other tests that hide the module through
+    ``sys.modules`` (tests/test_pipeline.py); take it off again afterwards."""
+    import fakegrad_lint
+
+    yield
+    vars(fakegrad_lint).pop("notebook", None)  # a later import finds it in sys.modules again
+
+
 def cli(*args, cwd):
     env = dict(os.environ)
     env.pop("NO_COLOR", None)
