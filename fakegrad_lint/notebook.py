@@ -39,8 +39,8 @@ import bisect
 import json
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location
 from fakegrad_lint.sourcefile import SourceError
@@ -49,8 +49,8 @@ __all__ = [
     "Notebook",
     "NotebookProgram",
     "cell_source",
-    "load",
     "lint_notebook",
+    "load",
     "process",
 ]
 
@@ -316,8 +316,7 @@ class Layout:
         """Like :meth:`locate`, but never fails (for report positions)."""
         k = max(0, bisect.bisect_right(self.starts, loc.row) - 1)
         rel = max(1, loc.row - self.starts[k] + 1)
-        if rel > self.counts[k] + 1:
-            rel = self.counts[k] + 1
+        rel = min(rel, self.counts[k] + 1)
         return k, Location(rel, loc.column)
 
 

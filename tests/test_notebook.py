@@ -46,7 +46,7 @@ def cli(*args, cwd):
     env = dict(os.environ)
     env.pop("NO_COLOR", None)
     return subprocess.run(
-        [sys.executable, "-m", "fakegrad_lint", *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-m", "fakegrad_lint", *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=120, check=False
     )
 
 

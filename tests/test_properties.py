@@ -332,7 +332,7 @@ safe_args = st.tuples(
 def test_generated_hazards_get_the_right_verdict(args):
     if known_miss(args):
         return  # covered by the strict xfail regression cases
-    imp, source, entry, allow, route, sink = args
+    _imp, _source, _entry, allow, route, sink = args
     text = hazard_program(*args)
     assert verdict(text) == expected_hazard(text, allow, sink, route), text
 

@@ -28,12 +28,12 @@ def _torch_dir() -> Path | None:
     spec = importlib.util.find_spec("torch")  # no import of torch itself: cheap
     if spec is None or not spec.submodule_search_locations:
         return None
-    return Path(list(spec.submodule_search_locations)[0])
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def _torch_version(root: Path) -> str:
     text = (root / "version.py").read_text(encoding="utf-8")
-    m = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
+    m = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", text, re.MULTILINE)
     return m.group(1).split("+")[0] if m else ""
 
 
@@ -63,13 +63,14 @@ def run():
         timeout=600,
         env=env,
         cwd=root.parent,
+        check=False,
     )
     after = _stamps(root)
     return root, proc, before, after
 
 
 def test_no_crash_and_one_line_errors(run):
-    root, proc, _, _ = run
+    _root, proc, _, _ = run
     assert proc.returncode in (0, 2), proc.stderr[-3000:]  # --exit-zero: 2 only for tool errors
     assert "Traceback" not in proc.stderr
     assert "internal error" not in proc.stderr
@@ -80,7 +81,7 @@ def test_no_crash_and_one_line_errors(run):
 
 
 def test_nothing_is_modified(run):
-    root, _, before, after = run
+    _root, _, before, after = run
     assert len(before) > 1000  # really the torch tree
     assert before == after
     leftovers = [p for p in after if os.path.basename(p).startswith(".fakegrad-")]
