@@ -288,6 +288,21 @@ def _parses(text: str) -> str | None:
         return f"{exc.msg}{where}"
     except (ValueError, MemoryError, RecursionError) as exc:
         return f"{type(exc).__name__}: {exc}"
+    return _lossless(text)
+
+
+def _lossless(text: str) -> str | None:
+    """A second, independent parse of text about to be written: libcst's concrete
+    syntax tree (what codemod tools downstream will read) must accept it. This is
+    the one place the tool uses libcst. CR-only newlines, which libcst does not
+    read, are checked as LF."""
+    import libcst
+
+    probe = text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+    try:
+        libcst.parse_module(probe)
+    except Exception as exc:  # libcst.ParserSyntaxError and its internal errors
+        return f"libcst: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
     return None
 
 
