@@ -286,23 +286,9 @@ def verdict(text: str) -> set[tuple[str, int]]:
     return {(f.code, f.location.row) for f in lint(text) if f.code in HAZARD_CODES}
 
 
-# Misclassified generated programs, reported to the lead. The hypothesis tests
-# skip them; representative cases stay xfail(strict=True) below until the
-# analyzer handles them (then the xfail fails and this list must shrink).
-ALIAS_IN_CONTEXTMANAGER = (
-    "a mode class imported under an alias (`FakeTensorMode as FTM`) and entered in a "
-    "@contextmanager helper that yields inside it is not recognised (the unaliased "
-    "name, and the alias in a plain `with`, are)"
-)
-
-
-def known_miss(args) -> str | None:
-    if len(args) == 6 and args[0] == "alias" and args[2] == "contextmanager":
-        return ALIAS_IN_CONTEXTMANAGER
-    return None
-
-
-KNOWN_MISS_CASES = [
+# Regression cases: generated programs that were once misclassified (a mode class
+# imported under an alias and entered in a @contextmanager helper).
+REGRESSION_CASES = [
     ("alias", "factory", "contextmanager", True, "direct", "backward_inside"),
     ("alias", "module", "contextmanager", True, "helper", "backward_after"),
     ("alias", "parameter", "contextmanager", False, "direct", "none"),
@@ -330,8 +316,6 @@ safe_args = st.tuples(
 @settings(PROPS, max_examples=200)
 @given(hazard_args)
 def test_generated_hazards_get_the_right_verdict(args):
-    if known_miss(args):
-        return  # covered by the strict xfail regression cases
     _imp, _source, _entry, allow, route, sink = args
     text = hazard_program(*args)
     assert verdict(text) == expected_hazard(text, allow, sink, route), text
@@ -340,17 +324,12 @@ def test_generated_hazards_get_the_right_verdict(args):
 @settings(PROPS, max_examples=200)
 @given(safe_args)
 def test_generated_lookalikes_are_not_flagged(args):
-    if known_miss(args):
-        return
     text = safe_program(*args)
     assert verdict(text) == set(), text
 
 
-@pytest.mark.parametrize(
-    "args",
-    [pytest.param(a, marks=pytest.mark.xfail(strict=True, reason=known_miss(a)), id="-".join(map(str, a))) for a in KNOWN_MISS_CASES],
-)
-def test_known_misclassifications(args):
+@pytest.mark.parametrize("args", REGRESSION_CASES, ids=["-".join(map(str, a)) for a in REGRESSION_CASES])
+def test_regression_cases(args):
     text = hazard_program(*args)
     assert verdict(text) == expected_hazard(text, args[3], args[5], args[4]), text
 

@@ -190,6 +190,7 @@ class Interpreter:
         self._func_contains_yield: dict = {}
         self._capture_gen = None
         self._matter: dict = {}
+        self._entry_rx = None
 
     # ------------------------------------------------------------------ driver
     def run(self) -> list[Leak]:
@@ -212,7 +213,7 @@ class Interpreter:
         fake value (or a ``self`` attribute holding one), and their in-file callers."""
         lines = self.pos.lines
         mvars = self.module_scope.vars
-        hot = set(ENTRY_WORDS)
+        hot = set(ENTRY_WORDS) | self._entry_aliases()
         for name, val in mvars.items():
             if isinstance(val, (ModeVal, CtxVal, TracedFn)) or val.fake_mode() is not None:
                 hot.add(name)
@@ -766,6 +767,24 @@ class Interpreter:
         if a.kwarg is not None:
             scope.vars[a.kwarg.arg] = SeqVal(tuple(v for k, v in kwargs.items() if k not in scope.vars))
 
+    def _entry_aliases(self):
+        """Local names bound by imports to a way into a fake region (``FTM`` in
+        ``from torch._subclasses.fake_tensor import FakeTensorMode as FTM``, ``ft``
+        in ``import torch._subclasses.fake_tensor as ft``)."""
+        out = set()
+        for name, val in self.module_scope.vars.items():
+            if isinstance(val, ModRef) and (
+                _ENTRY_RE.search(val.qualname) or val.qualname in ("torch._subclasses", "torch._subclasses.fake_tensor")
+            ):
+                out.add(name)
+        return out
+
+    def _entry_re(self):
+        if self._entry_rx is None:
+            words = set(ENTRY_WORDS) | self._entry_aliases()
+            self._entry_rx = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(words))))
+        return self._entry_rx
+
     def _may_matter(self, node):
         """Can running this function's body outside a region matter? Only if its
         text can open a region or make a real requires-grad value."""
@@ -773,7 +792,7 @@ class Interpreter:
         if flag is None:
             lines = self.pos.lines
             text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
-            flag = bool(_ENTRY_RE.search(text) or _SOURCE_RE.search(text))
+            flag = bool(self._entry_re().search(text) or _SOURCE_RE.search(text))
             if not flag:
                 # calls an in-file function that matters (by name)
                 for name in _called_names(text):
