@@ -71,7 +71,10 @@ def test_time_limit_interrupts():
 def test_notebook_without_support_is_a_tool_error(tmp_path, monkeypatch):
     import sys
 
+    import fakegrad_lint
+
     monkeypatch.setitem(sys.modules, "fakegrad_lint.notebook", None)
+    monkeypatch.delattr(fakegrad_lint, "notebook", raising=False)
     p = tmp_path / "n.ipynb"
     p.write_text('{"cells": []}')
     r = process_file(str(p), DEFAULT_CODES, Options())
