@@ -14,7 +14,9 @@ hits all of them alike):
 - ``fgl-cold``    ``fakegrad-lint --no-cache``
 - ``fgl-warm``    ``fakegrad-lint`` with a cache filled by an untimed run
 - ``ruff``        ``ruff check --isolated --no-cache`` (default rules)
-- ``flake8``      ``flake8 -j 2`` (``--skip flake8``: it is slow)
+- ``flake8``      ``flake8 -j 2``, once per tree (``--flake8-runs``; ``--skip flake8``:
+                  it takes minutes; the fakegrad-lint flake8 plugin is installed
+                  here too and runs inside it)
 - ``torchfix``    ``python -m torchfix`` when importable (or ``--torchfix-path``),
                   on a sample of the tree's files (``--torchfix-sample``), and
 - ``fgl-sample``  ``fakegrad-lint --no-cache`` on the same sample
@@ -181,6 +183,8 @@ def bench_tree(name: str, tree: str, args) -> dict:
             for tool, cmd in cmds.items():
                 if tool in ("torchfix", "fgl-sample") and r >= args.torchfix_runs:
                     continue
+                if tool == "flake8" and r >= args.flake8_runs:
+                    continue
                 s = run_once(cmd, env=envs.get(tool))
                 samples[tool].append(s)
                 print(f"   run {r + 1} {tool:<9} {s['wall']:7.2f} s wall {s['cpu']:7.2f} s cpu {s['rss_mb']:6.0f} MB", flush=True)
@@ -248,6 +252,7 @@ def main(argv=None) -> int:
                     help="a tree to time (default: typical=transformers, dense=torch, found from installed packages)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--torchfix-runs", type=int, default=1, help="TorchFix is slow: runs per tree (default 1)")
+    ap.add_argument("--flake8-runs", type=int, default=1, help="flake8 takes minutes per tree: runs per tree (default 1)")
     ap.add_argument("--torchfix-sample", type=int, default=120,
                     help="TorchFix and fakegrad-lint (fgl-sample) run on this many files of each tree (default 120)")
     ap.add_argument("--skip", default="", help="comma-separated tools to leave out (floor,fgl-cold,fgl-warm,ruff,flake8,torchfix)")
