@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from fakegrad_lint.findings import Applicability, Finding, ToolError
-from fakegrad_lint.prefilter import ENTRY_WORDS, may_contain_fake_region
+from fakegrad_lint.prefilter import may_contain_fake_region
 from fakegrad_lint.sourcefile import SourceError, SourceFile, read_source
 
 # A process pool only pays off with enough work: at least PARALLEL_THRESHOLD
@@ -155,20 +155,9 @@ def lint_text(
     return kept
 
 
-def _has_entry_word(text: str) -> bool:
-    # Exact shortcut for the prefilter: its pattern is an alternation of these
-    # literal words, so without any of them as a substring it cannot match.
-    # ``in`` is a fast substring search, several times faster than the regex
-    # scan over the whole text that a file without any of them would cost.
-    for word in ENTRY_WORDS:
-        if word in text:
-            return True
-    return False
-
-
 def needs_work(text: str, codes: frozenset[str]) -> bool:
     """The parent's prefilter: can this file produce anything to report?"""
-    if _has_entry_word(text) and may_contain_fake_region(text):
+    if may_contain_fake_region(text):
         return True
     return UNUSED_NOQA_CODE in codes and "noqa" in text.lower()
 

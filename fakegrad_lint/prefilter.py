@@ -16,9 +16,18 @@ import re
 ENTRY_WORDS = ("FakeTensorMode", "detect_fake_mode", "tracing_mode")
 _ENTRY_RE = re.compile("|".join(ENTRY_WORDS))
 _ENTRY_RE_BYTES = re.compile("|".join(ENTRY_WORDS).encode())
+_ENTRY_WORDS_BYTES = tuple(w.encode() for w in ENTRY_WORDS)
 
 
 def may_contain_fake_region(text: str | bytes) -> bool:
+    # substring search is several times faster than scanning with the alternation,
+    # and most files contain none of the words
+    words = ENTRY_WORDS if isinstance(text, str) else _ENTRY_WORDS_BYTES
+    return any(w in text for w in words) and _in_code(text)
+
+
+def _in_code(text: str | bytes) -> bool:
+    """Does an entry word appear outside a comment?"""
     if isinstance(text, bytes):
         rx, nl, cr, hash_, quotes = _ENTRY_RE_BYTES, b"\n", b"\r", b"#", (b"'", b'"')
     else:

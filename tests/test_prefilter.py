@@ -43,7 +43,6 @@ def lint_tree(tree: str, *, with_prefilter: bool, monkeypatch) -> tuple[list, di
     assert files
     if not with_prefilter:
         monkeypatch.setattr(pipeline, "may_contain_fake_region", lambda text: True)
-        monkeypatch.setattr(pipeline, "_has_entry_word", lambda text: True)
         monkeypatch.setattr(checker, "may_contain_fake_region", lambda text: True)
     try:
         res = pipeline.run(
@@ -97,7 +96,7 @@ def test_transformers_tree(monkeypatch):
     check_tree(tree, monkeypatch, expect_findings=False)
 
 
-# the pipeline's substring shortcut is exact: never rejects what the regex accepts
+# the prefilter's substring shortcut is exact: never rejects what the scan accepts
 
 _pieces = st.sampled_from(
     list(prefilter.ENTRY_WORDS) + ["#", "\n", "\r\n", "\r", " ", "x", "'", "Fake", "Tensor", "Mode", "fake_mode", "tracing_"]
@@ -109,7 +108,7 @@ _pieces = st.sampled_from(
 def test_substring_shortcut_is_exact(parts):
     text = "".join(parts)
     for t in (text, text.encode()):
-        assert (pipeline._has_entry_word(text) and prefilter.may_contain_fake_region(t)) == prefilter.may_contain_fake_region(t)
+        assert prefilter.may_contain_fake_region(t) == prefilter._in_code(t)
     assert pipeline.needs_work(text, ALL_CODES) == prefilter.may_contain_fake_region(text)
 
 

@@ -1603,7 +1603,7 @@ def _is_torch_op(q):
 _SOURCE_RE = re.compile(r"requires_grad|Parameter|parameters\(|\bnn\.|Module\b|torch\.nn|backward|autograd")
 
 
-_CALL_RE = re.compile(r"(\w+)\s*\(")
+_CALL_RE = re.compile(r"\b(\w+)\s*\(")
 
 
 def _called_names(text):
