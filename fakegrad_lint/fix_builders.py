@@ -34,6 +34,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.positions import PositionMap
 from fakegrad_lint.findings import Applicability, Edit, Fix, Location
 
@@ -236,7 +237,7 @@ def _with_gradient_reads(uses, body, value):
     seen = {(u.lineno, u.col_offset) for u in uses}
 
     def add(node):
-        if _dotted(node) == value and (node.lineno, node.col_offset) not in seen:
+        if dotted_name(node) == value and (node.lineno, node.col_offset) not in seen:
             seen.add((node.lineno, node.col_offset))
             out.append(node)
 
@@ -244,7 +245,7 @@ def _with_gradient_reads(uses, body, value):
         for node in ast.walk(stmt):
             if isinstance(node, ast.Attribute) and node.attr == "grad":
                 add(node.value)
-            elif isinstance(node, ast.Call) and (_dotted(node.func) or "").endswith("autograd.grad"):
+            elif isinstance(node, ast.Call) and (dotted_name(node.func) or "").endswith("autograd.grad"):
                 inputs = node.args[1:2] + [kw.value for kw in node.keywords if kw.arg == "inputs"]
                 for part in inputs:
                     for sub in ast.walk(part):
@@ -262,7 +263,7 @@ def _rebound_before_use(w, plan) -> bool:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             return
         if isinstance(node, (ast.Name, ast.Attribute)) and not isinstance(node.ctx, ast.Load):
-            if _dotted(node) == plan.value:
+            if dotted_name(node) == plan.value:
                 yield node.lineno
         for child in ast.iter_child_nodes(node):
             yield from stores(child)
@@ -305,15 +306,6 @@ def _existing_hoist(w, pos, rhs):
     return None
 
 
-def _dotted(node):
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _torch_module_name(tree, pos):

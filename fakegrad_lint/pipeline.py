@@ -541,8 +541,10 @@ def _parallel(todo, options: Options, jobs: int, bar: Progress, cache=None) -> l
     return out
 
 
-def _scan_chunk(items, options: Options, cache, stats: bool):
+def _scan_chunk(items, options: Options | None, cache, stats: bool, failed: str | None = None):
     """Worker side of :func:`_scan_parallel`: read, prefilter and process a chunk.
+    With ``failed`` (the chunk's worker died), read and prefilter here, no parsing:
+    the files that needed analysis get ``failed`` as their error.
     Returns (read errors with their index, results, stats)."""
     read_errors: list[tuple[int, ToolError]] = []
     results: list[FileResult] = []
@@ -556,7 +558,10 @@ def _scan_chunk(items, options: Options, cache, stats: bool):
         if st:
             st.read(sf)
         if _is_notebook(path) or needs_work(sf.text, codes):
-            r = process_file(path, codes, options, sf, cache)
+            if failed is None:
+                r = process_file(path, codes, options, sf, cache)
+            else:
+                r = FileResult(path, errors=[ToolError(path, failed)], cacheable=False)
             if st:
                 st.passed(sf, r)
                 st.d["errors"] += len(r.errors)
@@ -585,7 +590,7 @@ def _scan_parallel(paths, codes_for, options: Options, jobs: int, bar: Progress,
             try:
                 errs, res, d = fut.result()
             except Exception as exc:  # a worker died: the chunk's files that pass the prefilter get the error
-                errs, res, d = _failed_chunk(chunk, f"worker failed: {type(exc).__name__}: {exc}", stats)
+                errs, res, d = _scan_chunk(chunk, None, None, stats, failed=f"worker failed: {type(exc).__name__}: {exc}")
             read_errors.extend(errs)
             results.extend(res)
             if st and d:
@@ -594,25 +599,3 @@ def _scan_parallel(paths, codes_for, options: Options, jobs: int, bar: Progress,
     read_errors.sort(key=lambda t: t[0])
     return RunResult(results, [e for _, e in read_errors], len(paths), st.d if st else None)
 
-
-def _failed_chunk(chunk, reason: str, stats: bool):
-    """A chunk whose worker died: read and prefilter here (cheap, no parsing);
-    the files that needed analysis get ``reason`` as their error."""
-    read_errors: list[tuple[int, ToolError]] = []
-    results: list[FileResult] = []
-    st = _Stats() if stats else None
-    for i, path, codes in chunk:
-        try:
-            sf = read_source(path)
-        except SourceError as exc:
-            read_errors.append((i, ToolError(path, str(exc))))
-            continue
-        if st:
-            st.read(sf)
-        if _is_notebook(path) or needs_work(sf.text, codes):
-            r = FileResult(path, errors=[ToolError(path, reason)], cacheable=False)
-            if st:
-                st.passed(sf, r)
-                st.d["errors"] += 1
-            results.append(r)
-    return read_errors, results, (st.d if st else None)

@@ -22,6 +22,7 @@ import re
 
 from fakegrad_lint.analysis import names as N
 from fakegrad_lint.analysis.leaks import Leak, Route, Verdict
+from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.positions import PositionMap
 from fakegrad_lint.analysis.values import (
     UNKNOWN,
@@ -143,16 +144,6 @@ class State:
         return True if mode in self.patched else mode.allow
 
 
-def _dotted(node):
-    """`a.b.c` -> "a.b.c" for Name/Attribute chains, else None."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _const_kw(call, name, default=None):
@@ -498,7 +489,7 @@ class Interpreter:
         if isinstance(cm, ModeVal):
             name = bound
             if name is None and expr is not None:
-                d = _dotted(expr)
+                d = dotted_name(expr)
                 if d is not None:
                     name = d
             region = Region(cm, cm.allow, with_node, index, name)
@@ -621,7 +612,7 @@ class Interpreter:
                     obj.allow = bool(val.value)
             elif target.attr == "requires_grad" and isinstance(obj, TVal) and obj.mode is None:
                 if isinstance(val, ConstVal) and val.value is True:
-                    new = TVal(obj.origins | {Origin(_dotted(target.value) or "tensor", "tensor", target.lineno)}, None, obj.leaks)
+                    new = TVal(obj.origins | {Origin(dotted_name(target.value) or "tensor", "tensor", target.lineno)}, None, obj.leaks)
                     self.rebind(target.value, new, st)
                 elif isinstance(val, ConstVal) and val.value is False:
                     _disable_module_origins(obj)
@@ -1000,7 +991,7 @@ class Interpreter:
                 return BoundMethod(cls.methods[attr], obj)
             if isinstance(obj, ModuleVal) and attr in ("weight", "bias", "in_proj_weight", "in_proj_bias", "weight_ih_l0", "weight_hh_l0"):
                 if obj.origin is not None and obj.mode is None:
-                    return TVal(frozenset([Origin(f"{_dotted(e) or attr}", "parameter", e.lineno, parent=obj.origin)]))
+                    return TVal(frozenset([Origin(f"{dotted_name(e) or attr}", "parameter", e.lineno, parent=obj.origin)]))
                 return TVal(frozenset(), obj.mode)
             return UNKNOWN
         if isinstance(obj, ModeVal):
@@ -1097,7 +1088,7 @@ class Interpreter:
             if name in N.FROM_REAL_TENSOR_ATTR:
                 return _fake_copy(args[-1] if args else UNKNOWN, recv)
             if name == "__enter__":
-                name_text = _dotted(e.func.value)
+                name_text = dotted_name(e.func.value)
                 self.enter(recv, st, [], with_node=self._rest_of_block(st, exit_call=f"{name_text}.__exit__("),
                            expr=e.func.value)
                 return recv
@@ -1221,7 +1212,7 @@ class Interpreter:
             if recv.mode is None:
                 if not flag:
                     _disable_module_origins(recv)
-                origins = recv.origins | {Origin(_dotted(e.func.value) or "tensor", "tensor", e.lineno)} if flag else frozenset()
+                origins = recv.origins | {Origin(dotted_name(e.func.value) or "tensor", "tensor", e.lineno)} if flag else frozenset()
                 new = TVal(origins, None, recv.leaks)
                 self.rebind(e.func.value, new, st)
                 return new
@@ -1433,7 +1424,7 @@ class Interpreter:
         grad = differentiable and st.grad_enabled
         fake_ex = None
         if route == "leaked-mix":
-            fake_ex = next((ex for v, ex in flat if ex is not None and v.fake_mode() is mode and _dotted(ex)), None)
+            fake_ex = next((ex for v, ex in flat if ex is not None and v.fake_mode() is mode and dotted_name(ex)), None)
         if mode is not None:
             allow = st.allow_of(mode)
             new = []
@@ -1497,12 +1488,12 @@ class Interpreter:
                 return None
         if expr is None:
             return None
-        dotted = _dotted(expr)
+        dotted = dotted_name(expr)
         base = expr
         if dotted is None:
             while isinstance(base, ast.Subscript):
                 base = base.value
-            dotted = _dotted(base) if base is not expr else None
+            dotted = dotted_name(base) if base is not expr else None
             if dotted is None or kind == "module":
                 return None
             kind = "container"
@@ -1519,7 +1510,7 @@ class Interpreter:
 
     def _leaked_fix_plan(self, node, expr, value, fake_ex):
         """Mixing with a leaked fake: convert the real operand with the fake's own mode."""
-        if fake_ex is None or expr is None or _dotted(expr) is None:
+        if fake_ex is None or expr is None or dotted_name(expr) is None:
             return None
         from fakegrad_lint.fix_builders import FixPlan
 
@@ -1531,7 +1522,7 @@ class Interpreter:
             kind = "leaked-tensor"
         else:
             return None
-        return FixPlan(kind=kind, value=_dotted(expr), with_node=None, item_index=-1, mode_name=f"{_dotted(fake_ex)}.fake_mode",
+        return FixPlan(kind=kind, value=dotted_name(expr), with_node=None, item_index=-1, mode_name=f"{dotted_name(fake_ex)}.fake_mode",
                        uses=[node if kind == "leaked-module" else expr], module_tree=self.tree,
                        derived=isinstance(value, TVal) and value.derived)
 

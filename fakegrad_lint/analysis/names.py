@@ -8,6 +8,20 @@ never mistaken for torch's.
 
 from __future__ import annotations
 
+import ast
+
+
+def dotted_name(node) -> str | None:
+    """``a.b.c`` for a chain of names and attributes, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
 FAKE_TENSOR_MODE = frozenset(
     {
         "torch._subclasses.fake_tensor.FakeTensorMode",
