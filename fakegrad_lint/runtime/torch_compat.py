@@ -15,9 +15,12 @@ from fakegrad_lint.runtime import RUNTIME_EXTRA_HINT, SUPPORTED_TORCH
 _MIN_VERSION = (2, 4)
 
 
-
 try:
-    import torch
+    with warnings.catch_warnings():
+        # a torch build without NumPy next to it warns on import; that is torch's
+        # business, not a finding, and must not reach the user's one-line errors
+        warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+        import torch
 except ImportError as exc:  # pragma: no cover - exercised through a subprocess test
     raise ImportError(
         f"the fakegrad-lint runtime checker needs torch ({SUPPORTED_TORCH}); install it with {RUNTIME_EXTRA_HINT}"
