@@ -46,14 +46,17 @@ def diagnostic(f: Finding) -> dict:
     }
 
 
-def render(ctx: ReportContext) -> str:
+def records(ctx: ReportContext) -> list[dict]:
+    """The objects of the json format (also one per line in json-lines)."""
     if ctx.statistics:
         counts = Counter(f.code for f in ctx.findings)
         fixable = {f.code for f in ctx.findings if ctx.is_fixable(f)}
-        data = [
+        return [
             {"code": code, "name": rule_info(code).name, "count": count, "fixable": code in fixable}
             for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
         ]
-    else:
-        data = [diagnostic(f) for f in ctx.findings]
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return [diagnostic(f) for f in ctx.findings]
+
+
+def render(ctx: ReportContext) -> str:
+    return json.dumps(records(ctx), indent=2, ensure_ascii=False) + "\n"

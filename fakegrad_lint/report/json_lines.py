@@ -9,10 +9,9 @@ is a complete record for streaming consumers (``jq -c``, log shippers). With
 from __future__ import annotations
 
 import json
-from collections import Counter
 
-from fakegrad_lint.report import ReportContext, rule_info
-from fakegrad_lint.report.json import diagnostic
+from fakegrad_lint.report import ReportContext
+from fakegrad_lint.report.json import records
 
 # Characters that str.splitlines() (and some JSON-lines readers) treat as line
 # breaks but json.dumps(ensure_ascii=False) leaves raw inside strings.
@@ -27,13 +26,4 @@ def _dumps(obj) -> str:
 
 
 def render(ctx: ReportContext) -> str:
-    if ctx.statistics:
-        counts = Counter(f.code for f in ctx.findings)
-        fixable = {f.code for f in ctx.findings if ctx.is_fixable(f)}
-        rows = [
-            {"code": code, "name": rule_info(code).name, "count": count, "fixable": code in fixable}
-            for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-        ]
-    else:
-        rows = [diagnostic(f) for f in ctx.findings]
-    return "".join(_dumps(row) + "\n" for row in rows)
+    return "".join(_dumps(row) + "\n" for row in records(ctx))
