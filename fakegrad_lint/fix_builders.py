@@ -263,8 +263,9 @@ def _rebound_before_use(w, plan) -> bool:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             return
         if isinstance(node, (ast.Name, ast.Attribute)) and not isinstance(node.ctx, ast.Load):
-            if dotted_name(node) == plan.value:
-                yield node.lineno
+            name = dotted_name(node)
+            if name is not None and (plan.value == name or plan.value.startswith(name + ".")):
+                yield node.lineno  # `x = ...`, or `m = ...` for `m.weight`
         for child in ast.iter_child_nodes(node):
             yield from stores(child)
 

@@ -69,6 +69,16 @@ class _BlockExit(Exception):
     """return / break / continue / raise: the rest of the block is dead."""
 
 
+_CALLEE = object()  # call_value's default: the call's own callee expression
+
+
+class PartialVal(Value):
+    """functools.partial(func, *args, **kwargs)."""
+
+    def __init__(self, func, args, kwargs):
+        self.func, self.args, self.kwargs = func, args, kwargs
+
+
 class PseudoWith:
     """The body of a region opened by ``mode.__enter__()`` or
     ``ExitStack.enter_context(mode)``, shaped like a ``with`` for the fix builders."""
@@ -355,7 +365,10 @@ class Interpreter:
                 # `for t in ts: t.requires_grad_()` changes the tensors in the container
                 now = st.scope.lookup(s.target.id)
                 if now is not None and now is not item and now.real_rg() - item.real_rg():
-                    self.rebind(s.iter, SeqVal(it.items + (now,)), st)
+                    container = s.iter
+                    if isinstance(container, ast.Call) and isinstance(container.func, ast.Attribute) and container.func.attr == "values":
+                        container = container.func.value  # `for v in d.values()`
+                    self.rebind(container, SeqVal(it.items + (now,)), st)
             self.exec_branch(s.orelse, st)
         elif t is ast.While:
             self.eval(s.test, st)
@@ -687,6 +700,14 @@ class Interpreter:
                 self.call_function(init, [inst] + list(args), kwargs, st)
             except (YieldReached, _BlockExit):
                 pass
+        else:
+            # a dataclass / NamedTuple-style class: annotated fields take the arguments
+            fields = [n.target.id for n in cls.node.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
+            for i, name in enumerate(fields):
+                if i < len(args):
+                    inst.attrs[name] = args[i]
+                elif name in kwargs:
+                    inst.attrs[name] = kwargs[name]
         if cls.is_module and region is None:
             has_params = getattr(cls, "torch_base", False) or any(
                 v.real_rg() or (isinstance(v, ModuleVal) and v.origin is not None) for v in inst.attrs.values()
@@ -934,6 +955,8 @@ class Interpreter:
             return out
         if isinstance(v, TVal):
             return v  # iterating a tensor yields slices with the same provenance
+        if isinstance(v, ModuleVal):
+            return v  # ModuleList / Sequential: submodules of the same kind
         if isinstance(v, MaybeVal):
             out = None
             for o in v.options:
@@ -991,7 +1014,7 @@ class Interpreter:
                 return BoundMethod(cls.methods[attr], obj)
             if isinstance(obj, ModuleVal) and attr in ("weight", "bias", "in_proj_weight", "in_proj_bias", "weight_ih_l0", "weight_hh_l0"):
                 if obj.origin is not None and obj.mode is None:
-                    return TVal(frozenset([Origin(f"{dotted_name(e) or attr}", "parameter", e.lineno, parent=obj.origin)]))
+                    return TVal(frozenset([Origin(f"{dotted_name(e) or attr}", "parameter", e.lineno, parent=obj.origin, param=attr)]))
                 return TVal(frozenset(), obj.mode)
             return UNKNOWN
         if isinstance(obj, ModeVal):
@@ -1023,20 +1046,24 @@ class Interpreter:
         callee = self.eval(func, st)
         return self.call_value(e, callee, args, kwargs, st)
 
-    def call_value(self, e, callee, args, kwargs, st):
+    def call_value(self, e, callee, args, kwargs, st, func_expr=_CALLEE):
+        """Call ``callee``; ``func_expr`` is the expression that names it (``e.func``
+        unless the call is indirect, e.g. through ``functools.partial``: None)."""
+        if func_expr is _CALLEE:
+            func_expr = e.func
         if isinstance(callee, ModRef):
             return self.call_qualname(e, callee.qualname, args, kwargs, st)
         if isinstance(callee, FuncVal):
             return self.call_function(callee, args, kwargs, st, site=(e, _arg_exprs(e), args))
         if isinstance(callee, BoundMethod):
             if callee.func.node.name == "forward" and isinstance(callee.self_val, ModuleVal):
-                return self.module_call(e, callee.self_val, e.func, args, kwargs, st)
+                return self.module_call(e, callee.self_val, func_expr, args, kwargs, st)
             return self.call_function(callee.func, [callee.self_val] + list(args), kwargs, st,
                                       site=(e, [None] + _arg_exprs(e), [callee.self_val] + list(args)))
         if isinstance(callee, ClassVal):
             return self.instantiate(callee, args, kwargs, st, e)
         if isinstance(callee, ModuleVal):
-            return self.module_call(e, callee, e.func, args, kwargs, st)
+            return self.module_call(e, callee, func_expr, args, kwargs, st)
         if isinstance(callee, InstanceVal):
             call = callee.cls.methods.get("__call__")
             if call is not None:
@@ -1044,6 +1071,9 @@ class Interpreter:
             return UNKNOWN
         if isinstance(callee, TracedFn):
             return self.call_traced(e, callee, args, kwargs, st)
+        if isinstance(callee, PartialVal):
+            return self.call_value(e, callee.func, list(callee.args) + list(args), {**callee.kwargs, **kwargs}, st,
+                                   func_expr=None)
         if isinstance(callee, MaybeVal):
             out = None
             for o in callee.options:
@@ -1150,6 +1180,12 @@ class Interpreter:
             if name in ("get", "pop", "popitem", "__getitem__"):
                 return self.iter_item(recv)
             return UNKNOWN
+        if isinstance(recv, ClassVal) and name in recv.methods:
+            m = recv.methods[name]
+            extra = [recv] if any(isinstance(d, ast.Name) and d.id == "classmethod" for d in m.node.decorator_list) else []
+            return self.call_function(m, extra + list(args), kwargs, st, site=(e, [None] * len(extra) + _arg_exprs(e), extra + list(args)))
+        if isinstance(recv, PartialVal) and name == "__call__":
+            return self.call_value(e, recv, args, kwargs, st)
         if isinstance(recv, (FuncVal, BoundMethod)) and name == "__call__":
             return self.call_value(e, recv, args, kwargs, st)
         if isinstance(recv, CtxVal) and name == "__enter__":
@@ -1162,7 +1198,7 @@ class Interpreter:
         if name in mod.attrs:
             return self.call_value(e, mod.attrs[name], args, kwargs, st)
         if name == "forward" or name == "__call__":
-            return self.module_call(e, mod, e.func, args, kwargs, st)
+            return self.module_call(e, mod, e.func.value, args, kwargs, st)
         if mod.cls is not None and name in mod.cls.methods:
             return self.call_function(mod.cls.methods[name], [mod] + list(args), kwargs, st)
         if name in ("parameters", "named_parameters") or (name == "state_dict" and _kw_true(kwargs, "keep_vars")):
@@ -1173,6 +1209,10 @@ class Interpreter:
             if name == "parameters":
                 return SeqVal((p,))
             return SeqVal((SeqVal((UNKNOWN, p), (UNKNOWN, p)),)) if name == "named_parameters" else SeqVal((p,))
+        if name in ("children", "modules"):
+            return SeqVal((mod,))
+        if name in ("named_children", "named_modules"):
+            return SeqVal((SeqVal((UNKNOWN, mod), (UNKNOWN, mod)),))
         if name in ("state_dict", "buffers", "named_buffers"):
             t = TVal(frozenset(), mod.mode)
             return SeqVal((SeqVal((UNKNOWN, t), (UNKNOWN, t)),)) if name == "named_buffers" else SeqVal((t,))
@@ -1225,7 +1265,9 @@ class Interpreter:
             region = st.active_region()
             if region is not None and st.allow_of(region.mode) is False and recv.mode is None and recv.origins:
                 return self.op(e, [(recv, e.func.value)], st, differentiable=False)
-            new = TVal(frozenset(), recv.mode, frozenset())
+            # inside a region (or on a leaked fake) the result is fake, with no history
+            mode = recv.mode or (region.mode if region is not None else None)
+            new = TVal(frozenset(), mode, frozenset())
             if name == "detach_":
                 self.rebind(e.func.value, new, st)
             return new
@@ -1239,9 +1281,8 @@ class Interpreter:
         if q.startswith("builtins."):
             return self.call_builtin(e, q[9:], args, kwargs, st)
         if q in N.FAKE_TENSOR_MODE:
-            allow = _const_kw(e, "allow_non_fake_inputs", False)
-            if allow is _NONCONST:
-                allow = None
+            v = kwargs.get("allow_non_fake_inputs", ConstVal(False))
+            allow = bool(v.value) if isinstance(v, ConstVal) else None
             desc = "FakeTensorMode(allow_non_fake_inputs=True)" if allow else ("FakeTensorMode()" if allow is False else "FakeTensorMode(...)")
             return ModeVal(allow, e.lineno, desc, e)
         if q in N.DETECT_FAKE_MODE:
@@ -1290,6 +1331,8 @@ class Interpreter:
                 desc = f'make_fx(tracing_mode="{tm}"' + (", _allow_non_fake_inputs=True)" if allow else ")")
                 return TracedFn(args[0], ModeVal(allow, e.lineno, desc, None))
             return UNKNOWN
+        if q == "functools.partial" and args:
+            return PartialVal(args[0], tuple(args[1:]), dict(kwargs))
         if q in N.DEEPCOPY:
             src = args[0] if args else UNKNOWN
             if st.fake_copy is not None:
@@ -1329,6 +1372,7 @@ class Interpreter:
                 return ModuleVal(None, None)
             mod = ModuleVal(Origin("module", "module", e.lineno), None)
             last = q.rsplit(".", 1)[-1]
+            mod.origin.param_names = _known_params(last, kwargs)
             if last in _CONTAINER_MODULES:
                 children = [x for a in list(args) + list(kwargs.values()) for x in _flatten(a)]
                 if not any(x.real_rg() for x in children):
@@ -1484,7 +1528,7 @@ class Interpreter:
             kind = None
         else:
             kind = "module" if isinstance(value, ModuleVal) else None
-            if kind == "module" and not (isinstance(node, ast.Call) and node.func is expr):
+            if kind == "module" and not (isinstance(node, ast.Call) and (node.func is expr or getattr(node.func, "value", None) is expr)):
                 return None
         if expr is None:
             return None
@@ -1619,10 +1663,39 @@ def _interesting(v, depth=0):
 
 def _disable_module_origins(v):
     """``p.requires_grad_(False)`` over a module's parameters (a loop over
-    ``model.parameters()``): the module no longer brings requires-grad values."""
+    ``model.parameters()``), or over each of its known parameters by name
+    (``lin.weight.requires_grad = False``): the module no longer brings
+    requires-grad values."""
     for o in v.origins:
         if o.kind == "module":
             o.disabled = True
+        elif o.parent is not None and o.param is not None:
+            o.disabled = True
+            parent = o.parent
+            parent.frozen.add(o.param)
+            if parent.param_names is not None and parent.frozen >= parent.param_names:
+                parent.disabled = True
+
+
+_WEIGHT_AND_BIAS = ("Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+                    "ConvTranspose3d", "Bilinear", "LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d",
+                    "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "RMSNorm")
+
+
+def _known_params(cls_name, kwargs):
+    """The parameter names of common torch.nn layers (None when not known)."""
+    if cls_name in ("Embedding", "EmbeddingBag", "PReLU"):
+        return frozenset({"weight"})
+    if cls_name in _WEIGHT_AND_BIAS:
+        names = {"weight", "bias"}
+        for flag in ("bias", "elementwise_affine", "affine"):
+            v = kwargs.get(flag)
+            if isinstance(v, ConstVal) and v.value is False:
+                names = set() if flag != "bias" else names - {"bias"}
+        if cls_name == "RMSNorm":
+            names.discard("bias")
+        return frozenset(names)
+    return None
 
 
 def _arg_exprs(e):

@@ -45,6 +45,9 @@ class Origin:
     line: int
     grad_reads: list = field(default_factory=list)  # lines where `.grad` of it is read
     parent: "Origin | None" = None  # a module's origin, for its `.weight`/`.bias`
+    param: str | None = None  # which parameter of ``parent`` this is
+    param_names: frozenset | None = None  # a module's parameters, when known
+    frozen: set = field(default_factory=set)  # parameters switched off one by one
     disabled: bool = False  # requires_grad switched off (e.g. every parameter frozen)
 
 
