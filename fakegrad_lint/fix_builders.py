@@ -103,7 +103,7 @@ def build_fix(leak, source: str) -> Fix | None:
         hoist_line, indent = _hoist_point(w, pos, header_end, mode)
         hoist_at = Location(hoist_line, 0)
         hoist_fmt = "{indent}{stmt}\n"
-    base = plan.value.rsplit(".", 1)[-1].lstrip("_") or "value"
+    base = re.sub(r"\W+", "_", plan.value.rsplit(".", 1)[-1]).strip("_") or "value"
     base = base.lower() if base.isupper() else base
 
     if plan.kind == "module":
@@ -259,9 +259,15 @@ def _rebound_before_use(w, plan) -> bool:
     use_lines = [u.lineno for u in plan.uses]
     last_use = max(use_lines)
 
+    root = plan.value.split(".", 1)[0]
+
     def stores(node):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             return
+        if isinstance(node, ast.comprehension):
+            # a comprehension's own variable: the value does not exist at the top of the block
+            if any(isinstance(t, ast.Name) and t.id == root for t in ast.walk(node.target)):
+                yield -1
         if isinstance(node, (ast.Name, ast.Attribute)) and not isinstance(node.ctx, ast.Load):
             name = dotted_name(node)
             if name is not None and (plan.value == name or plan.value.startswith(name + ".")):

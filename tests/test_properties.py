@@ -361,7 +361,9 @@ def check_fix_properties(text: str) -> None:
         assert not parses(text)
         return
     outcome = fixes.fix_text(text, lint, unsafe=True)
-    assert parses(outcome.text), outcome.text
+    # a fixed program parses (text the prefilter never parses may be broken already,
+    # and is then returned untouched)
+    assert parses(outcome.text) or (not outcome.changed and not parses(text)), outcome.text
     assert outcome.stop_reason == "converged", (outcome.stop_reason, outcome.error, text)
     assert outcome.rejected == [], text
     if not found:

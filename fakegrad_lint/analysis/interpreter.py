@@ -304,7 +304,7 @@ class Interpreter:
                 start=start,
                 end=end,
                 value=rec.value_text,
-                value_kind=rec.origin.kind,
+                value_kind=rec.value_kind,
                 mode=rec.region.mode.desc,
                 mode_line=rec.region.mode.line,
                 sink=sink,
@@ -337,6 +337,8 @@ class Interpreter:
             self.eval(s.value, st)
         elif t is ast.Assign:
             val = self.eval(s.value, st)
+            if len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+                _name_origins(val, s.targets[0].id, s.lineno)
             for target in s.targets:
                 self.assign(target, val, st, s.value)
         elif t is ast.AnnAssign:
@@ -1011,7 +1013,10 @@ class Interpreter:
                 return obj.attrs[attr]
             cls = obj.cls
             if cls is not None and attr in cls.methods:
-                return BoundMethod(cls.methods[attr], obj)
+                m = cls.methods[attr]
+                if any(isinstance(d, ast.Name) and d.id in ("property", "cached_property") for d in m.node.decorator_list):
+                    return self.call_function(m, [obj], {}, st)
+                return BoundMethod(m, obj)
             if isinstance(obj, ModuleVal) and attr in ("weight", "bias", "in_proj_weight", "in_proj_bias", "weight_ih_l0", "weight_hh_l0"):
                 if obj.origin is not None and obj.mode is None:
                     return TVal(frozenset([Origin(f"{dotted_name(e) or attr}", "parameter", e.lineno, parent=obj.origin, param=attr)]))
@@ -1241,7 +1246,8 @@ class Interpreter:
 
     def tensor_method(self, e, recv, name, args, kwargs, st):
         if name == "backward":
-            self.sink(recv, ".backward()", e, st)
+            inputs = kwargs.get("inputs", args[3] if len(args) > 3 else None)
+            self.sink(recv, ".backward()", e, st, inputs=inputs)
             return UNKNOWN
         if name == "requires_grad_":
             flag = True
@@ -1339,11 +1345,8 @@ class Interpreter:
                 return _fake_copy(src, st.fake_copy)
             return src
         if q in N.FUNCTIONAL_CALL:
-            ops = []
-            if len(args) > 1:
-                ops.append((args[1], None))
-            ops += [(a, None) for a in args[2:]] + [(v, None) for v in kwargs.values()]
-            return self.op(e, ops, st)
+            # the module itself is not an operand: its state comes from the dict
+            return self.op(e, _operands(e, args, kwargs)[1:], st)
         if q in N.PARAMETER:
             region = st.active_region()
             data = args[0] if args else UNKNOWN
@@ -1353,8 +1356,8 @@ class Interpreter:
                 return TVal()
             return TVal(frozenset([Origin("parameter", "parameter", e.lineno)]))
         if q in N.AUTOGRAD_BACKWARD:
-            for a in args[:1]:
-                self.sink(a, "torch.autograd.backward", e, st)
+            tensors = args[0] if args else kwargs.get("tensors", UNKNOWN)
+            self.sink(tensors, "torch.autograd.backward", e, st, inputs=kwargs.get("inputs"))
             return UNKNOWN
         if q in N.AUTOGRAD_GRAD:
             outputs = args[0] if args else kwargs.get("outputs", UNKNOWN)
@@ -1448,9 +1451,12 @@ class Interpreter:
         mode = region.mode if region else None
         route = "in-region"
         flat = []
+        whole = {}  # id(element) -> the container operand it came from (for messages and fixes)
         for v, ex in operands:
             if isinstance(v, SeqVal):
-                flat.extend((x, ex) for x in _flatten(v))
+                for x in _flatten(v):
+                    flat.append((x, ex))
+                    whole[id(x)] = v
             else:
                 flat.append((v, ex))
         if mode is None and not st.dispatch_off:
@@ -1476,7 +1482,7 @@ class Interpreter:
                 for origin in v.real_rg():
                     if origin.disabled:
                         continue
-                    rec = self.record(node, origin, v, ex, region, route, allow, st, grad, fake_ex)
+                    rec = self.record(node, origin, whole.get(id(v), v), ex, region, route, allow, st, grad, fake_ex)
                     if rec is not None:
                         new.append(rec)
             return TVal(frozenset(), mode, (leaks | frozenset(new)) if grad else frozenset())
@@ -1493,8 +1499,17 @@ class Interpreter:
         key = (id(node), id(origin))
         rec = self.records.get(key)
         if rec is None:
-            text = self._text(expr) if expr is not None else origin.name
+            if expr is None and isinstance(node, ast.Call):
+                expr = None
+                text = self._text(node.func)
+            else:
+                text = self._text(expr) if expr is not None else origin.name
             rec = LeakRecord(node, origin, text, region, route, crash)
+            rec.value_kind = (
+                "module" if isinstance(value, ModuleVal)
+                else "parameter" if origin.kind in ("module", "parameter")
+                else "container" if isinstance(value, SeqVal) else "tensor"
+            )
             if route == "leaked-mix":
                 rec.fix_plan = self._leaked_fix_plan(node, expr, value, fake_ex)
             else:
@@ -1534,11 +1549,16 @@ class Interpreter:
             return None
         dotted = dotted_name(expr)
         base = expr
-        if dotted is None:
+        if dotted is None and kind == "module":
+            # `model[0](x)`, `heads["a"](x)`: a stable expression names the module
+            dotted = self._text(expr) if _constant_subscripts(expr) else None
+            if dotted is None or "\n" in dotted:
+                return None
+        elif dotted is None:
             while isinstance(base, ast.Subscript):
                 base = base.value
             dotted = dotted_name(base) if base is not expr else None
-            if dotted is None or kind == "module":
+            if dotted is None:
                 return None
             kind = "container"
         if kind is None:
@@ -1696,6 +1716,23 @@ def _known_params(cls_name, kwargs):
             names.discard("bias")
         return frozenset(names)
     return None
+
+
+def _name_origins(val, name, line):
+    """``x = torch.randn(..., requires_grad=True)``: the origin made on this line is ``x``."""
+    origins = val.real_rg() if isinstance(val, (TVal, ModuleVal)) else ()
+    for o in origins:
+        if o.line == line and o.name in ("tensor", "module", "parameter"):
+            o.name = name
+
+
+def _constant_subscripts(node):
+    """``a.b[0]["k"]``: names and constant indexes only (the same object each time)."""
+    while isinstance(node, ast.Subscript):
+        if not isinstance(node.slice, ast.Constant):
+            return False
+        node = node.value
+    return dotted_name(node) is not None
 
 
 def _arg_exprs(e):

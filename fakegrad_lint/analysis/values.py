@@ -63,6 +63,7 @@ class LeakRecord:
     crash: bool
     sinks: list = field(default_factory=list)  # (description, line)
     fix_plan: object = None
+    value_kind: str = "tensor"  # "tensor", "parameter", "module", "container"
 
 
 @dataclass(eq=False)
