@@ -12,6 +12,8 @@ that file titled ``fakegrad-lint (error)``.
 
 from __future__ import annotations
 
+import os
+
 from fakegrad_lint.findings import Finding
 from fakegrad_lint.report import UNUSED_NOQA_CODE, ReportContext
 
@@ -40,12 +42,22 @@ def _kind(code: str) -> str:
     return "error"
 
 
+def _path(filename: str) -> str:
+    """GitHub attaches annotations to repository-relative paths: files under the
+    current folder (the workspace, in Actions) are given relative to it."""
+    if os.path.isabs(filename):
+        rel = os.path.relpath(filename)
+        if not rel.startswith(".."):
+            return rel.replace(os.sep, "/")
+    return filename
+
+
 def annotation(f: Finding) -> str:
     title = f"{TITLE} ({f.code})"
     message = f.message if f.cell is None else f"cell {f.cell}: {f.message}"
     props = [
         ("title", title),
-        ("file", f.filename),
+        ("file", _path(f.filename)),
         ("line", f.location.row),
         ("col", f.location.column + 1),
         ("endLine", f.end_location.row),
@@ -55,6 +67,6 @@ def annotation(f: Finding) -> str:
 
 
 def render(ctx: ReportContext) -> str:
-    out = [_command("error", [("title", f"{TITLE} (error)"), ("file", e.filename)], e.reason) for e in ctx.errors]
+    out = [_command("error", [("title", f"{TITLE} (error)"), ("file", _path(e.filename))], e.reason) for e in ctx.errors]
     out.extend(annotation(f) for f in ctx.findings)
     return "".join(line + "\n" for line in out)
