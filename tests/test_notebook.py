@@ -20,6 +20,7 @@ from fakegrad_lint.sourcefile import SourceError, read_source
 
 ROOT = Path(__file__).resolve().parents[1]
 NB_DIR = ROOT / "fixtures" / "notebooks"
+BAD_NB_DIR = ROOT / "tests" / "data" / "notebooks"  # broken on purpose: kept out of the bundled examples
 
 HAZARD_CELL5_FIXED = (
     "with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:\n"
@@ -52,7 +53,8 @@ def cli(*args, cwd):
 
 def copy(tmp_path: Path, *names: str) -> None:
     for name in names:
-        shutil.copyfile(NB_DIR / name, tmp_path / name)
+        src = NB_DIR / name if (NB_DIR / name).exists() else BAD_NB_DIR / name
+        shutil.copyfile(src, tmp_path / name)
 
 
 def write_nb(path: Path, cells, *, indent=1, metadata=None) -> Path:
