@@ -230,6 +230,9 @@ def _check(args) -> int:
         from fakegrad_lint.cache import open_cache
 
         cache = open_cache(True, config_path, args.cache_dir)
+    from fakegrad_lint.analysis.project import set_run_roots
+
+    set_run_roots(args.paths or ["."])
     result = pipeline.run(found.files, st.codes_for, options, jobs=args.jobs, cache=cache)
 
     errors = list(found.errors) + result.all_errors

@@ -11,6 +11,15 @@ import ast
 from dataclasses import dataclass, field
 
 
+# The project module whose code the interpreter is running (None: the linted
+# file). Origins and regions remember it, for the trace of a finding.
+CURRENT_FILE: list = [None]
+
+
+def _current_file():
+    return CURRENT_FILE[0]
+
+
 class Value:
     """Base: an unknown value."""
 
@@ -49,6 +58,7 @@ class Origin:
     param_names: frozenset | None = None  # a module's parameters, when known
     frozen: set = field(default_factory=set)  # parameters switched off one by one
     disabled: bool = False  # requires_grad switched off (e.g. every parameter frozen)
+    file: object = field(default_factory=_current_file)  # project module it was made in (None: the linted file)
 
 
 @dataclass(eq=False)
@@ -64,6 +74,9 @@ class LeakRecord:
     sinks: list = field(default_factory=list)  # (description, line)
     fix_plan: object = None
     value_kind: str = "tensor"  # "tensor", "parameter", "module", "container"
+    file: object = None  # project module of ``node`` (None: the linted file)
+    entry: object = None  # when ``file`` is set: (call node, arg exprs, arg values, statement) in the linted file
+    sink_sites: list = field(default_factory=list)  # (description, node, project module or None)
 
 
 @dataclass(eq=False)
@@ -88,6 +101,7 @@ class Region:
     item_index: int = -1
     bound_name: str | None = None  # how the code can name the mode inside the region
     uses: dict = field(default_factory=dict)  # (fix kind, value text) -> expressions that leak it here
+    file: object = field(default_factory=_current_file)  # project module that entered it (None: the linted file)
 
 
 @dataclass(frozen=True, eq=False)
