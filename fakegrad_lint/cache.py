@@ -128,7 +128,7 @@ def _finding_to_json(f: Finding) -> list:
             f.fix.applicability.value,
             [[*_loc(e.start), *_loc(e.end), e.content] for e in f.fix.edits],
         ]
-    trace = [[t.kind, t.message, t.filename, *_loc(t.location), *_loc(t.end_location)] for t in f.trace]
+    trace = [[t.kind, t.message, t.filename, *_loc(t.location), *_loc(t.end_location), t.cell] for t in f.trace]
     return [f.code, f.message, f.filename, *_loc(f.location), *_loc(f.end_location), f.cell, fix, f.extra or {}, trace]
 
 
@@ -152,7 +152,7 @@ def _finding_from_json(d: list) -> Finding:
         cell=cell,
         extra=dict(extra),
         trace=tuple(
-            TraceStep(kind, msg, fn, Location(a, b), Location(c2, d2)) for kind, msg, fn, a, b, c2, d2 in trace
+            TraceStep(kind, msg, fn, Location(a, b), Location(c2, d2), tc) for kind, msg, fn, a, b, c2, d2, tc in trace
         ),
     )
 

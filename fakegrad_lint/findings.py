@@ -55,6 +55,7 @@ class TraceStep:
     filename: str
     location: Location
     end_location: Location
+    cell: int | None = None  # notebooks: the cell the location refers to
 
 
 @dataclass(frozen=True)
