@@ -194,6 +194,7 @@ class Interpreter:
         self._modules: dict = {}  # path -> ProjModVal
         self._entries: list = []  # (from ctx, call site, statement, is_load) per crossing into another module
         self._ctx_entry_rx: dict = {}
+        self._opens_memo: dict = {}
         self.records: dict = {}  # (id(node), id(origin)) -> LeakRecord
         self.steps = 0
         self.exhausted = False
@@ -238,6 +239,8 @@ class Interpreter:
                 hot.add(name)
             elif isinstance(val, FuncVal) and val.contextmanager:
                 hot.add(name)
+            elif self.project is not None and self._opens_region(val):
+                hot.add(name)  # a function, class or module of the project that can open a region
         units = []  # (FuncVal, ClassVal or None, text)
         for d in self.tree.body:
             val = mvars.get(getattr(d, "name", None))
@@ -388,6 +391,33 @@ class Interpreter:
             st.scope.assign(a.asname or a.name, self._module_attr(mv, a.name))
         return True
 
+    def _opens_region(self, val, depth=0):
+        """Can this project value (a module, or a function or class of another
+        module) open a fake region? By the text of its definition, and of the
+        functions of its module it calls."""
+        if isinstance(val, P.ProjModVal):
+            return val is not self.main and val.mf is not None and bool(self._entry_re(val).search(val.mf.source))
+        if not isinstance(val, (FuncVal, ClassVal)) or depth > 4:
+            return False
+        ctx = self._scope_ctx.get(getattr(val.scope, "module", None))
+        if ctx is None or ctx is self.main or ctx.mf is None:
+            return False
+        memo = self._opens_memo
+        if val.node in memo:
+            return memo[val.node]
+        memo[val.node] = False
+        n = val.node
+        text = "\n".join(ctx.mf.pos.lines[n.lineno - 1 : n.end_lineno])
+        hit = bool(self._entry_re(ctx).search(text))
+        if not hit:
+            for name in _called_names(text):
+                target = ctx.scope.vars.get(name)
+                if target is not None and target is not val and self._opens_region(target, depth + 1):
+                    hit = True
+                    break
+        memo[val.node] = hit
+        return hit
+
     def _main_entry(self):
         """The innermost call made by the linted file's code into another module
         of the project (None when the current code was not reached from it)."""
@@ -445,7 +475,7 @@ class Interpreter:
                 sink_line=sink_line,
                 fix=rec.fix_plan if verdict is not Verdict.FORWARD_ONLY else None,
                 trace=self._trace(rec, node),
-                mode_path=self._rel(_path_of(rec.region.file)),
+                mode_path=self._rel(_path_of(rec.region.mode.file)),
                 sink_path=self._rel(_path_of(rec.sink_sites[0][2])) if rec.sink_sites else None,
             )
             if rec.fix_plan is not None and rec.origin.grad_reads:

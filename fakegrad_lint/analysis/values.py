@@ -88,6 +88,7 @@ class ModeVal(Value):
     desc: str
     node: ast.AST | None = None  # the constructor call, when known
     conditional: bool = False  # chosen by a conditional expression (`... if FLAG else nullcontext()`)
+    file: object = field(default_factory=_current_file)  # project module that made it (None: the linted file)
 
     def __repr__(self):
         return f"Mode({self.desc}, allow={self.allow})"
