@@ -963,17 +963,20 @@ class Interpreter:
                 inst.origin = Origin(name, "module", getattr(node, "lineno", 0))
         return inst
 
-    def call_function(self, fv, args, kwargs, st, run_generator=False, site=None):
+    def call_function(self, fv, args, kwargs, st, *more, **options):
+        """Run ``fv`` (see ``_call_function``); a function of another project
+        module runs with that module's file as the current one."""
         ctx = self._scope_ctx.get(getattr(fv.scope, "module", None)) if self.project is not None else None
         if ctx is None or ctx is self.ctx:
-            return self._call_function(fv, args, kwargs, st, run_generator, site)
+            return self._call_function(fv, args, kwargs, st, *more, **options)
         # the function belongs to another module of the project: run it there
         stmt = st.cur[0][st.cur[1]] if st.cur is not None else None
+        site = options.get("site", more[1] if len(more) > 1 else None)
         prev = self.ctx
         self._entries.append((prev, site, stmt, False))
         self._switch(ctx)
         try:
-            return self._call_function(fv, args, kwargs, st, run_generator, site)
+            return self._call_function(fv, args, kwargs, st, *more, **options)
         finally:
             self._entries.pop()
             self._switch(prev)
