@@ -190,6 +190,18 @@ def test_no_project_context_for_a_string(tmp_path):
             },
             id="helper-called-inside-the-region",
         ),
+        pytest.param(
+            {
+                "mlp.py": "from torch import nn\n\n\nclass MLP(nn.Module):\n    def __init__(self, depth=2):\n"
+                "        super().__init__()\n        layers = []\n        for _ in range(depth):\n"
+                "            layers += [nn.Linear(4, 4), nn.ReLU()]\n        self.net = nn.Sequential(*layers)\n\n"
+                "    def forward(self, x):\n        return self.net(x)\n",
+                "utils.py": MEM,
+                "train.py": "import torch\nfrom mlp import MLP\nfrom utils import estimate\n"
+                "estimate(MLP(), torch.randn(2, 4))  # FGL001\n",
+            },
+            id="layers-list-built-with-augmented-assignment",
+        ),
     ],
 )
 def test_cross_module_hazards(tmp_path, files):

@@ -585,7 +585,10 @@ class Interpreter:
         elif t is ast.AugAssign:
             left = self.eval(s.target, st)
             right = self.eval(s.value, st)
-            val = self.binop(s, [(left, s.target), (right, s.value)], st)
+            if isinstance(left, SeqVal) and isinstance(right, SeqVal):
+                val = SeqVal(left.items + right.items)  # `layers += [nn.Linear(...)]`
+            else:
+                val = self.binop(s, [(left, s.target), (right, s.value)], st)
             self.assign(s.target, val, st, s)
         elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
             fv = self.make_function(s, st)
