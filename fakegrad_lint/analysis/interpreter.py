@@ -43,6 +43,7 @@ from fakegrad_lint.analysis.values import (
     ModuleVal,
     OptimizerVal,
     Origin,
+    ProjModVal,
     Region,
     SeqVal,
     TracedFn,
@@ -206,7 +207,7 @@ class Interpreter:
         self._matter: dict = {}
         self._entry_rx = None
         name, is_pkg = P.module_name_of(filename) if project is not None and filename else ("__main__", False)
-        self.main = P.ProjModVal(name, is_pkg, None, self.module_scope)
+        self.main = ProjModVal(name, is_pkg, None, self.module_scope)
         self.ctx = self.main
         self._scope_ctx: dict = {self.module_scope: self.main}
         _values.CURRENT_FILE[0] = None
@@ -322,7 +323,7 @@ class Interpreter:
         scope = Scope()
         scope.func_node = mf.tree
         scope.vars["__name__"] = ConstVal(name)
-        mv = P.ProjModVal(name, os.path.basename(path) == "__init__.py", mf, scope)
+        mv = ProjModVal(name, os.path.basename(path) == "__init__.py", mf, scope)
         self._modules[path] = mv
         self._scope_ctx[scope] = mv
         self.deps[path] = mf.sha
@@ -395,7 +396,7 @@ class Interpreter:
         """Can this project value (a module, or a function or class of another
         module) open a fake region? By the text of its definition, and of the
         functions of its module it calls."""
-        if isinstance(val, P.ProjModVal):
+        if isinstance(val, ProjModVal):
             return val is not self.main and val.mf is not None and bool(self._entry_re(val).search(val.mf.source))
         if not isinstance(val, (FuncVal, ClassVal)) or depth > 4:
             return False
@@ -1263,7 +1264,7 @@ class Interpreter:
     def attribute(self, e, obj, attr, st):
         if isinstance(obj, ModRef):
             return ModRef(f"{obj.qualname}.{attr}")
-        if isinstance(obj, P.ProjModVal):
+        if isinstance(obj, ProjModVal):
             return self._module_attr(obj, attr)
         if isinstance(obj, MaybeVal):
             out = None
@@ -1324,7 +1325,7 @@ class Interpreter:
             recv = self.eval(func.value, st)
             if isinstance(recv, ModRef):
                 return self.call_qualname(e, f"{recv.qualname}.{func.attr}", args, kwargs, st)
-            if isinstance(recv, P.ProjModVal):
+            if isinstance(recv, ProjModVal):
                 return self.call_value(e, self._module_attr(recv, func.attr), args, kwargs, st)
             return self.call_method(e, recv, func.attr, args, kwargs, st)
         callee = self.eval(func, st)

@@ -24,14 +24,12 @@ its project that can open a region?
 from __future__ import annotations
 
 import ast
-import hashlib
 import os
 import re
 import sys
 import warnings
 from dataclasses import dataclass, field
 
-from fakegrad_lint.analysis.positions import PositionMap
 
 # Packages read from the analysis' own tables, never from project files.
 MODELED_PACKAGES = frozenset({"torch", "functorch", "torchvision", "timm", "transformers", "lightning", "pytorch_lightning"})
@@ -173,6 +171,8 @@ class ModuleFile:
     pos: PositionMap = field(init=False)
 
     def __post_init__(self):
+        from fakegrad_lint.analysis.positions import PositionMap
+
         self.pos = PositionMap(self.source)
 
 
@@ -203,6 +203,8 @@ def load(path: str) -> ModuleFile | None:
             warnings.simplefilter("ignore")
             tree = ast.parse(sf.text, filename=path)
         name, is_pkg = module_name_of(path)
+        import hashlib
+
         mf = ModuleFile(path, name, is_pkg, sf.text, tree, hashlib.sha256(sf.raw).hexdigest())
     except (Exception, RecursionError):
         mf = None
@@ -214,6 +216,8 @@ def load(path: str) -> ModuleFile | None:
 
 def file_sha(path: str) -> str:
     """Content hash of a dependency (``"missing"`` when it cannot be read)."""
+    import hashlib
+
     try:
         with open(path, "rb") as fh:
             return hashlib.sha256(fh.read()).hexdigest()
@@ -405,19 +409,3 @@ def reaches_region(path: str, text: str, depth: int = 0) -> bool:
             return True
     return False
 
-
-from fakegrad_lint.analysis.values import Value  # noqa: E402
-
-
-class ProjModVal(Value):
-    """A project module as the interpreter sees it: its namespace (the module
-    scope its body ran in) and the file it comes from. Also the interpreter's
-    notion of "the file being run" (``Interpreter.ctx``)."""
-
-    __slots__ = ("name", "is_pkg", "mf", "scope")
-
-    def __init__(self, name, is_pkg, mf, scope):
-        self.name, self.is_pkg, self.mf, self.scope = name, is_pkg, mf, scope
-
-    def __repr__(self):
-        return f"ProjMod({self.name})"

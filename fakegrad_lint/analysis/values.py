@@ -282,3 +282,17 @@ def join(a: Value, b: Value) -> Value:
     if len(opts) > 6:
         opts = opts[:6]
     return MaybeVal(tuple(opts))
+
+
+class ProjModVal(Value):
+    """A project module as the interpreter sees it: its namespace (the module
+    scope its body ran in) and the file it comes from. Also the interpreter's
+    notion of "the file being run" (``Interpreter.ctx``)."""
+
+    __slots__ = ("name", "is_pkg", "mf", "scope")
+
+    def __init__(self, name, is_pkg, mf, scope):
+        self.name, self.is_pkg, self.mf, self.scope = name, is_pkg, mf, scope
+
+    def __repr__(self):
+        return f"ProjMod({self.name})"
