@@ -202,6 +202,29 @@ def test_no_project_context_for_a_string(tmp_path):
             },
             id="layers-list-built-with-augmented-assignment",
         ),
+        pytest.param(
+            {
+                "models.py": NET,
+                "nsutil/memory.py": MEM,  # a namespace package: no __init__.py
+                "train.py": "import torch\nimport nsutil.memory\nfrom models import Net\n"
+                "nsutil.memory.estimate(Net(), torch.randn(2, 4))  # FGL001\n",
+            },
+            id="namespace-package-dotted-import",
+        ),
+        pytest.param(
+            {"models.py": NET, "utils.py": MEM,
+             "train.py": "import torch\nfrom models import Net\nfrom utils import estimate\nnet = Net()\n"
+                         "estimate(batch=torch.randn(2, 4), model=net)  # FGL001\n"},
+            id="real-value-passed-by-keyword",
+        ),
+        pytest.param(
+            {"models.py": NET, "utils.py": MEM,
+             "trainer.py": "from utils import estimate\n\n\nclass Trainer:\n    def __init__(self, model):\n"
+                           "        self.model = model\n\n    def check(self, batch):\n        return estimate(self.model, batch)\n",
+             "train.py": "import torch\nfrom models import Net\nfrom trainer import Trainer\n"
+                         "Trainer(Net()).check(torch.randn(2, 4))  # FGL001\n"},
+            id="real-value-held-by-an-object",
+        ),
     ],
 )
 def test_cross_module_hazards(tmp_path, files):
@@ -273,6 +296,16 @@ def test_imported_module_main_guard_does_not_run(tmp_path):
     assert findings_of(tmp_path / "train.py") == []
     # utils.py run as a script is a hazard (reported at the op in its helper, as for one file)
     assert [f.location.row for f in findings_of(tmp_path / "utils.py")] == [7]
+
+
+def test_a_hazard_of_the_other_module_is_reported_there_once(tmp_path):
+    make(tmp_path, {
+        "dry.py": "import torch\nfrom torch import nn\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n\n\n"
+                  "def dry_run():\n    model = nn.Linear(4, 2)\n    with FakeTensorMode(allow_non_fake_inputs=True):\n"
+                  "        model(torch.randn(2, 4)).sum().backward()  # FGL001\n",
+        "train.py": "from dry import dry_run\ndry_run()\n",
+    })
+    assert_markers(tmp_path)
 
 
 def test_torch_is_never_a_project_module(tmp_path):

@@ -332,7 +332,7 @@ class Interpreter:
             if parent is not None and name.rsplit(".", 1)[1] not in parent.scope.vars:
                 parent.scope.vars[name.rsplit(".", 1)[1]] = mv
         prev = self.ctx
-        self._entries.append((prev, None, None, True))
+        self._entries.append((prev, None, None, True, (), {}))
         self._switch(mv)
         try:
             st = State(scope)
@@ -364,8 +364,16 @@ class Interpreter:
             st.scope.assign(alias.asname, full)
         else:
             top = alias.name.split(".")[0]
-            st.scope.assign(top, self._load_module(top) or full)
+            st.scope.assign(top, self._load_module(top) or self._namespace(top))
         return True
+
+    def _namespace(self, name):
+        """A namespace package (a folder without ``__init__.py``): its attributes
+        are its submodules."""
+        ns = self._modules.get(("namespace", name))
+        if ns is None:
+            ns = self._modules[("namespace", name)] = ProjModVal(name, True, None, Scope())
+        return ns
 
     def _import_from_project(self, s, st):
         """``from X import a, b`` where X (absolute or relative) is a project
@@ -422,9 +430,9 @@ class Interpreter:
     def _main_entry(self):
         """The innermost call made by the linted file's code into another module
         of the project (None when the current code was not reached from it)."""
-        for prev, site, stmt, is_load in reversed(self._entries):
+        for prev, site, stmt, is_load, args, kwargs in reversed(self._entries):
             if prev is self.main:
-                return None if is_load else (site, stmt)
+                return None if is_load else (site, stmt, args, kwargs)
         return None
 
     def _run_standalone(self, fv, self_val):
@@ -497,7 +505,7 @@ class Interpreter:
     def _entry_node(self, rec):
         """(node, text of the value) where the linted file's code hands the real
         value to the other module: the call (or statement) that leads there."""
-        site, stmt = rec.entry
+        site, stmt = rec.entry[:2]
         if site is not None:
             call, exprs, values = site
             for ex, val in zip(exprs, values):
@@ -977,7 +985,7 @@ class Interpreter:
         stmt = st.cur[0][st.cur[1]] if st.cur is not None else None
         site = options.get("site", more[1] if len(more) > 1 else None)
         prev = self.ctx
-        self._entries.append((prev, site, stmt, False))
+        self._entries.append((prev, site, stmt, False, args, kwargs))
         self._switch(ctx)
         try:
             return self._call_function(fv, args, kwargs, st, *more, **options)
@@ -1781,7 +1789,9 @@ class Interpreter:
         if self.ctx is not self.main:
             # code of another project module: reported where the linted file calls into it
             entry = self._main_entry()
-            if entry is None:
+            if entry is None or not (origin.file is None or _carries(list(entry[2]) + list(entry[3].values()), origin)):
+                # not reached from the linted file, or the real value does not come
+                # from it: a hazard of the other module, reported when that one is linted
                 if crash:
                     raise Crashed()
                 return None
@@ -2120,6 +2130,24 @@ def _fake_copy(v, mode):
 def _with_grad_reads(plan, lines):
     plan.grad_reads = list(lines)
     return plan
+
+
+def _carries(values, origin, depth=0):
+    """Does one of ``values`` hold the real value ``origin`` (directly, in a
+    container, or in an attribute of an object)?"""
+    for v in values:
+        if origin in v.real_rg():
+            return True
+        if depth < 3:
+            if isinstance(v, (InstanceVal, ModuleVal)) and _carries(list(v.attrs.values()), origin, depth + 1):
+                return True
+            if isinstance(v, SeqVal) and _carries(list(v.items), origin, depth + 1):
+                return True
+            if isinstance(v, MaybeVal) and _carries(list(v.options), origin, depth + 1):
+                return True
+            if isinstance(v, BoundMethod) and _carries([v.self_val], origin, depth + 1):
+                return True
+    return False
 
 
 def _path_of(ctx):
