@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import io
 import re
 import tokenize
 from dataclasses import dataclass, replace
@@ -52,12 +51,25 @@ class NoqaMap:
         return self.redirect.get(row, row)
 
 
+def _lf_lines(text: str):
+    """The physical lines of ``text`` (``\r\n``, ``\r`` or ``\n`` end one, as in
+    CPython's tokenizer) each ending in ``\n``, for :mod:`tokenize`, which splits
+    only on ``\n``. Rows and columns stay those of ``text``."""
+    from fakegrad_lint.fixes import split_lines
+
+    for line in split_lines(text):
+        body = line.rstrip("\r\n")
+        yield body + "\n" if len(body) != len(line) else body
+    while True:
+        yield ""
+
+
 def scan(text: str) -> NoqaMap:
     """Every ``# noqa`` directive of ``text`` and the row mapping."""
     directives: dict[int, Directive] = {}
     redirect: dict[int, int] = {}
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        tokens = list(tokenize.generate_tokens(_lf_lines(text).__next__))
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return NoqaMap(directives, redirect)
     comment_rows: set[int] = set()

@@ -292,7 +292,7 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
         if new_text != text:
             from fakegrad_lint.sourcefile import write_atomic
 
-            write_atomic(path, sf.encode(new_text))
+            write_atomic(path, sf.encode(new_text), expected=sf.raw)
         result.added_noqa = added
         return
     else:
@@ -300,15 +300,17 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
 
         outcome = fixes.fix_text(text, lint, unsafe=options.unsafe_fixes, max_iterations=options.max_fix_iterations)
         findings = list(outcome.remaining)
-        result.fixed = len(outcome.applied)
         if outcome.changed:
             if mode == "diff":
                 result.diff = fixes.unified_diff(path, text, outcome.text)
             else:
                 from fakegrad_lint.sourcefile import write_atomic
 
-                write_atomic(path, sf.encode(outcome.text))
+                # expected: a file changed by someone else since it was read
+                # is left alone (and reported), never overwritten.
+                write_atomic(path, sf.encode(outcome.text), expected=sf.raw)
                 text = outcome.text
+        result.fixed = len(outcome.applied)
         if mode == "fix-only":
             findings = []
     result.findings = findings
