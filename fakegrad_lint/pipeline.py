@@ -86,7 +86,9 @@ def time_limit(seconds: float | None):
     """Interrupt the body after ``seconds`` with :class:`FileTimeout`.
 
     Uses ``SIGALRM``, so it only works in the main thread on POSIX; elsewhere it
-    does nothing.
+    does nothing. Yields a dict whose ``"fired"`` is True once the alarm went
+    off: Python wraps an exception raised in some places (``__set_name__``,
+    finalizers ...) in another one, and the caller must still see a timeout.
     """
     usable = (
         seconds
@@ -94,17 +96,19 @@ def time_limit(seconds: float | None):
         and hasattr(signal, "setitimer")
         and threading.current_thread() is threading.main_thread()
     )
+    state = {"fired": False}
     if not usable:
-        yield
+        yield state
         return
 
     def on_alarm(signum, frame):
+        state["fired"] = True
         raise FileTimeout()
 
     old = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        yield
+        yield state
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
@@ -120,10 +124,22 @@ def syntax_error_reason(exc: SyntaxError) -> str:
     return f"{type(exc).__name__}: {exc.msg}{suffix}"
 
 
+class ParserLimit(Exception):
+    """CPython's parser gave up on the file (it stops with a bare
+    ``MemoryError`` when expressions nest too deeply, e.g. 100,000 unary
+    minus signs); ``str()`` says so as CPython would."""
+
+
 def parse(text: str, path: str) -> ast.Module:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes etc.
-        return ast.parse(text, filename=path)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes etc.
+            return ast.parse(text, filename=path)
+    except MemoryError as exc:
+        detail = f": {exc}" if str(exc) else ""
+        raise ParserLimit(
+            f"too complex for Python's parser (CPython stops with MemoryError{detail}: the code nests too deeply)"
+        ) from None
 
 
 def lint_text(
@@ -233,23 +249,36 @@ def _finish_check(result: FileResult, options: Options, text: str) -> None:
 
 def _process_file(path: str, codes: frozenset[str], options: Options, sf: SourceFile | None = None) -> FileResult:
     result = FileResult(path)
+    alarm = {"fired": False}
     try:
-        with time_limit(options.timeout):
+        with time_limit(options.timeout) as alarm:
             _process(result, path, codes, options, sf)
-    except FileTimeout:
+    except BaseException as exc:
+        if not isinstance(exc, Exception) and not isinstance(exc, FileTimeout):
+            raise  # KeyboardInterrupt, SystemExit
+        _failed(result, path, options, exc, alarm["fired"])
+    return result
+
+
+def _failed(result: FileResult, path: str, options: Options, exc: BaseException, alarm_fired: bool) -> None:
+    """Turn what stopped the work on one file into its one-line error."""
+
+    def skip(reason: str) -> None:
         result.findings = []
         result.cacheable = False
-        result.errors.append(
-            ToolError(path, f"timed out after {options.timeout:g} s (see --timeout-per-file); file skipped")
-        )
+        result.errors.append(ToolError(path, reason))
+
+    if alarm_fired or _caused_by(exc, FileTimeout):
+        skip(f"timed out after {options.timeout:g} s (see --timeout-per-file); file skipped")
+        return
+    try:
+        raise exc
     except RecursionError:
-        result.findings = []
-        result.cacheable = False
-        result.errors.append(ToolError(path, "too deeply nested to analyze (RecursionError); file skipped"))
+        skip(f"too deeply nested to analyze (RecursionError: {exc}); file skipped")
+    except ParserLimit as limit:
+        skip(f"{limit}; file skipped")
     except MemoryError:
-        result.findings = []
-        result.cacheable = False
-        result.errors.append(ToolError(path, "out of memory while analyzing (MemoryError); file skipped"))
+        skip("out of memory while analyzing (MemoryError); file skipped")
     except SourceError as exc:
         result.cacheable = False
         result.errors.append(ToolError(path, str(exc)))
@@ -257,15 +286,22 @@ def _process_file(path: str, codes: frozenset[str], options: Options, sf: Source
         result.errors.append(ToolError(path, syntax_error_reason(exc)))
     except ValueError as exc:  # e.g. "source code string cannot contain null bytes"
         result.errors.append(ToolError(path, f"{type(exc).__name__}: {exc}"))
-    except Exception as exc:  # an analyzer bug must not take the run down
+    except Exception as err:  # an analyzer bug must not take the run down
         if os.environ.get("FAKEGRAD_LINT_DEBUG"):
             import traceback
 
             traceback.print_exc()
-        result.findings = []
-        result.cacheable = False
-        result.errors.append(ToolError(path, f"internal error: {type(exc).__name__}: {exc}"))
-    return result
+        skip(f"internal error: {type(err).__name__}: {err}")
+
+
+def _caused_by(exc: BaseException | None, kind: type) -> bool:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, kind):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _process(result: FileResult, path: str, codes: frozenset[str], options: Options, sf: SourceFile | None) -> None:
@@ -365,12 +401,17 @@ def _worker(args) -> FileResult:
     return process_file(path, codes, options, cache=cache)
 
 
-def _worker_init() -> None:
-    # Workers leave Ctrl-C to the parent.
+def _worker_init(parent_pid: int | None = None) -> None:
+    # Workers leave Ctrl-C to the parent, and die with it: a parent killed by
+    # ``kill -9`` must not leave workers holding stdout/stderr open.
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     except (ValueError, OSError):  # pragma: no cover
         pass
+    if parent_pid is not None:
+        from fakegrad_lint._proc import die_with_parent
+
+        die_with_parent(parent_pid)
 
 
 class _Stats:
@@ -531,7 +572,7 @@ def _parallel(todo, options: Options, jobs: int, bar: Progress, cache=None) -> l
     todo = sorted(todo, key=lambda t: len(t[2].raw), reverse=True)  # largest first
     ctx = _prepare_fork()
     out = []
-    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_worker_init) as pool:
+    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)) as pool:
         futures = {pool.submit(_worker, (path, codes, options, cache)): path for path, codes, _sf in todo}
         for fut in as_completed(futures):
             path = futures[fut]
@@ -585,7 +626,7 @@ def _scan_parallel(paths, codes_for, options: Options, jobs: int, bar: Progress,
     read_errors: list[tuple[int, ToolError]] = []
     results: list[FileResult] = []
     st = _Stats() if stats else None
-    with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=ctx, initializer=_worker_init) as pool:
+    with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)) as pool:
         futures = {pool.submit(_scan_chunk, chunk, options, cache, stats): chunk for chunk in chunks}
         for fut in as_completed(futures):
             chunk = futures[fut]
