@@ -274,7 +274,7 @@ def _failed(result: FileResult, path: str, options: Options, exc: BaseException,
     try:
         raise exc
     except RecursionError:
-        skip(f"too deeply nested to analyze (RecursionError: {exc}); file skipped")
+        skip("too deeply nested to analyze (RecursionError); file skipped")
     except ParserLimit as limit:
         skip(f"{limit}; file skipped")
     except MemoryError:
@@ -429,7 +429,9 @@ class _Stats:
         self.d["lines"] += _lines(sf.raw)
 
     def passed(self, sf: SourceFile, result: FileResult) -> None:
-        n = _lines(sf.raw)
+        self.passed_lines(_lines(sf.raw), result)
+
+    def passed_lines(self, n: int, result: FileResult) -> None:
         self.d["prefilter_files"] += 1
         self.d["prefilter_lines"] += n
         if not result.errors:
@@ -505,11 +507,21 @@ def run(
 
 
 def _run_here(paths, codes_for, options: Options, jobs: int, bar: Progress, cache, stats: bool) -> RunResult:
-    """Read and prefilter in this process; analyze here or, with enough work, in a pool."""
+    """Read and prefilter in this process; analyze here or, with enough work, in a pool.
+
+    Memory stays flat whatever the tree: with one job each file is analyzed as
+    soon as it is read; otherwise the text of the files waiting for analysis
+    is kept only until the run is known to need a pool (whose workers read
+    their files themselves), so at most PARALLEL_MIN_BYTES of source waits."""
     errors: list[ToolError] = []
     results: list[FileResult] = []
-    todo: list[tuple[str, frozenset[str], SourceFile]] = []
+    # (path, codes, source or None once a pool is certain, bytes, lines)
+    todo: list[list] = []
+    lines_of: dict[str, int] = {}
     st = _Stats() if stats else None
+    use_cache = cache is not None and options.mode == "check" and _genuine_checker()
+    serial = jobs <= 1
+    pending = 0  # bytes waiting for analysis
     for path in paths:
         try:
             sf = read_source(path)
@@ -520,35 +532,39 @@ def _run_here(paths, codes_for, options: Options, jobs: int, bar: Progress, cach
         if st:
             st.read(sf)
         codes = codes_for(path)
-        if _is_notebook(path) or needs_work(sf.text, codes):
-            todo.append((path, codes, sf))
-        else:
+        if not (_is_notebook(path) or needs_work(sf.text, codes)):
             bar.step()
-    passed = list(todo)
-    if cache is not None and options.mode == "check" and todo and _genuine_checker():
-        # Cache hits cost a hash and a small read: serve them here, so a warm
-        # run needs neither the analyzer's import nor a pool.
-        misses = []
-        for path, codes, sf in todo:
-            hit = None if _is_notebook(path) else _cache_lookup(path, sf, cache.key(path, codes, sf.raw), options, cache)
-            if hit is None:
-                misses.append((path, codes, sf))
-            else:
+            continue
+        if st:
+            lines_of[path] = _lines(sf.raw)
+        if use_cache and not _is_notebook(path):
+            # Cache hits cost a hash and a small read: serve them here, so a
+            # warm run needs neither the analyzer's import nor a pool.
+            hit = _cache_lookup(path, sf, cache.key(path, codes, sf.raw), options, cache)
+            if hit is not None:
                 results.append(hit)
                 bar.step()
-        todo = misses
-    total = sum(len(t[2].raw) for t in todo)
-    big = total >= PARALLEL_MIN_BYTES
-    if jobs <= 1 or len(todo) < PARALLEL_THRESHOLD or not big:
-        for path, codes, sf in todo:
+                continue
+        if serial:
+            results.append(process_file(path, codes, options, sf, cache))
+            bar.step()
+            continue
+        todo.append([path, codes, sf, len(sf.raw)])
+        pending += len(sf.raw)
+        if pending >= PARALLEL_MIN_BYTES and len(todo) >= PARALLEL_THRESHOLD:
+            for item in todo:
+                item[2] = None  # a pool it is: its workers read the files
+    big = pending >= PARALLEL_MIN_BYTES
+    if serial or len(todo) < PARALLEL_THRESHOLD or not big:
+        for path, codes, sf, _size in todo:
             results.append(process_file(path, codes, options, sf, cache))
             bar.step()
     else:
         results.extend(_parallel(todo, options, jobs, bar, cache))
     if st:
-        by_path = {t[0]: t[2] for t in passed}
         for r in results:
-            st.passed(by_path[r.path], r)
+            if r.path in lines_of:
+                st.passed_lines(lines_of[r.path], r)
         st.d["errors"] = len(errors) + sum(len(r.errors) for r in results)
     return RunResult(results, errors, len(paths), st.d if st else None)
 
@@ -569,11 +585,11 @@ def _prepare_fork() -> object:
 def _parallel(todo, options: Options, jobs: int, bar: Progress, cache=None) -> list[FileResult]:
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    todo = sorted(todo, key=lambda t: len(t[2].raw), reverse=True)  # largest first
+    todo = sorted(todo, key=lambda t: t[3], reverse=True)  # largest first
     ctx = _prepare_fork()
     out = []
     with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)) as pool:
-        futures = {pool.submit(_worker, (path, codes, options, cache)): path for path, codes, _sf in todo}
+        futures = {pool.submit(_worker, (path, codes, options, cache)): path for path, codes, _sf, _size in todo}
         for fut in as_completed(futures):
             path = futures[fut]
             try:

@@ -224,6 +224,13 @@ def writable(path: str, st: os.stat_result | None = None) -> bool:
     return True
 
 
+def _read_only_mount(directory: str) -> bool:
+    try:
+        return bool(os.statvfs(directory).f_flag & getattr(os, "ST_RDONLY", 1))
+    except (OSError, AttributeError):
+        return False
+
+
 def _check_unchanged(target: str, expected: bytes | None) -> None:
     if expected is None:
         return
@@ -255,6 +262,8 @@ def write_atomic(path: str, data: bytes, *, expected: bytes | None = None) -> No
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise SourceError(f"cannot write fixed file: {_kind(st.st_mode)}")
     if st is not None and not writable(target, st):
+        if _read_only_mount(directory):
+            raise SourceError(_write_reason(OSError(errno.EROFS, os.strerror(errno.EROFS))))
         raise SourceError("cannot write fixed file: permission denied (the file is read-only)")
     _check_unchanged(target, expected)
     try:
