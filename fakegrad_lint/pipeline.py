@@ -333,7 +333,7 @@ def _process_notebook(result: FileResult, path: str, codes, options: Options, sf
     def lint(t: str) -> list[Finding]:
         return lint_text(t, path, codes)
 
-    notebook.process(result, path, sf, lint, options)
+    notebook.process(result, path, sf, lint, options, prefilter=True)
 
 
 # ---------------------------------------------------------------------------
