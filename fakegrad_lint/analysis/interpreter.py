@@ -1474,7 +1474,12 @@ class Interpreter:
         grad = differentiable and st.grad_enabled
         fake_ex = None
         if route == "leaked-mix":
-            fake_ex = next((ex for v, ex in flat if ex is not None and v.fake_mode() is mode and dotted_name(ex)), None)
+            # the expression that names the leaked fake tensor itself (never a container
+            # of it: `inputs.fake_mode` on a tuple does not exist)
+            starred = {id(a.value) for a in getattr(node, "args", ()) if isinstance(a, ast.Starred)}
+            fake_ex = next((ex for v, ex in flat if ex is not None and id(v) not in whole and isinstance(v, TVal)
+                            and id(ex) not in starred
+                            and v.fake_mode() is mode and dotted_name(ex)), None)
         if mode is not None:
             allow = st.allow_of(mode)
             new = []
