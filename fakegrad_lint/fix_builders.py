@@ -39,6 +39,10 @@ from fakegrad_lint.analysis.positions import PositionMap
 from fakegrad_lint.findings import Applicability, Edit, Fix, Location
 
 
+class NoFix(Exception):
+    """A planned fix that cannot be built; the message says why (``no fix: ...``)."""
+
+
 @dataclass(eq=False)
 class FixPlan:
     kind: str  # "tensor" | "container" | "module" | "leaked-tensor" | "leaked-module"
@@ -60,15 +64,17 @@ def build_fix(leak, source: str) -> Fix | None:
         return _leaked_fix(plan, pos)
     w = plan.with_node
     if not w.body or not plan.uses:
-        return None
+        raise NoFix("the region has no statement to convert the value in")
     header_end = getattr(w, "header_end", None) or max(
         (it.optional_vars or it.context_expr).end_lineno for it in w.items
     )
     one_line = w.body[0].lineno <= header_end
     if one_line and (not isinstance(w, ast.With) or w.body[-1].end_lineno != header_end):
-        return None
+        raise NoFix("the region's body shares its line with other code")
     if _rebound_before_use(w, plan):
-        return None  # the name means something else by the time it leaks
+        # the name means something else by the time it leaks
+        raise NoFix(f"`{plan.value}` is rebound in the region before it leaks (a loop or comprehension "
+                    f"variable, an assignment)")
     taken = _names_in(_scope_of(plan.module_tree, _first_line(w)), pos)
     edits: list[Edit] = []
 
@@ -80,10 +86,10 @@ def build_fix(leak, source: str) -> Fix | None:
         edits.append(Edit(at, at, f"{mode} = "))
     elif mode is None:
         if not w.items:
-            return None
+            raise NoFix("the region's mode has no name to call from_tensor on")
         item = w.items[plan.item_index]
         if item.optional_vars is not None:
-            return None
+            raise NoFix("the mode is bound to a target that is not a plain name")
         mode = _unique("fake_mode", taken)
         end = pos.char_pos(item.context_expr.end_lineno, item.context_expr.end_col_offset)
         edits.append(Edit(Location(*end), Location(*end), f" as {mode}"))
@@ -127,7 +133,7 @@ def build_fix(leak, source: str) -> Fix | None:
             edits.append(Edit(hoist_at, hoist_at, hoist_fmt.format(indent=indent, stmt=stmt)))
         calls = [_functional_call_edit(call, plan.value, state, torch_name, pos, taken) for call in plan.uses]
         if any(c is None for c in calls):
-            return None
+            raise NoFix("a positional argument follows a keyword argument in the module call")
         edits += calls
         if import_edit is not None:
             edits.append(import_edit)
@@ -316,7 +322,7 @@ def _leaked_fix(plan, pos) -> Fix | None:
                  f"[*{plan.value}.named_parameters(), *{plan.value}.named_buffers()]}}")
         call = _functional_call_edit(node, plan.value, state, torch_name, pos, _names_in(plan.module_tree, pos))
         if call is None:
-            return None
+            raise NoFix("a positional argument follows a keyword argument in the module call")
         edits = (call,)
         if import_edit is not None:
             edits += (import_edit,)

@@ -316,7 +316,11 @@ class Interpreter:
             key = (start, route)
             prev = best.get(key)
             if prev is None or order[verdict] > order[prev.verdict]:
+                if prev is not None:
+                    leak.also = [prev.value, *prev.also]
                 best[key] = leak
+            elif leak.value != prev.value:
+                prev.also.append(leak.value)
         return sorted(best.values(), key=lambda l: l.start)
 
     # -------------------------------------------------------------- statements
@@ -1520,6 +1524,10 @@ class Interpreter:
             else:
                 rec.fix_plan = self._fix_plan(node, expr, value, origin, region, st)
             self.records[key] = rec
+        elif rec.fix_plan is not None and route != "leaked-mix" and expr is not None:
+            # the same value leaks again in this op (`w["a"] * w["b"]`): its fix must
+            # convert this expression too (the plan's uses are shared per region)
+            self._fix_plan(node, expr, value, origin, region, st)
         if crash:
             raise Crashed()
         return rec
