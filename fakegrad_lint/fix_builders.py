@@ -71,7 +71,11 @@ def build_fix(leak, source: str) -> Fix | None:
     one_line = w.body[0].lineno <= header_end
     if one_line and (not isinstance(w, ast.With) or w.body[-1].end_lineno != header_end):
         raise NoFix("the region's body shares its line with other code")
-    if _rebound_before_use(w, plan):
+    # every expression the fix rewrites in the block: the hoist goes right above the
+    # statement with the first of them (after whatever the block does to the value first)
+    rewritten = list(plan.uses) if plan.kind == "module" else _with_gradient_reads(plan.uses, w.body, plan.value)
+    first_stmt = _first_use_stmt(w, rewritten)
+    if _rebound_before_use(w, plan, first_stmt.lineno if not one_line else 0):
         # the name means something else by the time it leaks
         raise NoFix(f"`{plan.value}` is rebound in the region before it leaks (a loop or comprehension "
                     f"variable, an assignment)")
@@ -106,7 +110,7 @@ def build_fix(leak, source: str) -> Fix | None:
         hoist_at = Location(row, start)
         hoist_fmt = "\n{indent}{stmt}"
     else:
-        hoist_line, indent = _hoist_point(w, pos, header_end, mode, plan.uses)
+        hoist_line, indent = _hoist_point(w, pos, header_end, first_stmt)
         hoist_at = Location(hoist_line, 0)
         hoist_fmt = "{indent}{stmt}\n"
     base = re.sub(r"\W+", "_", plan.value.rsplit(".", 1)[-1]).strip("_") or "value"
@@ -155,7 +159,7 @@ def build_fix(leak, source: str) -> Fix | None:
         fake = existing or _unique(f"{base}_fake", taken)
         if not existing:
             edits.append(Edit(hoist_at, hoist_at, hoist_fmt.format(indent=indent, stmt=f"{fake} = {rhs}")))
-        renames = _with_gradient_reads(plan.uses, w.body, plan.value)
+        renames = rewritten
         later = _with_gradient_reads([], _following(plan.module_tree, w), plan.value)
         for node in renames:
             edits.append(Edit(Location(*pos.char_pos(node.lineno, node.col_offset)),
@@ -189,18 +193,20 @@ def build_fix(leak, source: str) -> Fix | None:
     return Fix(message, applicability, tuple(edits))
 
 
-def _hoist_point(w, pos, header_end, mode, uses=()):
-    """Where the fake copies go: after copies hoisted earlier (statements of the form
-    ``name = mode.from_tensor(...)`` that end before the first leaking use), above the
-    comments that lead into the first statement of the block."""
+def _first_use_stmt(w, nodes):
+    """The statement of the block that holds the first of ``nodes``."""
+    first = min((n.lineno for n in nodes), default=w.body[0].lineno)
+    for stmt in w.body:
+        if stmt.end_lineno >= first:
+            return stmt
+    return w.body[-1]
+
+
+def _hoist_point(w, pos, header_end, stmt):
+    """Where the fake copies go: right above ``stmt`` (the statement with the first
+    use) and the comments that lead into it; after copies hoisted there earlier."""
     body = list(w.body)
-    first_use = min((u.lineno for u in uses), default=body[-1].end_lineno + 1)
-    hoist = re.compile(rf"\w+ = {re.escape(mode)}\.from_tensor\(")
-    i = 0
-    while (i < len(body) - 1 and isinstance(body[i], ast.Assign) and body[i].end_lineno < first_use
-           and hoist.match(pos.segment(body[i]))):
-        i += 1
-    stmt = body[i]
+    i = next(k for k, b in enumerate(body) if b is stmt)
     line = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
     indent = _indent_of(pos.lines[line - 1])
     prev_end = body[i - 1].end_lineno if i > 0 else header_end
@@ -364,9 +370,10 @@ def _with_gradient_reads(uses, body, value):
     return out
 
 
-def _rebound_before_use(w, plan) -> bool:
-    """Is the name assigned in the block on a line before one of its leaking uses?
-    (Then the hoisted copy would be of another value, or of an unbound name.)"""
+def _rebound_before_use(w, plan, from_line: int = 0) -> bool:
+    """Is the name assigned in the block, from ``from_line`` (where the copy is
+    hoisted) on, on a line before one of its leaking uses? (Then the hoisted copy
+    would be of another value, or of an unbound name.)"""
     use_lines = [u.lineno for u in plan.uses]
     last_use = max(use_lines)
 
@@ -386,7 +393,7 @@ def _rebound_before_use(w, plan) -> bool:
         for child in ast.iter_child_nodes(node):
             yield from stores(child)
 
-    return any(line < last_use for stmt in w.body for line in stores(stmt))
+    return any(line == -1 or from_line <= line < last_use for stmt in w.body for line in stores(stmt))
 
 
 def _names_in(tree, pos=None) -> set:
@@ -438,7 +445,7 @@ def _existing_hoist(w, pos, rhs):
     want = "".join(rhs.split())
     for stmt in w.body:
         if not isinstance(stmt, ast.Assign):
-            break
+            continue
         if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and \
                 "".join(pos.segment(stmt.value).split()) == want:
             return stmt.targets[0].id
