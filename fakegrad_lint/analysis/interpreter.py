@@ -316,7 +316,11 @@ class Interpreter:
             key = (start, route)
             prev = best.get(key)
             if prev is None or order[verdict] > order[prev.verdict]:
+                if prev is not None:
+                    leak.also = [prev.value, *prev.also]
                 best[key] = leak
+            elif leak.value != prev.value:
+                prev.also.append(leak.value)
         return sorted(best.values(), key=lambda l: l.start)
 
     # -------------------------------------------------------------- statements
@@ -1474,7 +1478,12 @@ class Interpreter:
         grad = differentiable and st.grad_enabled
         fake_ex = None
         if route == "leaked-mix":
-            fake_ex = next((ex for v, ex in flat if ex is not None and v.fake_mode() is mode and dotted_name(ex)), None)
+            # the expression that names the leaked fake tensor itself (never a container
+            # of it: `inputs.fake_mode` on a tuple does not exist)
+            starred = {id(a.value) for a in getattr(node, "args", ()) if isinstance(a, ast.Starred)}
+            fake_ex = next((ex for v, ex in flat if ex is not None and id(v) not in whole and isinstance(v, TVal)
+                            and id(ex) not in starred
+                            and v.fake_mode() is mode and dotted_name(ex)), None)
         if mode is not None:
             allow = st.allow_of(mode)
             new = []
@@ -1515,6 +1524,10 @@ class Interpreter:
             else:
                 rec.fix_plan = self._fix_plan(node, expr, value, origin, region, st)
             self.records[key] = rec
+        elif rec.fix_plan is not None and route != "leaked-mix" and expr is not None:
+            # the same value leaks again in this op (`w["a"] * w["b"]`): its fix must
+            # convert this expression too (the plan's uses are shared per region)
+            self._fix_plan(node, expr, value, origin, region, st)
         if crash:
             raise Crashed()
         return rec
