@@ -47,6 +47,8 @@ _FINGERPRINT_PARTS = (
     "prefilter.py",
     "noqa.py",
     "fix_builders.py",
+    "fix_proof.py",
+    "fixes.py",
     "findings.py",
     "pipeline.py",
     "cache.py",
@@ -129,11 +131,12 @@ def _finding_to_json(f: Finding) -> list:
             [[*_loc(e.start), *_loc(e.end), e.content] for e in f.fix.edits],
         ]
     trace = [[t.kind, t.message, t.filename, *_loc(t.location), *_loc(t.end_location), t.cell] for t in f.trace]
-    return [f.code, f.message, f.filename, *_loc(f.location), *_loc(f.end_location), f.cell, fix, f.extra or {}, trace]
+    return [f.code, f.message, f.filename, *_loc(f.location), *_loc(f.end_location), f.cell, fix, f.extra or {}, f.no_fix,
+            trace]
 
 
 def _finding_from_json(d: list) -> Finding:
-    code, message, filename, r, c, er, ec, cell, fix, extra, trace = d
+    code, message, filename, r, c, er, ec, cell, fix, extra, no_fix, trace = d
     fx = None
     if fix is not None:
         msg, app, edits = fix
@@ -151,6 +154,7 @@ def _finding_from_json(d: list) -> Finding:
         fix=fx,
         cell=cell,
         extra=dict(extra),
+        no_fix=no_fix,
         trace=tuple(
             TraceStep(kind, msg, fn, Location(a, b), Location(c2, d2), tc) for kind, msg, fn, a, b, c2, d2, tc in trace
         ),

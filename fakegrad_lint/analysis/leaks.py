@@ -50,3 +50,5 @@ class Leak:
     trace: tuple = field(default=(), compare=False)  # Step, ...
     mode_path: str | None = None  # the region's module when it is not the linted file
     sink_path: str | None = None  # the sink's module when it is not the linted file
+    # other values that leak at the same place (one finding stands for them all)
+    also: list = field(default_factory=list, compare=False)
