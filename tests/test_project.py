@@ -298,6 +298,36 @@ def test_imported_module_main_guard_does_not_run(tmp_path):
     assert [f.location.row for f in findings_of(tmp_path / "utils.py")] == [7]
 
 
+TRAINER = """\
+import contextlib
+
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+
+class Trainer:
+    def __init__(self, epochs=1, dry_run=True):
+        self.epochs = epochs
+        self.dry_run = dry_run
+
+    def fit(self, model, batch):
+        ctx = FakeTensorMode(allow_non_fake_inputs=True) if self.dry_run else contextlib.nullcontext()
+        with ctx:
+            model(batch).sum().backward()
+"""
+
+
+@pytest.mark.parametrize("flag, marker", [("", "  # FGL001"), (", dry_run=False", "")])
+def test_attributes_set_by_init_of_a_class_of_another_module(tmp_path, flag, marker):
+    make(tmp_path, {
+        "models.py": NET,
+        "lit/__init__.py": "from .trainer import Trainer\n",
+        "lit/trainer.py": TRAINER,
+        "train.py": f"import torch\nfrom lit import Trainer\nfrom models import Net\ntrainer = Trainer(epochs=2{flag})\n"
+                    f"trainer.fit(Net(), torch.randn(2, 4)){marker}\n",
+    })
+    assert_markers(tmp_path)
+
+
 def test_a_hazard_of_the_other_module_is_reported_there_once(tmp_path):
     make(tmp_path, {
         "dry.py": "import torch\nfrom torch import nn\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n\n\n"

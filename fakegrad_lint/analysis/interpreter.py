@@ -1003,7 +1003,8 @@ class Interpreter:
             return UNKNOWN
         if fv.contextmanager and not run_generator:
             return CtxVal("gen", (fv, list(args), dict(kwargs)))
-        if not (st.regions or self._may_matter(node, self._lines_of(fv)) or any(_interesting(a) for a in args)
+        if not (st.regions or self._may_matter(node, self._lines_of(fv)) or self._init_matters(fv)
+                or any(_interesting(a) for a in args)
                 or any(_interesting(v) for v in kwargs.values())):
             return UNKNOWN  # outside any region, nothing of interest in or out: skip the body
         is_gen = self._func_contains_yield.get(node)
@@ -1034,6 +1035,14 @@ class Interpreter:
         for r in cst.returns[1:]:
             out = join(out, r)
         return out
+
+    def _init_matters(self, fv):
+        """``__init__`` of a class whose code can open a region or make a real
+        requires-grad value: the attributes it sets decide what its methods do."""
+        cls = fv.cls
+        if cls is None or getattr(fv.node, "name", None) != "__init__" or not isinstance(cls, ClassVal):
+            return False
+        return self._may_matter(cls.node, self._lines_of(fv))
 
     def bind_args(self, fv, args, kwargs, scope):
         node = fv.node
