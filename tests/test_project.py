@@ -385,6 +385,14 @@ def test_cli_prefilter_cache_and_formats(tmp_path):
     assert r.returncode == 1, r.stdout
 
 
+def test_flake8_plugin_finds_the_project_from_the_path(tmp_path):
+    proj = make(tmp_path, {"models.py": NET, "utils/__init__.py": "", "utils/memory.py": MEM, "train.py": TRAIN})
+    proc = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select", "FGL", "train.py"],
+                          cwd=proj, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("train.py:6:1: FGL001 real requires-grad module `model`"), proc.stdout
+
+
 def test_sarif_code_flows_cross_files_and_validate(tmp_path, monkeypatch, validator):
     from fakegrad_lint.report import ReportContext, sarif
 
