@@ -328,6 +328,25 @@ def test_attributes_set_by_init_of_a_class_of_another_module(tmp_path, flag, mar
     assert_markers(tmp_path)
 
 
+def test_fixes_edit_only_the_linted_file(tmp_path):
+    make(tmp_path, {
+        "fk.py": "import contextlib\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n\n\n"
+                 "@contextlib.contextmanager\ndef fake_region():\n    with FakeTensorMode(allow_non_fake_inputs=True):\n"
+                 "        yield\n\n\n@contextlib.contextmanager\ndef fake_region_mode():\n"
+                 "    with FakeTensorMode(allow_non_fake_inputs=True) as m:\n        yield m\n",
+        "train.py": "import torch\nfrom fk import fake_region, fake_region_mode\n\nx = torch.randn(3, requires_grad=True)\n"
+                    "with fake_region():\n    (x * 2).sum().backward()  # FGL001\nwith fake_region_mode() as fm:\n"
+                    "    (x * 2).sum().backward()  # FGL001\n",
+    })
+    assert_markers(tmp_path)
+    first, second = findings_of(tmp_path / "train.py")
+    # the region's `with` is in fk.py and yields no mode: nothing in train.py can convert
+    assert first.fix is None
+    # the helper yields its mode: the block in train.py binds it and converts x there
+    assert second.fix is not None and [e.content for e in second.fix.edits if "from_tensor" in e.content]
+    assert all(e.start.row >= 7 for e in second.fix.edits)
+
+
 def test_a_hazard_of_the_other_module_is_reported_there_once(tmp_path):
     make(tmp_path, {
         "dry.py": "import torch\nfrom torch import nn\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n\n\n"

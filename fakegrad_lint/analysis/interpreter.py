@@ -196,6 +196,7 @@ class Interpreter:
         self._entries: list = []  # (from ctx, call site, statement, is_load) per crossing into another module
         self._ctx_entry_rx: dict = {}
         self._opens_memo: dict = {}
+        self._main_ids = None  # ids of the linted file's nodes (computed when needed)
         self.records: dict = {}  # (id(node), id(origin)) -> LeakRecord
         self.steps = 0
         self.exhausted = False
@@ -498,6 +499,13 @@ class Interpreter:
             elif leak.value != prev.value:
                 prev.also.append(leak.value)
         return sorted(best.values(), key=lambda l: l.start)
+
+    def _in_main(self, block):
+        """Is this ``with`` (or the body of a region entered without one) in the linted file?"""
+        if self._main_ids is None:
+            self._main_ids = {id(n) for n in ast.walk(self.tree)}
+        node = block.body[0] if isinstance(block, PseudoWith) and block.body else block
+        return id(node) in self._main_ids
 
     def _rel(self, path):
         """A project module's path for messages: relative to the linted file's folder."""
@@ -1834,6 +1842,8 @@ class Interpreter:
                 rec.fix_plan = self._leaked_fix_plan(node, expr, value, fake_ex)
             else:
                 rec.fix_plan = self._fix_plan(node, expr, value, origin, region, st)
+                if rec.fix_plan is not None and region.file is not None and not self._in_main(region.with_node):
+                    rec.fix_plan = None  # the block to edit is in another module
             self.records[key] = rec
         elif rec.fix_plan is not None and route != "leaked-mix" and expr is not None:
             # the same value leaks again in this op (`w["a"] * w["b"]`): its fix must
