@@ -41,6 +41,7 @@ from fakegrad_lint.analysis.values import (
     ModeVal,
     ModRef,
     ModuleVal,
+    LazyImport,
     OptimizerVal,
     Origin,
     ProjModVal,
@@ -196,6 +197,7 @@ class Interpreter:
         self._entries: list = []  # (from ctx, call site, statement, is_load) per crossing into another module
         self._ctx_entry_rx: dict = {}
         self._opens_memo: dict = {}
+        self._lazy_memo: dict = {}
         self._main_ids = None  # ids of the linted file's nodes (computed when needed)
         self.records: dict = {}  # (id(node), id(origin)) -> LeakRecord
         self.steps = 0
@@ -352,20 +354,48 @@ class Interpreter:
     def _module_attr(self, mv, attr):
         v = mv.scope.vars.get(attr)
         if v is not None:
-            return v
+            return self._force(v)
         sub = self._load_module(f"{mv.name}.{attr}")
         return sub if sub is not None else UNKNOWN
 
+    def _force(self, v):
+        """The value behind a lazy import (loading its module now), else ``v``."""
+        if type(v) is not LazyImport:
+            return v
+        if v.value is None:
+            v.value = UNKNOWN  # an import cycle sees an unknown value
+            v.value = v.thunk()
+        return v.value
+
+    def _lazy(self, local):
+        """Can this import of the running (imported) module be loaded lazily? Yes
+        when the module's code names ``local`` again (it is used); an import of a
+        module made for its side effects (``from . import cnn, mlp`` filling a
+        registry) runs now. A name imported from a module (``from .x import a``)
+        is always lazy: its module runs when the name is first used."""
+        ctx = self.ctx
+        if ctx is self.main or ctx.mf is None:
+            return False
+        key = (ctx, local)
+        hit = self._lazy_memo.get(key)
+        if hit is None:
+            hit = self._lazy_memo[key] = _word_count(ctx.mf.source, local, 2) >= 2
+        return hit
+
     def _import_project(self, alias, st):
         """``import a.b.c [as m]`` of a project module: True when bound here."""
-        full = self._load_module(alias.name)
-        if full is None:
+        if self.project.find(alias.name) is None:
             return False
-        if alias.asname:
-            st.scope.assign(alias.asname, full)
-        else:
+        local = alias.asname or alias.name.split(".")[0]
+
+        def resolve():
+            full = self._load_module(alias.name)
+            if full is None or alias.asname:
+                return full or UNKNOWN
             top = alias.name.split(".")[0]
-            st.scope.assign(top, self._load_module(top) or self._namespace(top))
+            return self._load_module(top) or self._namespace(top)
+
+        st.scope.assign(local, LazyImport(resolve) if self._lazy(local) else resolve())
         return True
 
     def _namespace(self, name):
@@ -383,6 +413,13 @@ class Interpreter:
         base = P.absolute_name(ctx.name, ctx.is_pkg, s.module, s.level)
         if base is None:
             return False
+        if ctx is not self.main and self.project.find(base) is not None and "*" not in [a.name for a in s.names] and all(
+                self._lazy(a.asname or a.name) or self.project.find(f"{base}.{a.name}") is None for a in s.names):
+            # a module imported by the project's code: load it when a name is used
+            for a in s.names:
+                st.scope.assign(a.asname or a.name,
+                                LazyImport(lambda name=a.name: self._from_module(base, name)))
+            return True
         mv = self._load_module(base)
         if mv is None:
             # a namespace package (no __init__.py): `from pkg import mod`
@@ -400,6 +437,10 @@ class Interpreter:
                 continue
             st.scope.assign(a.asname or a.name, self._module_attr(mv, a.name))
         return True
+
+    def _from_module(self, base, name):
+        mv = self._load_module(base)
+        return self._module_attr(mv, name) if mv is not None else UNKNOWN
 
     def _opens_region(self, val, depth=0):
         """Can this project value (a module, or a function or class of another
@@ -421,7 +462,7 @@ class Interpreter:
         hit = bool(self._entry_re(ctx).search(text))
         if not hit:
             for name in _called_names(text):
-                target = ctx.scope.vars.get(name)
+                target = self._force(ctx.scope.vars.get(name))
                 if target is not None and target is not val and self._opens_region(target, depth + 1):
                     hit = True
                     break
@@ -1114,7 +1155,7 @@ class Interpreter:
             if not flag:
                 # calls a function of its module that matters (by name)
                 for name in _called_names(text):
-                    target = ctx.scope.vars.get(name)
+                    target = self._force(ctx.scope.vars.get(name))
                     if isinstance(target, (FuncVal, ClassVal)) and target.node is not node and self._matter.get(target.node, None) is not False:
                         self._matter[node] = False  # guard recursion
                         tctx = self._scope_ctx.get(getattr(target.scope, "module", None), ctx)
@@ -1132,6 +1173,8 @@ class Interpreter:
             v = st.scope.lookup(e.id)
             if v is None:
                 return ModRef("builtins." + e.id) if e.id in _BUILTINS else UNKNOWN
+            if type(v) is LazyImport:
+                return self._force(v)
             return v
         if t is ast.Constant:
             return ConstVal(e.value)
@@ -2224,6 +2267,19 @@ def _carries(values, origin, depth=0):
             if isinstance(v, BoundMethod) and _carries([v.self_val], origin, depth + 1):
                 return True
     return False
+
+
+def _word_count(text, word, limit):
+    """Occurrences of ``word`` as a whole word in ``text``, counting up to ``limit``
+    (``str.find``: a regex with word boundaries is slow on large texts)."""
+    n, i, size = 0, text.find(word), len(word)
+    while i >= 0 and n < limit:
+        before = text[i - 1] if i else " "
+        after = text[i + size] if i + size < len(text) else " "
+        if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
+            n += 1
+        i = text.find(word, i + 1)
+    return n
 
 
 def _path_of(ctx):
