@@ -445,7 +445,12 @@ def _hot_word_re(roots):
         if not words:
             break
         words = frozenset(words)
-        new = {path for path in files if path not in possible and _mentions(path, words, tokens)}
+        new = set()
+        for path in files:
+            if path not in possible and _mentions(path, words, tokens):
+                new.add(path)
+                if len(possible) + len(new) > MAX_HOT_FILES:
+                    break
         if not new:
             break
         possible |= new
@@ -503,12 +508,15 @@ def reaches_region(path: str, text: str) -> bool:
     if not project_may_open_region(roots):
         return False
     me = os.path.abspath(path)
+    scan = _gate_roots(me, roots)
+    given = any((me + os.sep).startswith(r.rstrip(os.sep) + os.sep) for r in _run_roots)
+    gate = _hot_word_re(scan)
+    if given and gate is False:
+        return False  # the folders given export no hot name (or too many to follow)
     bindings = _import_bindings(text, path, Project(roots), me)
     if not bindings:
         return False
-    scan = _gate_roots(me, roots)
     if all(_under(t or sub, scan) for _l, t, _n, sub in bindings):
-        gate = _hot_word_re(scan)
         if gate is False or (gate is not None and not _names_any(text, gate)):
             return False  # names no hot name of the project: cannot import one
     return bool(_hot_imports(text, path, None, me, 0, bindings))
