@@ -32,7 +32,8 @@ def check_source(source: str, filename: str = "<string>", *, tree: ast.Module | 
         rule = rule_for(leak)
         if rule is None:
             continue
-        key = (rule.code, leak.start)
+        # one finding per rule, position and value: `a @ b` leaks two values
+        key = (rule.code, leak.start, leak.value)
         if key in seen:
             continue
         seen.add(key)

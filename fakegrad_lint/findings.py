@@ -55,7 +55,7 @@ class Finding:
 
     @property
     def sort_key(self):
-        return (self.filename, self.cell or 0, self.location, self.code)
+        return (self.filename, self.cell or 0, self.location, self.code, self.message)
 
     @property
     def fixable(self) -> bool:

@@ -313,7 +313,7 @@ class Interpreter:
             )
             if rec.fix_plan is not None and rec.origin.grad_reads:
                 leak.fix = None if verdict is Verdict.FORWARD_ONLY else _with_grad_reads(rec.fix_plan, rec.origin.grad_reads)
-            key = (start, route)
+            key = (start, route, rec.value_text)  # `a @ b`: two values, two leaks
             prev = best.get(key)
             if prev is None or order[verdict] > order[prev.verdict]:
                 best[key] = leak
