@@ -74,6 +74,7 @@ class FileResult:
     # error, unreadable file): such results are never cached.
     cacheable: bool = True
     cached: bool = False  # served from the cache
+    fixed_text: str | None = None  # fix modes, .py files: the text after the fixes, when it changed
 
 
 class FileTimeout(BaseException):
@@ -302,6 +303,7 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
         findings = list(outcome.remaining)
         result.fixed = len(outcome.applied)
         if outcome.changed:
+            result.fixed_text = outcome.text
             if mode == "diff":
                 result.diff = fixes.unified_diff(path, text, outcome.text)
             else:

@@ -166,6 +166,7 @@ def hazard_source() -> tuple[str, list[int]]:
     return source, rows
 
 
+@pytest.mark.slow
 def test_try_repo_check_hook_fails_naming_the_finding(tmp_path, hook_repo, env):
     """``pre-commit try-repo <checkout> fakegrad-lint`` (builds its own
     throw-away hook environment)."""
@@ -179,6 +180,7 @@ def test_try_repo_check_hook_fails_naming_the_finding(tmp_path, hook_repo, env):
     assert (repo / "train.py").read_text(encoding="utf-8") == source  # the check hook never writes
 
 
+@pytest.mark.slow
 def test_check_hook_fails_then_fix_hook_rewrites(tmp_path, config, env):
     source, rows = hazard_source()
     repo = make_repo(
@@ -202,6 +204,7 @@ def test_check_hook_fails_then_fix_hook_rewrites(tmp_path, config, env):
     assert again.stdout.count("Passed") == 2, again.stdout
 
 
+@pytest.mark.slow
 def test_no_python_files_and_clean_files_pass(tmp_path, config, env):
     empty = make_repo(tmp_path / "docs-only", {"README.txt": "no python here\n", ".pre-commit-config.yaml": config})
     proc = run_hooks(empty, env)

@@ -131,6 +131,7 @@ def test_not_reproduced_and_script_exception_is_not_a_tool_error(tmp_path):
     assert "ValueError: the script's own bug" in proc.stderr
 
 
+@pytest.mark.slow
 @needs_torch
 def test_module_mode_with_arguments_forward_only_is_clean(tmp_path):
     pkg = tmp_path / "shapes"
@@ -155,6 +156,7 @@ def test_module_mode_with_arguments_forward_only_is_clean(tmp_path):
     assert "(4, 2)" in proc.stderr  # the script's own output goes to stderr, the report to stdout
 
 
+@pytest.mark.slow
 @needs_torch
 def test_pytest_mode_confirms_a_leak_in_a_test_file(tmp_path):
     test_file = write(
@@ -177,6 +179,7 @@ def test_pytest_mode_confirms_a_leak_in_a_test_file(tmp_path):
     assert "pytest exited with status 0" in proc.stderr  # the test itself passes: the leak is silent
 
 
+@pytest.mark.slow
 @needs_torch
 def test_timeout_kills_the_process_group_and_is_a_tool_error(tmp_path):
     pidfile = tmp_path / "grandchild.pid"
