@@ -444,15 +444,13 @@ def _emit(args, text: str, fixed_bytes: bytes | None, mode: str) -> None:
         from fakegrad_lint.sourcefile import SourceError, write_atomic
 
         try:
-            write_atomic(args.output_file, text.encode("utf-8"))
+            write_atomic(args.output_file, text.encode("utf-8", "surrogateescape"))
         except SourceError as exc:
             _err(f"{args.output_file}: {exc}")
         return
     if args.silent or not text:
         return
-    stream = sys.stderr if stdin_fix else sys.stdout
-    stream.write(text)
-    stream.flush()
+    _write_out(text, sys.stderr if stdin_fix else sys.stdout)
 
 
 def _available_fixes(ctx) -> str:
@@ -490,6 +488,28 @@ def _show_settings(st, paths: list[str], config_path: str | None) -> str:
         f"root = \"{st.root}\"",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _write_out(text: str, stream=None) -> None:
+    """Write the report; a character stdout's encoding cannot hold (a file
+    name's undecodable byte, kept as a surrogate escape) is written as the
+    original byte, or escaped, instead of ending the run with a traceback."""
+    stream = stream or sys.stdout
+    try:
+        stream.write(text)
+    except UnicodeEncodeError:
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        try:
+            data = text.encode(encoding, "surrogateescape")
+        except UnicodeEncodeError:
+            data = text.encode(encoding, "backslashreplace")
+        buffer = getattr(stream, "buffer", None)
+        if buffer is None:
+            stream.write(data.decode(encoding, "replace"))
+        else:
+            stream.flush()
+            buffer.write(data)
+    stream.flush()
 
 
 def _show_fixes(ctx) -> str:

@@ -62,6 +62,14 @@ class Finding:
         return self.fix is not None and self.fix.applicability is not Applicability.DISPLAY_ONLY
 
 
+def display_path(name: str) -> str:
+    """``name`` as one printable line: names with a newline, another control
+    character or bytes that are not valid in the file system's encoding
+    (surrogate escapes) are shown quoted, as Python writes a string
+    (``'a\\nb.py'``), so a name can never split or garble a one-line message."""
+    return name if name.isprintable() else repr(name)
+
+
 @dataclass(frozen=True)
 class ToolError:
     """A file (or path) the tool could not check. Printed as ``path: error: reason``."""
@@ -70,4 +78,4 @@ class ToolError:
     reason: str
 
     def __str__(self) -> str:
-        return f"{self.filename}: error: {self.reason}"
+        return f"{display_path(self.filename)}: error: {self.reason}"

@@ -237,7 +237,7 @@ class Interpreter:
 
         texts = {fv: text(fv) for fv, _ in units}
         hot_re = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(hot))))
-        relevant = {fv for fv, _ in units if hot_re.search(texts[fv])}
+        relevant = {fv for fv, _ in units if hot_re.search(texts[fv]) and _hot_in_code(fv.node, texts[fv], hot_re)}
         # self attributes that hold a mode, in classes that have a relevant method
         for cls in {c for fv, c in units if c is not None and fv in relevant}:
             inst = self._instance_for(cls)
@@ -1659,6 +1659,50 @@ _SOURCE_RE = re.compile(r"requires_grad|Parameter|parameters\(|\bnn\.|Module\b|t
 
 
 _CALL_RE = re.compile(r"\b(\w+)\s*\(")
+
+
+def _hot_in_code(node, text, hot_re):
+    """Does a hot word of ``text`` (the unit's lines, from its first decorator) occur
+    where running the unit can evaluate it? Annotations are never evaluated (nor by
+    this interpreter), docstrings and comments are not code: a unit that names a
+    fake mode only there (``fake_mode: FakeTensorMode | None``) cannot open a region
+    by itself, so it is analysed on its own only when it calls one that can."""
+    first = min([node.lineno] + [dec.lineno for dec in node.decorator_list])
+    spans = []  # (start line, start col, end line, end col): columns in UTF-8 bytes
+    for n in ast.walk(node):
+        t = type(n)
+        if t is ast.arg or t is ast.AnnAssign:
+            a = n.annotation
+        elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+            a = n.returns
+        elif t is ast.Expr and type(n.value) is ast.Constant and isinstance(n.value.value, str):
+            a = n.value
+        else:
+            continue
+        if a is not None:
+            spans.append((a.lineno, a.col_offset, a.end_lineno, a.end_col_offset))
+    lines = text.split("\n")
+    starts = [0]
+    for ln in lines:
+        starts.append(starts[-1] + len(ln) + 1)
+    import bisect
+
+    for m in hot_re.finditer(text):
+        i = bisect.bisect_right(starts, m.start()) - 1
+        line = lines[i]
+        col = m.start() - starts[i]
+        prefix = line[:col]
+        h = prefix.find("#")
+        if h >= 0 and not any(q in prefix[:h] for q in ("'", '"')):
+            continue  # in a comment
+        lineno = first + i
+        bcol = len(prefix.encode("utf-8")) if not prefix.isascii() else col
+        bend = bcol + len(m.group().encode("utf-8"))
+        if not any(
+            (sl, sc) <= (lineno, bcol) and (lineno, bend) <= (el, ec) for sl, sc, el, ec in spans
+        ):
+            return True
+    return False
 
 
 def _called_names(text):
