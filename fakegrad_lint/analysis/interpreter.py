@@ -719,8 +719,16 @@ class Interpreter:
             self.assign(target.value, val, st, value_node)
 
     def rebind(self, expr, val, st):
+        """A change to the object a name holds (``d[k] = v``, ``x.requires_grad_()``):
+        the name is updated where it lives (a global or a closure variable too)."""
         if isinstance(expr, ast.Name):
-            st.scope.assign(expr.id, val)
+            sc = st.scope
+            while sc is not None and expr.id not in sc.vars:
+                sc = sc.parent
+            if sc is None or sc is st.scope:
+                st.scope.assign(expr.id, val)
+            else:
+                sc.vars[expr.id] = val
         elif isinstance(expr, ast.Attribute):
             obj = self.eval(expr.value, st)
             if isinstance(obj, (InstanceVal, ModuleVal)):
@@ -820,10 +828,6 @@ class Interpreter:
         cv = ClassVal(node, st.scope, is_module, {}, bases)
         cv.torch_base = torch_base
         cv.mro = _c3_mro(cv)
-        for dec in node.decorator_list:
-            dv = self.eval(dec.func if isinstance(dec, ast.Call) else dec, st)
-            if isinstance(dv, ModRef) and dv.qualname in N.DATACLASS:
-                cv.dataclass = True
         # the class body runs in its own scope; its names become class attributes
         cls_scope = Scope(parent=st.scope, module=st.scope.module, func_node=st.scope.func_node)
         cst = st.child(cls_scope)
@@ -853,7 +857,14 @@ class Interpreter:
                 cv.attrs[name] = v
         for c in reversed(cv.mro):
             cv.methods.update(c.own)
-        return cv
+        out = cv
+        for dec in reversed(node.decorator_list):
+            dv = self.eval(dec.func if isinstance(dec, ast.Call) else dec, st)
+            if isinstance(dv, ModRef) and dv.qualname in N.DATACLASS:
+                cv.dataclass = True
+                continue
+            out = self.apply_decorator(dec, out, st)  # `cls = register("name")(cls)`
+        return out
 
     def instantiate(self, cls, args, kwargs, st, node, force=False):
         region = st.active_region()
@@ -996,6 +1007,11 @@ class Interpreter:
             lines = self.pos.lines
             text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
             flag = bool(self._entry_re().search(text) or _SOURCE_RE.search(text))
+            if not flag:
+                # names a module-level value of interest (a registry of module classes)
+                mvars = self.module_scope.vars
+                flag = any(_interesting(mvars[w]) or _module_classes(mvars[w])
+                           for w in set(_WORD_RE.findall(text)) if w in mvars)
             if not flag:
                 # calls an in-file function that matters (by name)
                 for name in _called_names(text):
@@ -1382,13 +1398,20 @@ class Interpreter:
     def call_transform(self, e, tf, args, kwargs, st):
         """torch.func.grad(f)(*args) and friends: f runs on the arguments; gradients
         (grad, jac) are fake under an active region and carry the leaks of f's result."""
-        res = self.call_value(e, tf.func, args, kwargs, st, func_expr=None) if isinstance(
-            tf.func, (FuncVal, BoundMethod, PartialVal, ModuleVal, InstanceVal, MaybeVal)) else UNKNOWN
-        if tf.kind == "vmap":
-            return res
         region = st.active_region()
         mode = region.mode if region is not None else None
-        leaks = res.taint() if st.grad_enabled else frozenset()
+        entered = frozenset()
+        if mode is not None:
+            # the real arguments enter the fake computation here, at the transform's call;
+            # the function itself then runs on (fake) stand-ins for them
+            entered = self.op(e, _operands(e, args, kwargs), st).taint()
+            args = [_fake_copy(a, mode) if a.real_rg() else a for a in args]
+            kwargs = {k: (_fake_copy(v, mode) if v.real_rg() else v) for k, v in kwargs.items()}
+        res = self.call_value(e, tf.func, args, kwargs, st, func_expr=None) if isinstance(
+            tf.func, (FuncVal, BoundMethod, PartialVal, ModuleVal, InstanceVal, MaybeVal, TransformVal)) else UNKNOWN
+        if tf.kind == "vmap":
+            return _with_taint(res, entered) if entered else res
+        leaks = (res.taint() | entered) if st.grad_enabled else frozenset()
         idx = tf.argnums if isinstance(tf.argnums, int) else 0
         wrt = args[idx] if idx < len(args) else UNKNOWN
 
@@ -2149,6 +2172,16 @@ _SOURCE_RE = re.compile(r"requires_grad|Parameter|parameters\(|\bnn\.|Module\b|t
 
 
 _CALL_RE = re.compile(r"\b(\w+)\s*\(")
+_WORD_RE = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def _module_classes(v, depth=0):
+    """A module class of the file, or a container of them (a registry)."""
+    if isinstance(v, ClassVal):
+        return v.is_module
+    if isinstance(v, (SeqVal, MaybeVal)) and depth < 2:
+        return any(_module_classes(x, depth + 1) for x in (v.items if isinstance(v, SeqVal) else v.options))
+    return False
 
 
 def _called_names(text):
@@ -2304,13 +2337,27 @@ def _is_meta(vals):
     return False
 
 
-def _fake_copy(v, mode):
-    if isinstance(v, ModuleVal):
-        return ModuleVal(None, mode, v.cls, dict(v.attrs))
+def _with_taint(v, leaks):
+    if isinstance(v, TVal):
+        return TVal(v.origins, v.mode, v.leaks | leaks, v.derived)
     if isinstance(v, SeqVal):
-        items = tuple(_fake_copy(x, mode) for x in v.items)
-        elts = tuple(_fake_copy(x, mode) for x in v.elts) if v.elts is not None else None
-        return SeqVal(items, elts)
+        items = tuple(_with_taint(x, leaks) for x in v.items)
+        elts = tuple(_with_taint(x, leaks) for x in v.elts) if v.elts is not None else None
+        return SeqVal(items, elts, v.keys)
+    return v
+
+
+def _fake_copy(v, mode, depth=0):
+    """What ``from_tensor`` / a deepcopy under a fake mode gives: the same structure,
+    every tensor (and every submodule's parameter) fake."""
+    if isinstance(v, ModuleVal):
+        attrs = {k: (_fake_copy(x, mode, depth + 1) if depth < 4 and isinstance(x, (ModuleVal, TVal, SeqVal)) else x)
+                 for k, x in v.attrs.items()}
+        return ModuleVal(None, mode, v.cls, attrs)
+    if isinstance(v, SeqVal):
+        items = tuple(_fake_copy(x, mode, depth + 1) for x in v.items)
+        elts = tuple(_fake_copy(x, mode, depth + 1) for x in v.elts) if v.elts is not None else None
+        return SeqVal(items, elts, v.keys)
     if isinstance(v, (TVal, MaybeVal)) or v is UNKNOWN:
         return TVal(frozenset(), mode)
     return v
