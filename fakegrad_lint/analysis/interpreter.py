@@ -331,6 +331,8 @@ class Interpreter:
             )
             if rec.fix_plan is not None and rec.origin.grad_reads:
                 leak.fix = None if verdict is Verdict.FORWARD_ONLY else _with_grad_reads(rec.fix_plan, rec.origin.grad_reads)
+            if any(desc == ".grad assignment" for desc, _ in rec.sinks):
+                leak.fix = None  # the computed gradients are written to the real tensor whatever it is converted to
             key = (start, route)
             prev = best.get(key)
             if prev is None or order[verdict] > order[prev.verdict]:
@@ -1253,6 +1255,8 @@ class Interpreter:
                 return TVal(frozenset(), obj.mode, frozenset())
             if attr in ("T", "mT", "H", "mH", "real", "imag"):
                 return self.op(e, [(obj, e.value)], st)
+            if attr in N.MODEL_OUTPUT_ATTRS:
+                return obj
             return UNKNOWN
         if isinstance(obj, (InstanceVal, ModuleVal)):
             if attr in obj.attrs:
@@ -1913,7 +1917,7 @@ class Interpreter:
                     whole[id(x)] = v
             else:
                 flat.append((v, ex))
-        if mode is None and not st.dispatch_off:
+        if mode is None:  # (a fake operand dispatches to its own mode, even with dispatch off)
             for v, _ in flat:
                 m = v.fake_mode()
                 if m is not None:
@@ -1969,7 +1973,7 @@ class Interpreter:
                 text = self._text(expr) if expr is not None else origin.name
             rec = LeakRecord(node, origin, text, region, route, crash, may=may)
             rec.value_kind = (
-                "module" if isinstance(value, ModuleVal)
+                "module" if _is_module_value(value)
                 else "parameter" if origin.kind in ("module", "parameter")
                 else "container" if isinstance(value, SeqVal) else "tensor"
             )
@@ -1997,7 +2001,7 @@ class Interpreter:
                 return None
             _, call, exprs, values = site
             for ex, val in zip(exprs, values):
-                if ex is not None and origin in val.real_rg() and not isinstance(val, ModuleVal):
+                if ex is not None and origin in val.real_rg() and not isinstance(val, (ModuleVal, MaybeVal)):
                     expr, value = ex, val
                     node = call
                     break
@@ -2005,6 +2009,8 @@ class Interpreter:
                 return None
             kind = None
         else:
+            if isinstance(value, MaybeVal):
+                return None  # one of several values: no single conversion is proven to fit
             kind = "module" if isinstance(value, ModuleVal) else None
             if kind == "module" and not (isinstance(node, ast.Call) and (node.func is expr or getattr(node.func, "value", None) is expr)):
                 return None
@@ -2107,6 +2113,13 @@ def _c3_mro(cv):
 
 def _is_none_const(v):
     return isinstance(v, ConstVal) and v.value is None
+
+
+def _is_module_value(v):
+    if isinstance(v, MaybeVal):
+        opts = [o for o in v.options if not _is_none_const(o)]
+        return bool(opts) and all(isinstance(o, ModuleVal) for o in opts)
+    return isinstance(v, ModuleVal)
 
 
 def _dict_val(keys, values):

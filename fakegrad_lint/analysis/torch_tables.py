@@ -335,3 +335,9 @@ LOADER_METHODS = frozenset({"from_pretrained", "from_config"})
 MODE_ALLOW_KEYWORD = "allow_non_fake_inputs"
 MAKE_FX_ALLOW_KEYWORD = "_allow_non_fake_inputs"
 MAKE_FX_FAKE_TRACING = frozenset({"fake", "symbolic"})
+
+# Fields of the output objects of library models (transformers' ModelOutput,
+# diffusers' outputs): a module call's result read through them is the same result.
+MODEL_OUTPUT_ATTRS = frozenset(
+    {"logits", "loss", "last_hidden_state", "hidden_states", "pooler_output", "sample", "prediction_logits", "attentions"}
+)
