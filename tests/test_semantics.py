@@ -531,6 +531,96 @@ mode = detect_fake_mode()
 with mock.patch.object(mode, "allow_non_fake_inputs", True), mode:
     (w * 2).sum().backward()  # FGL001
 """,
+    # ------------------------------------------------------------ more Python
+    "class_based_decorator": """
+class fake_region:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *a, **k):
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return self.fn(*a, **k)
+
+@fake_region
+def step(net, x):
+    net(x).sum().backward()  # FGL001
+
+step(nn.Linear(2, 2), torch.ones(1, 2))
+""",
+    "method_decorated_by_factory_with_mode_kwargs": """
+def with_mode(**mode_kwargs):
+    def deco(fn):
+        @functools.wraps(fn)
+        def inner(*args, **kwargs):
+            with FakeTensorMode(**mode_kwargs):
+                return fn(*args, **kwargs)
+        return inner
+    return deco
+
+class Trainer:
+    def __init__(self):
+        self.model = nn.Linear(2, 2)
+
+    @with_mode(allow_non_fake_inputs=True)
+    def dry_run(self, x):
+        self.model(x).sum().backward()  # FGL001
+
+Trainer().dry_run(torch.ones(1, 2))
+""",
+    "region_entered_in_unknown_branch": """
+net = nn.Linear(2, 2)
+with contextlib.ExitStack() as stack:
+    if read_flag():
+        stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "region_entered_and_used_in_unknown_branch": """
+net = nn.Linear(2, 2)
+with contextlib.ExitStack() as stack:
+    if read_flag():
+        stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+        net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "static_and_class_method_builders": """
+class Zoo:
+    @staticmethod
+    def build(d):
+        return nn.Linear(d, 1)
+
+    @classmethod
+    def default(cls):
+        return cls.build(3)
+
+m = Zoo.default()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    m(torch.ones(1, 3)).sum().backward()  # FGL001
+""",
+    "property_returns_module": """
+class Wrapper:
+    def __init__(self):
+        self._net = nn.Linear(3, 1)
+
+    @property
+    def net(self):
+        return self._net
+
+w = Wrapper()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    w.net(torch.ones(1, 3)).sum().backward()  # FGL001
+""",
+    "property_returns_frozen_module": """
+class Wrapper:
+    def __init__(self):
+        self._net = nn.Linear(3, 1).requires_grad_(False)
+
+    @property
+    def net(self):
+        return self._net
+
+w = Wrapper()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    w.net(torch.ones(1, 3))
+""",
 }
 
 

@@ -203,6 +203,7 @@ class Interpreter:
         self._func_contains_yield: dict = {}
         self._capture_gen = None
         self._manual_undo: dict = {}  # id(context value) -> undo of its explicit __enter__()
+        self.method_index: dict = {}  # method name -> def nodes of the classes of the file
         self.defs: dict = {}  # def node -> its FuncVal before decorators (standalone analysis runs it)
         self._matter: dict = {}
         self._entry_rx = None
@@ -457,17 +458,20 @@ class Interpreter:
             return
         scope = st.scope
         before = dict(scope.vars)
+        regions_before = list(st.regions)
         crashed = 0
         try:
             self.exec_branch(s.body, st)
         except Crashed:
             crashed += 1
+        _mark_may_regions(st.regions, regions_before)
         after_body = scope.vars
         scope.vars = dict(before)
         try:
             self.exec_branch(s.orelse, st)
         except Crashed:
             crashed += 1
+        _mark_may_regions(st.regions, regions_before)
         merged = after_body
         for k, b in scope.vars.items():
             a = merged.get(k)
@@ -837,13 +841,12 @@ class Interpreter:
         for i, item in enumerate(node.body):
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 fv = self.make_function(item, cst, cls=cv)
-                if isinstance(fv, FuncVal):
-                    fv.scope = st.scope  # methods do not see the class body as a closure
-                    base = self.defs.get(item)
-                    if base is not None:
-                        base.scope = st.scope
+                base = self.defs.get(item)
+                if base is not None:
+                    base.scope = st.scope  # methods do not see the class body as a closure
                 cls_scope.vars[item.name] = fv
                 cv.own[item.name] = fv
+                self.method_index.setdefault(item.name, []).append(item)
                 continue
             cst.cur = (node.body, i)
             try:
@@ -1018,11 +1021,17 @@ class Interpreter:
                 # calls an in-file function that matters (by name)
                 for name in _called_names(text):
                     target = self.module_scope.vars.get(name)
-                    if isinstance(target, (FuncVal, ClassVal)) and target.node is not node and self._matter.get(target.node, None) is not False:
-                        self._matter[node] = False  # guard recursion
-                        if self._may_matter(target.node):
-                            flag = True
-                            break
+                    # an in-file function or class by that name, or a method of a class of the file
+                    targets = [target.node] if isinstance(target, (FuncVal, ClassVal)) else []
+                    targets += self.method_index.get(name, [])
+                    for t in targets:
+                        if t is not node and self._matter.get(t, None) is not False:
+                            self._matter[node] = False  # guard recursion
+                            if self._may_matter(t):
+                                flag = True
+                                break
+                    if flag:
+                        break
             self._matter[node] = flag
         return flag
 
@@ -1494,8 +1503,8 @@ class Interpreter:
             m = recv.cls.methods.get(name)
             if m is None and recv.cls.lookup_attr(name) is not None:
                 return self.call_value(e, self.attribute(e.func, recv, name, st), args, kwargs, st)
-            if m is not None and not isinstance(m, FuncVal):
-                return self.call_value(e, m, args, kwargs, st)
+            if m is not None and (not isinstance(m, FuncVal) or m.kind == "property"):
+                return self.call_value(e, self.bind_method(m, recv, recv.cls, st), args, kwargs, st)
             if m is not None and m.kind == "class":
                 return self.call_function(m, [recv.cls] + list(args), kwargs, st)
             if m is not None:
@@ -2113,6 +2122,14 @@ def _c3_mro(cv):
 
 def _is_none_const(v):
     return isinstance(v, ConstVal) and v.value is None
+
+
+def _mark_may_regions(regions, before):
+    """Regions entered in a branch whose test is unknown, still entered after it:
+    after the ``if`` they are entered on some paths only."""
+    for r in regions:
+        if not any(r is b for b in before):
+            r.may = True
 
 
 def _is_module_value(v):
