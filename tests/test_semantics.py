@@ -621,6 +621,36 @@ w = Wrapper()
 with FakeTensorMode(allow_non_fake_inputs=True):
     w.net(torch.ones(1, 3))
 """,
+    "freeze_reaches_submodules": """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(3, 3)
+        self.head = nn.Linear(3, 1)
+
+net = Net()
+for p in net.parameters():
+    p.requires_grad = False
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net.head(net.body(torch.ones(1, 3))).sum().backward()
+""",
+    "partial_freeze_keeps_head_trainable": """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(3, 3)
+        self.head = nn.Linear(3, 1)
+
+net = Net()
+net.body.requires_grad_(False)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net.head(net.body(torch.ones(1, 3))).sum().backward()  # FGL001
+""",
+    "set_grad_enabled_unknown": """
+w = torch.ones(2, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True), torch.set_grad_enabled(read_flag()):
+    y = (w * 2).sum()
+""",
 }
 
 

@@ -911,7 +911,7 @@ class Interpreter:
             )
             if has_params:
                 name = "module"
-                inst.origin = Origin(name, "module", getattr(node, "lineno", 0))
+                inst.origin = Origin(name, "module", getattr(node, "lineno", 0), owner=inst)
                 inst.meta = st.meta_device
         return inst
 
@@ -1619,10 +1619,7 @@ class Interpreter:
             # in place, on every parameter: the module (and what was taken from it) is
             # frozen or unfrozen from here on
             off = (args and isinstance(args[0], ConstVal) and args[0].value is False) or _kw_false(kwargs, "requires_grad")
-            if mod.origin is not None:
-                mod.origin.disabled = bool(off)
-                if not off:
-                    mod.origin.frozen.clear()
+            _set_requires_grad(mod, not off)
             return mod
         if name in N.MODULE_SELF_METHODS:
             if name == "to" and (_is_meta(args) or _is_meta(list(kwargs.values()))):
@@ -1704,7 +1701,8 @@ class Interpreter:
         if q in N.SET_GRAD_ENABLED:
             if args and isinstance(args[0], ConstVal):
                 return CtxVal("grad_on" if args[0].value else "grad_off")
-            return CtxVal("null")
+            # unknown: grad may be off, so no gradient claim holds (a strict mode still crashes)
+            return CtxVal("grad_off")
         if q in N.NULL_CONTEXT:
             return CtxVal("null")
         if q in N.EXIT_STACK:
@@ -2234,6 +2232,27 @@ def _interesting(v, depth=0):
     return False
 
 
+def _set_requires_grad(v, on, depth=0):
+    """``module.requires_grad_(on)``: every parameter of the module, its submodules'
+    included (attributes of modules of the file), is switched."""
+    if isinstance(v, ModuleVal):
+        if v.origin is not None:
+            v.origin.disabled = not on
+            if on:
+                v.origin.frozen.clear()
+        if depth < 4:
+            for x in v.attrs.values():
+                if isinstance(x, (ModuleVal, TVal, SeqVal)):
+                    _set_requires_grad(x, on, depth + 1)
+    elif isinstance(v, TVal):
+        for o in v.origins:
+            if o.kind in ("parameter", "module"):
+                o.disabled = not on
+    elif isinstance(v, SeqVal) and depth < 4:
+        for x in v.items:
+            _set_requires_grad(x, on, depth + 1)
+
+
 def _disable_module_origins(v):
     """``p.requires_grad_(False)`` over a module's parameters (a loop over
     ``model.parameters()``), or over each of its known parameters by name
@@ -2242,6 +2261,8 @@ def _disable_module_origins(v):
     for o in v.origins:
         if o.kind == "module":
             o.disabled = True
+            if o.owner is not None:
+                _set_requires_grad(o.owner, False)
         elif o.parent is not None and o.param is not None:
             o.disabled = True
             parent = o.parent

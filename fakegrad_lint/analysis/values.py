@@ -53,6 +53,7 @@ class Origin:
     param_names: frozenset | None = None  # a module's parameters, when known
     frozen: set = field(default_factory=set)  # parameters switched off one by one
     disabled: bool = False  # requires_grad switched off (e.g. every parameter frozen)
+    owner: object = None  # the ModuleVal of a module of the file (its submodules are its parameters too)
 
 
 @dataclass(eq=False)
