@@ -252,7 +252,7 @@ class Interpreter:
 
         texts = {fv: text(fv) for fv, _ in units}
         hot_re = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(hot))))
-        relevant = {fv for fv, _ in units if hot_re.search(texts[fv])}
+        relevant = {fv for fv, _ in units if hot_re.search(texts[fv]) and _hot_in_code(fv.node, texts[fv], hot_re)}
         # self attributes that hold a mode, in classes that have a relevant method
         for cls in {c for fv, c in units if c is not None and fv in relevant}:
             inst = self._instance_for(cls)
@@ -337,7 +337,11 @@ class Interpreter:
             key = (start, route)
             prev = best.get(key)
             if prev is None or order[verdict] > order[prev.verdict]:
+                if prev is not None:
+                    leak.also = [prev.value, *prev.also]
                 best[key] = leak
+            elif leak.value != prev.value:
+                prev.also.append(leak.value)
         return sorted(best.values(), key=lambda l: l.start)
 
     # -------------------------------------------------------------- statements
@@ -1939,7 +1943,12 @@ class Interpreter:
         grad = differentiable and st.grad_enabled
         fake_ex = None
         if route == "leaked-mix":
-            fake_ex = next((ex for v, ex in flat if ex is not None and v.fake_mode() is mode and dotted_name(ex)), None)
+            # the expression that names the leaked fake tensor itself (never a container
+            # of it: `inputs.fake_mode` on a tuple does not exist)
+            starred = {id(a.value) for a in getattr(node, "args", ()) if isinstance(a, ast.Starred)}
+            fake_ex = next((ex for v, ex in flat if ex is not None and id(v) not in whole and isinstance(v, TVal)
+                            and id(ex) not in starred
+                            and v.fake_mode() is mode and dotted_name(ex)), None)
         if mode is not None:
             allow = st.allow_of(mode)
             # every link known: the region is entered on this path, what it allows is
@@ -1989,6 +1998,10 @@ class Interpreter:
             else:
                 rec.fix_plan = self._fix_plan(node, expr, value, origin, region, st)
             self.records[key] = rec
+        elif rec.fix_plan is not None and route != "leaked-mix" and expr is not None:
+            # the same value leaks again in this op (`w["a"] * w["b"]`): its fix must
+            # convert this expression too (the plan's uses are shared per region)
+            self._fix_plan(node, expr, value, origin, region, st)
         if crash and not may:
             raise Crashed()
         return rec
@@ -2209,6 +2222,50 @@ def _module_classes(v, depth=0):
         return v.is_module
     if isinstance(v, (SeqVal, MaybeVal)) and depth < 2:
         return any(_module_classes(x, depth + 1) for x in (v.items if isinstance(v, SeqVal) else v.options))
+    return False
+
+
+def _hot_in_code(node, text, hot_re):
+    """Does a hot word of ``text`` (the unit's lines, from its first decorator) occur
+    where running the unit can evaluate it? Annotations are never evaluated (nor by
+    this interpreter), docstrings and comments are not code: a unit that names a
+    fake mode only there (``fake_mode: FakeTensorMode | None``) cannot open a region
+    by itself, so it is analysed on its own only when it calls one that can."""
+    first = min([node.lineno] + [dec.lineno for dec in node.decorator_list])
+    spans = []  # (start line, start col, end line, end col): columns in UTF-8 bytes
+    for n in ast.walk(node):
+        t = type(n)
+        if t is ast.arg or t is ast.AnnAssign:
+            a = n.annotation
+        elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+            a = n.returns
+        elif t is ast.Expr and type(n.value) is ast.Constant and isinstance(n.value.value, str):
+            a = n.value
+        else:
+            continue
+        if a is not None:
+            spans.append((a.lineno, a.col_offset, a.end_lineno, a.end_col_offset))
+    lines = text.split("\n")
+    starts = [0]
+    for ln in lines:
+        starts.append(starts[-1] + len(ln) + 1)
+    import bisect
+
+    for m in hot_re.finditer(text):
+        i = bisect.bisect_right(starts, m.start()) - 1
+        line = lines[i]
+        col = m.start() - starts[i]
+        prefix = line[:col]
+        h = prefix.find("#")
+        if h >= 0 and not any(q in prefix[:h] for q in ("'", '"')):
+            continue  # in a comment
+        lineno = first + i
+        bcol = len(prefix.encode("utf-8")) if not prefix.isascii() else col
+        bend = bcol + len(m.group().encode("utf-8"))
+        if not any(
+            (sl, sc) <= (lineno, bcol) and (lineno, bend) <= (el, ec) for sl, sc, el, ec in spans
+        ):
+            return True
     return False
 
 

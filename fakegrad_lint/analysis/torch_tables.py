@@ -70,6 +70,14 @@ TORCH_NON_OPS_PREFIX = (
     "torch.optim.",
     "torch.nn.init.calculate",
     "torch.fx.",
+    # whole-program tools: their results are programs and handles, not tensors
+    "torch.export.",
+    "torch.onnx.",
+    "torch.package.",
+    "torch.hub.",
+    "torch.profiler.",
+    "torch.library.",
+    "torch.overrides.",
 )
 TORCH_NON_OPS = frozenset(
     {

@@ -1,7 +1,8 @@
 """The default human format, like ruff's ``full`` output.
 
 ``path:row:col: CODE [*] message`` with a 1-based column; ``[*]`` marks a fix
-applicable at the current safety level. Under it, only when asked
+applicable at the current safety level. A finding whose planned fix was not
+proved gets ``  no fix: reason`` on the next line. Under it, only when asked
 (``ctx.show_source``: stdout is a terminal, or ``--color always``), the source
 line with a caret. Then the summary lines.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from fakegrad_lint.findings import display_path
 from fakegrad_lint.report import ReportContext, rule_info
 
 _BOLD = "\x1b[1m"
@@ -30,7 +32,8 @@ def _plural(n: int, word: str) -> str:
 
 
 def _header(ctx: ReportContext, f) -> str:
-    where = f.filename if f.cell is None else f"{f.filename}:cell {f.cell}"
+    name = display_path(f.filename)
+    where = name if f.cell is None else f"{name}:cell {f.cell}"
     mark = "[*] " if ctx.is_fixable(f) else ""
     return (
         f"{_paint(ctx, where, _BOLD)}:{f.location.row}:{f.location.column + 1}: "
@@ -125,6 +128,8 @@ def render(ctx: ReportContext) -> str:
     if ctx.mode not in ("fix-only", "add-noqa"):
         for f in ctx.findings:
             out.append(_header(ctx, f))
+            if f.no_fix:
+                out.append(f"  no fix: {f.no_fix}")
             if ctx.show_source:
                 out.extend(_snippet(ctx, f))
         if out and out[-1] != "" and not ctx.quiet:
