@@ -42,7 +42,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location
+from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location, hidden_unsafe
 from fakegrad_lint.sourcefile import SourceError
 
 __all__ = [
@@ -751,5 +751,5 @@ def process(result, path: str, sf, lint: Callable[[str], list[Finding]], options
     result.findings = findings
     if not options.unsafe_fixes:
         result.hidden_unsafe = sum(
-            1 for f in findings if f.fix is not None and f.fix.edits and f.fix.applicability is Applicability.UNSAFE
+            1 for f in findings if hidden_unsafe(f.fix)
         )

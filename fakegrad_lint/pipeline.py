@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
-from fakegrad_lint.findings import Applicability, Finding, ToolError
+from fakegrad_lint.findings import Finding, ToolError, hidden_unsafe
 from fakegrad_lint.prefilter import may_contain_fake_region, may_have_fgl_noqa
 from fakegrad_lint.sourcefile import SourceError, SourceFile, read_source
 
@@ -243,7 +243,7 @@ def _finish_check(result: FileResult, options: Options, text: str) -> None:
         result.hidden_unsafe = sum(
             1
             for f in result.findings
-            if f.fix is not None and f.fix.edits and f.fix.applicability is Applicability.UNSAFE
+            if hidden_unsafe(f.fix)
         )
     if result.findings:
         result.source = text
