@@ -122,6 +122,8 @@ def build_parser():
     out.add_argument("-o", "--output-file", metavar="PATH", help="write the report to this file instead of stdout")
     out.add_argument("--show-settings", action="store_true", help="print the settings used for the first path and exit")
     out.add_argument("--show-files", action="store_true", help="print the files that would be checked and exit")
+    out.add_argument("--show-trace", action="store_true",
+                     help="text output: print each finding's chain (source, region, op, backward) under it")
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings (2 still means errors)")
     cfg = parser.add_argument_group("configuration and files")
     cfg.add_argument("--config", action="append", metavar="PATH | KEY=VALUE",
@@ -320,6 +322,10 @@ def _check(args) -> int:
         return EXIT_CLEAN
     mode = _mode(args)
     options = pipeline.Options(mode=mode, unsafe_fixes=st.unsafe_fixes, timeout=args.timeout_per_file or None)
+    from fakegrad_lint.analysis.project import set_run_roots
+
+    # the folders of the run are import roots of the whole-project analysis
+    set_run_roots([os.path.dirname(os.path.abspath(args.stdin_filename or "-"))] if paths == ["-"] else paths)
     if paths == ["-"]:
         from fakegrad_lint import stdin as stdin_mod
 
@@ -407,6 +413,7 @@ def _check(args) -> int:
         statistics=args.statistics,
         quiet=args.quiet,
         show_fixes=args.show_fixes,
+        show_trace=args.show_trace,
         files_checked=result.files_checked,
         source_provider=source_provider,
     )

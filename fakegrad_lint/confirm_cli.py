@@ -180,6 +180,9 @@ def _project_findings(root: str, targets: list[str], select: frozenset[str] | No
     def make(table: dict, config_path: str | None):
         return settings_mod.resolve(table, config_path=config_path, select=sorted(select) if select else None)
 
+    from fakegrad_lint.analysis.project import set_run_roots
+
+    set_run_roots([root])
     tree = settings_mod.ConfigTree(make)
     found = discover.discover([root], tree.settings_for(targets[0]))
     seen = {_real(f) for f in found.files}
