@@ -299,7 +299,8 @@ def _per_file(tree, st, paths: list[str], files: list[str]):
 def _check(args) -> int:
     from fakegrad_lint import settings as settings_mod
 
-    paths = args.paths or ["."]
+    # `--stdin-filename` alone reads stdin, as in ruff
+    paths = args.paths or (["-"] if args.stdin_filename else ["."])
     if "-" in paths and len(paths) > 1:
         _err("`-` (standard input) cannot be combined with other paths")
         return EXIT_ERROR

@@ -253,6 +253,8 @@ def test_stdin_check_fix_and_diff(tmp_path):
     assert proc.returncode == 0 and proc.stdout == clean
     proc = lint("-", "--diff", "--stdin-filename", "train.py", stdin=HAZARD, cwd=tmp_path)
     assert proc.returncode == 1 and "--- train.py" in proc.stdout and "+    a_fake" in proc.stdout
+    proc = lint("--stdin-filename", "t.py", "--output-format", "concise", stdin=HAZARD, cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stdout.count("t.py:7:10: FGL001") == 2, proc.stdout + proc.stderr
     proc = lint("-", "other.py", stdin=HAZARD, cwd=tmp_path)
     assert proc.returncode == 2 and "standard input" in proc.stderr
 
