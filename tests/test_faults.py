@@ -232,6 +232,7 @@ def test_noqa_scan_rows_match_for_every_newline():
         assert got.directives == want.directives and got.redirect == want.redirect
 
 
+@pytest.mark.slow
 def test_noqa_scan_memory_is_flat():
     text = "x = [1, 2, 3]  # noqa: FGL001\n" * 40000
     tracemalloc.start()
