@@ -184,7 +184,7 @@ def _project_findings(root: str, targets: list[str], select: frozenset[str] | No
 
     set_run_roots([root])
     tree = settings_mod.ConfigTree(make)
-    found = discover.discover([root], tree.settings_for(targets[0]))
+    found = discover.discover([root], tree.settings_for(targets[0] if targets else root))
     seen = {_real(f) for f in found.files}
     paths = found.files + [t for t in targets if _real(t) not in seen]
     result = pipeline.run(paths, tree.codes_for, pipeline.Options(mode="check"))
@@ -570,7 +570,8 @@ def main(argv: list[str]) -> int:
         _err(f"fakegrad-lint confirm: error: torch is not installed; the runtime checker needs it: {RUNTIME_EXTRA_HINT}")
         return 2
 
-    root = project_root(files[0])
+    first = files[0] if files else os.path.join(os.path.abspath(ns.pytest[0] if ns.pytest else "."), "-")
+    root = project_root(first)
     try:
         findings, file_errors = _project_findings(root, files, codes if ns.select else None)
     except Exception as exc:  # a bad configuration: one line, as check prints it
