@@ -43,6 +43,7 @@ _FINGERPRINT_PARTS = (
     "rules",
     "checker.py",
     "prefilter.py",
+    "lazyparse.py",
     "noqa.py",
     "fix_builders.py",
     "findings.py",

@@ -20,7 +20,6 @@ import os
 import signal
 import sys
 import threading
-import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
@@ -121,9 +120,11 @@ def syntax_error_reason(exc: SyntaxError) -> str:
 
 
 def parse(text: str, path: str) -> ast.Module:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes etc.
-        return ast.parse(text, filename=path)
+    """The module's AST, with function bodies parsed when the analysis first reads
+    them (:mod:`fakegrad_lint.lazyparse`; the same AST as ``ast.parse`` once read)."""
+    from fakegrad_lint import lazyparse
+
+    return lazyparse.parse(text, path)
 
 
 def lint_text(
@@ -143,6 +144,9 @@ def lint_text(
         if tree is None:
             tree = parse(text, path)
         findings = [f for f in checker.check_source(text, path, tree=tree) if f.code in codes]
+        from fakegrad_lint.lazyparse import raise_deferred
+
+        raise_deferred(tree)  # a syntax error in a body the analysis read
     else:
         findings = []
     if report_unused and not may_have_fgl_noqa(text):

@@ -47,6 +47,7 @@ from fakegrad_lint.analysis.values import (
     Value,
     join,
 )
+from fakegrad_lint.lazyparse import LAZY_DEF_TYPES
 from fakegrad_lint.prefilter import ENTRY_WORDS
 
 MAX_DEPTH = 6
@@ -349,7 +350,7 @@ class Interpreter:
             right = self.eval(s.value, st)
             val = self.binop(s, [(left, s.target), (right, s.value)], st)
             self.assign(s.target, val, st, s)
-        elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
+        elif t in _FUNCTION_DEFS:
             fv = self.make_function(s, st)
             st.scope.assign(s.name, fv)
         elif t is ast.ClassDef:
@@ -1629,6 +1630,8 @@ _PARAMLESS_MODULES = frozenset(
 )
 _CONTAINER_MODULES = frozenset({"Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+# with the function definitions whose bodies are parsed on first use (fakegrad_lint.lazyparse)
+_FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, *LAZY_DEF_TYPES)
 
 
 def _is_nn_module_class(q):
@@ -1673,7 +1676,7 @@ def _hot_in_code(node, text, hot_re):
         t = type(n)
         if t is ast.arg or t is ast.AnnAssign:
             a = n.annotation
-        elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+        elif t in _FUNCTION_DEFS:
             a = n.returns
         elif t is ast.Expr and type(n.value) is ast.Constant and isinstance(n.value.value, str):
             a = n.value
