@@ -60,13 +60,13 @@ class _Ctx:
         self.lines = lines
         self.path = path
         self.full: ast.Module | None = None
-        self.error: SyntaxError | None = None
+        self.error: SyntaxError | MemoryError | None = None
 
     def full_tree(self) -> ast.Module | None:
         if self.full is None and self.error is None:
             try:
                 self.full = _parse(self.text, self.path)
-            except SyntaxError as exc:
+            except (SyntaxError, MemoryError) as exc:  # MemoryError: CPython's parser limit
                 self.error = exc
         return self.full
 
@@ -124,7 +124,7 @@ def _materialize(node) -> list:
         ):
             raise ValueError("the body's parse does not match the skeleton")
         return fn.body
-    except (SyntaxError, ValueError, IndexError, AttributeError):
+    except (SyntaxError, ValueError, IndexError, AttributeError, MemoryError):
         pass
     # something the scan did not foresee: take the body from the whole file's parse
     full = ctx.full_tree()

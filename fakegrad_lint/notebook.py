@@ -42,7 +42,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location
+from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location, hidden_unsafe
 from fakegrad_lint.sourcefile import SourceError
 
 __all__ = [
@@ -503,7 +503,19 @@ def to_cells(f: Finding, program: NotebookProgram, layout: Layout) -> Finding:
         fix=fix,
         cell=number,
         extra=extra,
+        trace=tuple(_step_to_cells(t, f.filename, program, layout) for t in f.trace),
     )
+
+
+def _step_to_cells(t, filename: str, program: NotebookProgram, layout: Layout):
+    """A trace step in the notebook itself gets its cell and cell-relative rows."""
+    if t.filename != filename:
+        return t
+    k, start = layout.locate_loose(t.location)
+    k_end, end = layout.locate_loose(t.end_location)
+    if k_end != k:
+        end = Location(layout.counts[k] + 1, 0)
+    return replace(t, location=start, end_location=end, cell=program.parts[k].cell.number)
 
 
 def _cell_syntax_error(exc: SyntaxError, layout: Layout, program: NotebookProgram) -> SyntaxError:
@@ -745,11 +757,11 @@ def process(result, path: str, sf, lint: Callable[[str], list[Finding]], options
                     if new != old
                 )
             else:
-                write_atomic(path, render(nb, changed))
+                write_atomic(path, render(nb, changed), expected=sf.raw)
     layout = layout_of.get(new_text) or program.layout(new_text)
     findings = sorted((to_cells(f, program, layout) for f in findings), key=lambda f: f.sort_key)
     result.findings = findings
     if not options.unsafe_fixes:
         result.hidden_unsafe = sum(
-            1 for f in findings if f.fix is not None and f.fix.edits and f.fix.applicability is Applicability.UNSAFE
+            1 for f in findings if hidden_unsafe(f.fix)
         )
