@@ -57,6 +57,7 @@ from fakegrad_lint.analysis.values import (
     join,
     union,
 )
+from fakegrad_lint.lazyparse import LAZY_DEF_TYPES
 from fakegrad_lint.prefilter import ENTRY_WORDS
 
 MAX_DEPTH = 6
@@ -622,7 +623,7 @@ class Interpreter:
             else:
                 val = self.binop(s, [(left, s.target), (right, s.value)], st)
             self.assign(s.target, val, st, s)
-        elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
+        elif t in _FUNCTION_DEFS:
             fv = self.make_function(s, st)
             st.scope.assign(s.name, fv)
         elif t is ast.ClassDef:
@@ -2471,6 +2472,8 @@ def _dict_val(keys, values):
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+# with the function definitions whose bodies are parsed on first use (fakegrad_lint.lazyparse)
+_FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, *LAZY_DEF_TYPES)
 
 
 def _is_nn_module_class(q):
@@ -2541,7 +2544,7 @@ def _hot_in_code(node, text, hot_re):
         t = type(n)
         if t is ast.arg or t is ast.AnnAssign:
             a = n.annotation
-        elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+        elif t in _FUNCTION_DEFS:
             a = n.returns
         elif t is ast.Expr and type(n.value) is ast.Constant and isinstance(n.value.value, str):
             a = n.value
