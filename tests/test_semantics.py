@@ -651,6 +651,83 @@ w = torch.ones(2, requires_grad=True)
 with FakeTensorMode(allow_non_fake_inputs=True), torch.set_grad_enabled(read_flag()):
     y = (w * 2).sum()
 """,
+    "checkpoint_runs_the_block": """
+from torch.utils.checkpoint import checkpoint
+block = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    checkpoint(block, torch.ones(1, 2), use_reentrant=False).sum().backward()  # FGL001
+""",
+    "checkpoint_of_block_built_inside": """
+from torch.utils.checkpoint import checkpoint
+with FakeTensorMode(allow_non_fake_inputs=True):
+    block = nn.Linear(2, 2)
+    checkpoint(block, torch.ones(1, 2), use_reentrant=False).sum().backward()
+""",
+    "optimizer_step_runs_closure": """
+net = nn.Linear(2, 2)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+
+def closure():
+    loss = net(torch.ones(1, 2)).sum()  # FGL001
+    loss.backward()
+    return loss
+
+with FakeTensorMode(allow_non_fake_inputs=True):
+    opt.step(closure)
+""",
+    "optimizer_step_closure_outside_region": """
+net = nn.Linear(2, 2)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+
+def closure():
+    loss = net(torch.ones(1, 2)).sum()
+    loss.backward()
+    return loss
+
+opt.step(closure)
+""",
+    "getattr_layer_names_from_config": """
+SPEC = [("Linear", (2, 2)), ("Tanh", ())]
+net = nn.Sequential(*[getattr(nn, kind)(*a) for kind, a in SPEC])
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "getattr_paramless_layer_names": """
+SPEC = ["ReLU", "Tanh"]
+net = nn.Sequential(*[getattr(nn, kind)() for kind in SPEC])
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "apply_runs_init_under_strict_mode": """
+def init(m):
+    nn.init.zeros_(m.weight)  # FGL002
+
+net = nn.Linear(2, 2)
+with FakeTensorMode():
+    net.apply(init)
+""",
+    "apply_runs_init_outside_region": """
+def init(m):
+    nn.init.zeros_(m.weight)
+
+net = nn.Linear(2, 2).apply(init)
+with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+    fake = mode.from_tensor(net.weight)
+""",
+    "classmethod_factory_returns_module": """
+class Net(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.fc = nn.Linear(d, 1)
+
+    @classmethod
+    def build(cls, d):
+        return cls(d)
+
+net = Net.build(3)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 3)).sum().backward()  # FGL001
+""",
 }
 
 

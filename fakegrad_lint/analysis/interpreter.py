@@ -1517,6 +1517,10 @@ class Interpreter:
                 return self.call_function(m, [recv] + list(args), kwargs, st,
                                           site=(e, [e.func.value] + _arg_exprs(e), [recv] + list(args)))
             return UNKNOWN
+        if isinstance(recv, OptimizerVal):
+            if name == "step" and args:
+                return self.call_value(e, args[0], [], {}, st, func_expr=None)  # step(closure) runs the closure
+            return UNKNOWN
         if isinstance(recv, ExitStackVal):
             if name == "enter_context" and args:
                 undo = []
@@ -1628,6 +1632,8 @@ class Interpreter:
         if name in N.MODULE_SELF_METHODS:
             if name == "to" and (_is_meta(args) or _is_meta(list(kwargs.values()))):
                 mod.meta = True
+            if name == "apply" and args:
+                self.call_value(e, args[0], [mod], {}, st, func_expr=None)  # fn(m) for every submodule m
             return mod
         if name in ("register_parameter", "register_buffer") and len(args) >= 2 and isinstance(args[0], ConstVal):
             mod.attrs[str(args[0].value)] = args[1]
@@ -1793,6 +1799,10 @@ class Interpreter:
             return DecoratorVal() if not args else UNKNOWN
         if q in N.EXPORT:
             return ExportedProgramVal(first)
+        if q in N.CALL_THROUGH:
+            # checkpoint(fn, *args): the function runs on the arguments (its own keywords dropped)
+            return self.call_value(e, first, list(args[1:]), {k: v for k, v in kwargs.items() if k not in N.CALL_THROUGH[q]},
+                                   st, func_expr=e.args[0] if e.args else None)
         if q in N.SKIP_INIT:
             return self.call_value(e, first, list(args[1:]), kwargs, st, func_expr=None)
         for kind, qs in N.FUNC_TRANSFORMS.items():
@@ -1902,6 +1912,10 @@ class Interpreter:
             return UNKNOWN
         if name in ("getattr",) and len(args) >= 2 and isinstance(args[1], ConstVal) and isinstance(args[1].value, str):
             return self.attribute(e, args[0], args[1].value, st)
+        if name in ("getattr",) and len(args) == 2 and isinstance(args[1], MaybeVal):
+            # a name among known strings (a config's entries): each of them, or one of them
+            return self.over_options(args[1], lambda o: (
+                self.attribute(e, args[0], o.value, st) if isinstance(o, ConstVal) and isinstance(o.value, str) else UNKNOWN), st)
         if name in ("max", "min", "abs") and args and any(_is_tensorish(a) for a in args):
             return self.op(e, [(a, None) for a in args], st, differentiable=name == "abs")
         return UNKNOWN
@@ -2279,8 +2293,10 @@ def _interesting(v, depth=0):
     """Does this value carry anything the rules care about?"""
     if isinstance(v, TVal):
         return bool(v.origins or v.mode is not None or v.leaks)
-    if isinstance(v, (ModuleVal, ModeVal, CtxVal, ExitStackVal, TracedFn, OptimizerVal)):
+    if isinstance(v, (ModuleVal, ModeVal, CtxVal, ExitStackVal, TracedFn, OptimizerVal, TransformVal, ExportedProgramVal)):
         return True
+    if isinstance(v, ClassVal):
+        return v.is_module  # calling it makes a module
     if isinstance(v, (SeqVal, MaybeVal)) and depth < 3:
         items = v.items if isinstance(v, SeqVal) else v.options
         return any(_interesting(x, depth + 1) for x in items)

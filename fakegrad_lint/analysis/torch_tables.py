@@ -349,3 +349,9 @@ MAKE_FX_FAKE_TRACING = frozenset({"fake", "symbolic"})
 MODEL_OUTPUT_ATTRS = frozenset(
     {"logits", "loss", "last_hidden_state", "hidden_states", "pooler_output", "sample", "prediction_logits", "attentions"}
 )
+
+# Functions that call their first argument with the rest (the values are their own
+# keywords, dropped from the call): torch.utils.checkpoint runs the block itself.
+CALL_THROUGH = {
+    "torch.utils.checkpoint.checkpoint": frozenset({"use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug"}),
+}
