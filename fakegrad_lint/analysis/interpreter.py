@@ -211,6 +211,8 @@ class Interpreter:
     # ------------------------------------------------------------------ driver
     def run(self) -> list[Leak]:
         st = State(self.module_scope)
+        # the file runs as a script (how its hazards show): `if __name__ == "__main__":` is taken
+        self.module_scope.vars["__name__"] = ConstVal("__main__")
         stopped = False
         for i, stmt in enumerate(self.tree.body):
             if stopped and not isinstance(stmt, _DEFINITIONS):
@@ -1282,6 +1284,8 @@ class Interpreter:
                 a = cls.lookup_attr(attr)
                 if a is not None:
                     return (a.default or UNKNOWN) if isinstance(a, FieldVal) else a
+            if isinstance(obj, ModuleVal) and obj.cls is None and attr in N.MODULE_WRAPPER_ATTRS:
+                return obj  # DataParallel(m).module, torch.compile(m)._orig_mod: the same parameters
             if isinstance(obj, ModuleVal) and attr in N.MODULE_PARAM_ATTRS:
                 if obj.is_real():
                     return TVal(frozenset([Origin(f"{dotted_name(e) or attr}", "parameter", e.lineno, parent=obj.origin, param=attr)]))
@@ -1871,6 +1875,10 @@ class Interpreter:
             if isinstance(a, SeqVal):
                 return SeqVal(a.items, a.elts if name in ("list", "tuple") else None)
             return SeqVal((self.iter_item(a),))
+        if name in ("setattr", "object.__setattr__") and len(args) == 3 and isinstance(args[1], ConstVal):
+            if isinstance(args[0], (InstanceVal, ModuleVal, ClassVal)) and isinstance(args[1].value, str):
+                args[0].attrs[args[1].value] = args[2]  # (a frozen dataclass's __post_init__)
+            return UNKNOWN
         if name == "super":
             fv = st.fv
             cls = args[0] if args and isinstance(args[0], ClassVal) else (fv.cls if fv is not None else None)

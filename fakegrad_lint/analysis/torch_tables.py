@@ -355,3 +355,6 @@ MODEL_OUTPUT_ATTRS = frozenset(
 CALL_THROUGH = {
     "torch.utils.checkpoint.checkpoint": frozenset({"use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug"}),
 }
+
+# Attributes of torch's wrapper modules that give back the wrapped module
+MODULE_WRAPPER_ATTRS = frozenset({"module", "_orig_mod", "_fsdp_wrapped_module", "_checkpoint_wrapped_module"})
