@@ -21,6 +21,7 @@ import builtins
 import re
 
 from fakegrad_lint.analysis import torch_tables as N
+from fakegrad_lint.analysis.context import DispatchContext
 from fakegrad_lint.analysis.leaks import Leak, Route, Verdict
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.positions import PositionMap
@@ -123,49 +124,48 @@ class Scope:
 
 
 class State:
-    __slots__ = ("scope", "regions", "grad_enabled", "dispatch_off", "patched", "fake_copy", "returns", "depth", "stack", "self_val", "sites", "cur",
-                 "may", "meta_device", "fv")
+    """Where the interpreter is: the scope, the dispatch context (one immutable
+    value, ``ctx``) and the call stack."""
+
+    __slots__ = ("scope", "ctx", "returns", "depth", "stack", "self_val", "sites", "cur", "fv")
 
     def __init__(self, scope):
         self.scope = scope
-        self.regions: list[Region] = []
-        self.grad_enabled = True
-        self.dispatch_off = 0
-        self.patched: set = set()
-        self.fake_copy = None
+        self.ctx = DispatchContext()
         self.returns: list = []
         self.depth = 0
         self.stack: tuple = ()
         self.self_val = None
         self.sites: tuple = ()  # (caller func node, call node, arg exprs, arg values) per descent
         self.cur = None  # (block, index) of the statement being executed
-        self.may = 0  # > 0: running a path that only may be taken (one option of a may value)
-        self.meta_device = False  # inside `with torch.device("meta"):`
         self.fv = None  # the FuncVal being run
 
     def child(self, scope):
         c = State(scope)
-        c.regions = self.regions
-        c.grad_enabled = self.grad_enabled
-        c.dispatch_off = self.dispatch_off
-        c.patched = self.patched
-        c.fake_copy = self.fake_copy
+        c.ctx = self.ctx
         c.depth = self.depth + 1
         c.stack = self.stack
         c.sites = self.sites
-        c.may = self.may
-        c.meta_device = self.meta_device
         return c
 
+    # the fields of the context, read (and replaced) by name
+    regions = property(lambda self: self.ctx.regions)
+    patched = property(lambda self: self.ctx.patched)
+    grad_enabled = property(lambda self: self.ctx.grad_enabled,
+                            lambda self, v: setattr(self, "ctx", self.ctx.but(grad_enabled=v)))
+    dispatch_off = property(lambda self: self.ctx.dispatch_off,
+                            lambda self, v: setattr(self, "ctx", self.ctx.but(dispatch_off=v)))
+    fake_copy = property(lambda self: self.ctx.fake_copy,
+                         lambda self, v: setattr(self, "ctx", self.ctx.but(fake_copy=v)))
+    meta_device = property(lambda self: self.ctx.meta_device,
+                           lambda self, v: setattr(self, "ctx", self.ctx.but(meta_device=v)))
+    may = property(lambda self: self.ctx.may, lambda self, v: setattr(self, "ctx", self.ctx.but(may=v)))
+
     def active_region(self):
-        if self.regions and not self.dispatch_off:
-            return self.regions[-1]
-        return None
+        return self.ctx.active_region()
 
     def allow_of(self, mode):
-        return True if mode in self.patched else mode.allow
-
-
+        return self.ctx.allow_of(mode)
 
 
 def _const_kw(call, name, default=None):
@@ -519,10 +519,11 @@ class Interpreter:
             self.exec_block(s.body, st)
         finally:
             for fn in reversed(undo):
-                fn()
+                fn(st)
 
     def enter(self, cm, st, undo, with_node=None, index=-1, bound=None, expr=None, may=False):
-        """Enter a context manager value; push what it changes and its undo on ``undo``.
+        """Enter a context manager value: ``st.ctx`` becomes the context inside it; its undo,
+        a function of the state that leaves it, goes on ``undo``.
         ``may``: the value is entered on some paths only (its region proves nothing)."""
         if isinstance(cm, MaybeVal):
             opts = [o for o in cm.options if not _is_none_const(o)]
@@ -549,34 +550,31 @@ class Interpreter:
                     name = d
             region = Region(cm, cm.allow, with_node, index, name, may=bool(may or st.may))
             region.func_node = st.scope.func_node
-            st.regions.append(region)
-            regions = st.regions
-            undo.append(lambda: regions.remove(region) if region in regions else None)
+            st.ctx = st.ctx.entering(region)
+            undo.append(lambda s: setattr(s, "ctx", s.ctx.leaving(region)))
             return cm
         if isinstance(cm, CtxVal):
             k = cm.kind
             if k == "grad_off" or k == "grad_on":
                 old = st.grad_enabled
                 st.grad_enabled = k == "grad_on"
-                undo.append(lambda: setattr(st, "grad_enabled", old))
+                undo.append(lambda s: setattr(s, "grad_enabled", old))
             elif k == "unset_fake":
                 st.dispatch_off += 1
-                undo.append(lambda: setattr(st, "dispatch_off", st.dispatch_off - 1))
+                undo.append(lambda s: setattr(s, "dispatch_off", max(0, s.dispatch_off - 1)))
             elif k == "fake_copy":
                 old = st.fake_copy
                 st.fake_copy = cm.target
-                undo.append(lambda: setattr(st, "fake_copy", old))
+                undo.append(lambda s: setattr(s, "fake_copy", old))
             elif k == "patch_allow":
-                if cm.target is not None:
+                if cm.target is not None and cm.target not in st.patched:
                     target = cm.target
-                    added = target not in st.patched
-                    st.patched.add(target)
-                    if added:
-                        undo.append(lambda: st.patched.discard(target))
+                    st.ctx = st.ctx.but(patched=st.patched | {target})
+                    undo.append(lambda s: setattr(s, "ctx", s.ctx.but(patched=s.patched - {target})))
             elif k == "meta_device":
                 old_meta = st.meta_device
                 st.meta_device = True
-                undo.append(lambda: setattr(st, "meta_device", old_meta))
+                undo.append(lambda s: setattr(s, "meta_device", old_meta))
             elif k == "gen":
                 return self.enter_generator(cm, st, undo, with_node, index, bound)
             return UNKNOWN
@@ -584,9 +582,9 @@ class Interpreter:
             marker = []  # undo actions of the contexts entered through this stack
             cm.pushed.append(marker)
 
-            def close(marker=marker):
+            def close(s, marker=marker):
                 for fn in reversed(marker):
-                    fn()
+                    fn(s)
                 marker.clear()
 
             undo.append(close)
@@ -615,17 +613,15 @@ class Interpreter:
                 r.may = r.may or may
         exit_fn = cm.cls.lookup_method("__exit__")
 
-        def leave():
+        def leave(s):
             if exit_fn is not None:
                 try:
-                    self.call_function(exit_fn, [cm, ConstVal(None), ConstVal(None), ConstVal(None)], {}, st,
+                    self.call_function(exit_fn, [cm, ConstVal(None), ConstVal(None), ConstVal(None)], {}, s,
                                        force=True, propagate=True)
                 except (Crashed, YieldReached, _BlockExit):
                     pass
             # what __enter__ opened and __exit__ did not close (unknown to us) ends here
-            for r in list(st.regions):
-                if r not in before:
-                    st.regions.remove(r)
+            s.ctx = s.ctx.but(regions=tuple(r for r in s.regions if r in before))
 
         undo.append(leave)
         return res
@@ -634,31 +630,24 @@ class Interpreter:
         """Enter a @contextmanager helper: run it up to its ``yield`` and keep the
         regions and grad state active there for the body of the ``with``."""
         fv, args, kwargs = cm.target
-        before = list(st.regions)
-        old_grad, old_off, old_patched = st.grad_enabled, st.dispatch_off, set(st.patched)
+        outer = st.ctx
         prev, self._capture_gen = self._capture_gen, fv.node
         try:
             self.call_function(fv, args, kwargs, st, run_generator=True)
         except YieldReached as y:
-            # the generator's own with-blocks were unwound by the exception: re-apply
-            for r in y.regions:
-                if r not in st.regions:
-                    st.regions.append(r)
-                    if r.mode is y.value and with_node is not None:
-                        # the helper yields its mode: the block can bind and use it
-                        r.with_node, r.item_index, r.bound_name = with_node, index, bound
-                        r.func_node = st.scope.func_node
-            st.grad_enabled = y.grad_enabled
-            st.dispatch_off = y.dispatch_off
-            st.patched |= y.patched
-            regions = st.regions
+            # the context at the yield is the context of the block (the exception
+            # unwound the generator's own with-blocks, not what they had entered)
+            for r in y.ctx.regions:
+                if r not in outer.regions and r.mode is y.value and with_node is not None:
+                    # the helper yields its mode: the block can bind and use it
+                    r.with_node, r.item_index, r.bound_name = with_node, index, bound
+                    r.func_node = st.scope.func_node
+            st.ctx = y.ctx.but(patched=outer.patched | y.ctx.patched, may=outer.may)
 
-            def restore():
-                for r in list(regions):
-                    if r not in before:
-                        regions.remove(r)
-                st.grad_enabled, st.dispatch_off = old_grad, old_off
-                st.patched.intersection_update(old_patched)
+            def restore(s):
+                s.ctx = s.ctx.but(regions=tuple(r for r in s.regions if r in outer.regions),
+                                  grad_enabled=outer.grad_enabled, dispatch_off=outer.dispatch_off,
+                                  patched=s.patched & outer.patched)
 
             undo.append(restore)
             return y.value
@@ -954,9 +943,13 @@ class Interpreter:
             self.exec_block(node.body, cst)
         except _BlockExit:
             pass
-        if propagate and not run_generator and not fv.grad_off:
-            st.grad_enabled, st.dispatch_off = cst.grad_enabled, cst.dispatch_off
-            st.fake_copy, st.meta_device = cst.fake_copy, cst.meta_device
+        if not run_generator:
+            # what the function entered and did not leave stays entered, as in Python
+            # (its own `@torch.no_grad()` ends with it; its may-paths are its own)
+            ctx = cst.ctx.but(may=st.may)
+            if fv.grad_off or not propagate:
+                ctx = ctx.but(grad_enabled=st.grad_enabled)
+            st.ctx = ctx
         if is_gen and not run_generator:
             return SeqVal(tuple(cst.returns))
         if not cst.returns:
@@ -1160,10 +1153,7 @@ class Interpreter:
     def on_yield(self, v, st):
         if st.stack and self._capture_gen is st.stack[-1]:
             y = YieldReached(st, v)
-            y.regions = list(st.regions)
-            y.grad_enabled = st.grad_enabled
-            y.dispatch_off = st.dispatch_off
-            y.patched = set(st.patched)
+            y.ctx = st.ctx
             raise y
         st.returns.append(v)
 
@@ -1452,16 +1442,14 @@ class Interpreter:
         mode = tf.mode
         fake_args = [_fake_copy(a, mode) for a in args]
         region = Region(mode, mode.allow, None, -1, None)
-        region.func_node = None  # type: ignore[attr-defined]
-        st.regions.append(region)
+        st.ctx = st.ctx.entering(region)
         try:
             if isinstance(tf.func, (FuncVal, BoundMethod, ModuleVal)):
                 res = self.call_value(e, tf.func, fake_args, kwargs, st)
             else:
                 res = UNKNOWN
         finally:
-            if region in st.regions:
-                st.regions.remove(region)
+            st.ctx = st.ctx.leaving(region)
         return res
 
     def module_call(self, e, mod, func_expr, args, kwargs, st):
@@ -1494,7 +1482,7 @@ class Interpreter:
             if name == "__exit__":
                 for r in reversed(st.regions):
                     if r.mode is recv:
-                        st.regions.remove(r)
+                        st.ctx = st.ctx.leaving(r)
                         break
                 return UNKNOWN
             return UNKNOWN
@@ -1957,7 +1945,6 @@ class Interpreter:
                     mode = m
                     route = "leaked-mix"
                     region = Region(m, m.allow, None, -1, None)
-                    region.func_node = None  # type: ignore[attr-defined]
                     break
         leaks = frozenset()
         for v, _ in flat:
@@ -2035,10 +2022,10 @@ class Interpreter:
             return None
         from fakegrad_lint.fix_builders import FixPlan
 
-        if getattr(region, "func_node", None) is not st.scope.func_node:
+        if region.func_node is not st.scope.func_node:
             # the leak is inside a helper called from the block: convert the argument
             # that carries the real value at the call in the block
-            site = next((x for x in reversed(st.sites) if x[0] is getattr(region, "func_node", None)), None)
+            site = next((x for x in reversed(st.sites) if x[0] is region.func_node), None)
             if site is None:
                 return None
             _, call, exprs, values = site
