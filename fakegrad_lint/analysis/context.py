@@ -5,6 +5,7 @@ manager makes a new one, so a saved context can never change under its holder.""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 
 @dataclass(frozen=True)
@@ -35,3 +36,13 @@ class DispatchContext:
 
     def but(self, **changes) -> DispatchContext:
         return replace(self, **changes)
+
+
+class CallSite(NamedTuple):
+    """One descent into a function: where the fix of a leak inside it can convert
+    the argument that carries the real value."""
+
+    caller: object  # the calling function's node (the module for top-level code)
+    call: object  # the ast.Call
+    arg_exprs: list  # the argument expressions, aligned with ``arg_values`` (None: not an expression)
+    arg_values: list

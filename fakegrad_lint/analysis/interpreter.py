@@ -21,7 +21,7 @@ import builtins
 import re
 
 from fakegrad_lint.analysis import torch_tables as N
-from fakegrad_lint.analysis.context import DispatchContext
+from fakegrad_lint.analysis.context import CallSite, DispatchContext
 from fakegrad_lint.analysis.leaks import Leak, Route, Verdict
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.positions import PositionMap
@@ -136,7 +136,7 @@ class State:
         self.depth = 0
         self.stack: tuple = ()
         self.self_val = None
-        self.sites: tuple = ()  # (caller func node, call node, arg exprs, arg values) per descent
+        self.sites: tuple[CallSite, ...] = ()  # one per descent into a function
         self.cur = None  # (block, index) of the statement being executed
         self.fv = None  # the FuncVal being run
 
@@ -930,7 +930,7 @@ class Interpreter:
         cst = st.child(scope)
         cst.stack = st.stack + (node,)
         if site is not None:
-            cst.sites = st.sites + ((st.scope.func_node,) + site,)
+            cst.sites = st.sites + (CallSite(st.scope.func_node, *site),)
         cst.fv = fv
         self.bind_args(fv, args, kwargs, scope)
         if fv.grad_off:
@@ -2025,7 +2025,7 @@ class Interpreter:
         if region.func_node is not st.scope.func_node:
             # the leak is inside a helper called from the block: convert the argument
             # that carries the real value at the call in the block
-            site = next((x for x in reversed(st.sites) if x[0] is region.func_node), None)
+            site = next((x for x in reversed(st.sites) if x.caller is region.func_node), None)
             if site is None:
                 return None
             _, call, exprs, values = site
