@@ -728,6 +728,61 @@ net = Net.build(3)
 with FakeTensorMode(allow_non_fake_inputs=True):
     net(torch.ones(1, 3)).sum().backward()  # FGL001
 """,
+    "forward_opens_region": """
+class Probe(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(3, 3)
+    def forward(self, x):
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return self.net(x)  # FGL001
+probe = Probe()
+out = probe(torch.ones(1, 3))
+out.sum().backward()
+""",
+    "forward_opens_region_converts": """
+class Probe(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(3, 3)
+    def forward(self, x):
+        with FakeTensorMode(allow_non_fake_inputs=True) as m:
+            return torch.func.functional_call(self.net, {k: m.from_tensor(v) for k, v in self.net.named_parameters()}, (x,))
+probe = Probe()
+out = probe(torch.ones(1, 3))
+out.sum().backward()
+""",
+    "contextmanager_enter_try_finally": """
+@contextlib.contextmanager
+def fake_ctx(allow=True):
+    mode = FakeTensorMode(allow_non_fake_inputs=allow)
+    mode.__enter__()
+    try:
+        yield mode
+    finally:
+        mode.__exit__(None, None, None)
+net = nn.Linear(3, 3)
+with fake_ctx():
+    net(torch.ones(1, 3)).sum().backward()  # FGL001
+""",
+    "exit_stack_passed_to_helper": """
+def setup(stack, allow):
+    stack.enter_context(FakeTensorMode(allow_non_fake_inputs=allow))
+net = nn.Linear(3, 3)
+with contextlib.ExitStack() as stack:
+    setup(stack, True)
+    net(torch.ones(1, 3)).sum().backward()  # FGL001
+""",
+    "init_default_or_mode": """
+class Est:
+    def __init__(self, model, mode=None):
+        self.model = model
+        self.mode = mode or FakeTensorMode(allow_non_fake_inputs=True)
+    def run(self, x):
+        with self.mode:
+            self.model(x).sum().backward()  # FGL001
+Est(nn.Linear(3, 3)).run(torch.ones(1, 3))
+""",
 }
 
 

@@ -1453,8 +1453,18 @@ class Interpreter:
         return res
 
     def module_call(self, e, mod, func_expr, args, kwargs, st):
+        fwd = mod.cls.lookup_method("forward") if isinstance(mod, ModuleVal) and mod.cls is not None else None
+        if (isinstance(fwd, FuncVal) and st.active_region() is None and fwd.node not in st.stack
+                and self._opens_region(fwd.node)):
+            # outside any region, a module of the file whose forward opens one: calling it runs forward
+            return self.call_function(fwd, [mod] + list(args), kwargs, st,
+                                      site=(e, [func_expr] + _arg_exprs(e), [mod] + list(args)))
         operands = [(mod, func_expr)] + _operands(e, args, kwargs)
         return self.op(e, operands, st)
+
+    def _opens_region(self, node):
+        text = "\n".join(self.pos.lines[node.lineno - 1 : node.end_lineno])
+        return bool(self._entry_re().search(text))
 
     def call_method(self, e, recv, name, args, kwargs, st):
         if isinstance(recv, MaybeVal):
