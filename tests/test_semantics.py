@@ -783,6 +783,25 @@ class Est:
             self.model(x).sum().backward()  # FGL001
 Est(nn.Linear(3, 3)).run(torch.ones(1, 3))
 """,
+    "fake_from_may_region_mixed_after": """
+w = torch.ones(2, requires_grad=True)
+with (FakeTensorMode(allow_non_fake_inputs=True) if read_flag() else contextlib.nullcontext()):
+    feats = torch.ones(2) * 3
+(feats * w).sum().backward()
+""",
+    "fake_from_region_mixed_after": """
+w = torch.ones(2, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    feats = torch.ones(2) * 3
+(feats * w).sum().backward()  # FGL003
+""",
+    "backward_on_one_of_two_losses": """
+w = torch.ones(2, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    a = (w * 2).sum()  # FGL004
+    loss = a if read_flag() else torch.ones(())
+    loss.backward()
+""",
 }
 
 

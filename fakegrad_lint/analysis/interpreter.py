@@ -1468,6 +1468,14 @@ class Interpreter:
 
     def call_method(self, e, recv, name, args, kwargs, st):
         if isinstance(recv, MaybeVal):
+            opts = [o for o in recv.options if not isinstance(o, ConstVal)]  # a constant has no such method
+            if name == "backward" and opts and all(isinstance(o, TVal) for o in opts):
+                # the sink reaches what is in the graph on every path
+                taints = [o.taint() for o in opts]
+                common = frozenset.union(*taints) if recv.each else frozenset.intersection(*taints)
+                return self.tensor_method(e, TVal(frozenset(), None, common), name, args, kwargs, st)
+            if len(opts) == 1:
+                return self.call_method(e, opts[0], name, args, kwargs, st)
             return self.over_options(recv, lambda o: self.call_method(e, o, name, args, kwargs, st), st)
         if isinstance(recv, (SuperVal, ClassVal)):
             return self.call_value(e, self.attribute(e.func, recv, name, st), args, kwargs, st)
@@ -1776,7 +1784,7 @@ class Interpreter:
                 # a factory: born fake inside a region, real (maybe requires grad) outside
                 region = st.active_region()
                 if region is not None:
-                    return TVal(frozenset(), region.mode)
+                    return TVal(frozenset(), region.mode, may_fake=region.may or bool(st.may))
                 if _kw_true(kwargs, "requires_grad") and not _is_meta(list(kwargs.values())) and not st.meta_device:
                     return TVal(frozenset([Origin("tensor", "tensor", e.lineno)]))
                 return TVal()
@@ -1954,7 +1962,8 @@ class Interpreter:
                 if m is not None:
                     mode = m
                     route = "leaked-mix"
-                    region = Region(m, m.allow, None, -1, None)
+                    # a value made fake on some paths only proves no leak
+                    region = Region(m, m.allow, None, -1, None, may=not v.proven_fake())
                     break
         leaks = frozenset()
         for v, _ in flat:
@@ -1985,7 +1994,7 @@ class Interpreter:
                     rec = self.record(node, origin, whole.get(id(v), v), ex, region, route, allow, st, grad, fake_ex, may)
                     if rec is not None:
                         new.append(rec)
-            return TVal(frozenset(), mode, (leaks | frozenset(new)) if grad else frozenset())
+            return TVal(frozenset(), mode, (leaks | frozenset(new)) if grad else frozenset(), may_fake=region_may)
         origins = frozenset()
         if grad:
             for v, _ in flat:
@@ -2100,8 +2109,8 @@ class Interpreter:
 
     def sink(self, v, desc, node, st, inputs=None):
         leaks = v.taint()
-        if not leaks:
-            return
+        if not leaks or st.may:
+            return  # (a sink on a path that only may be taken proves no hazard)
         wanted = None
         if inputs is not None and inputs is not UNKNOWN:
             wanted = set()
