@@ -802,6 +802,16 @@ with FakeTensorMode(allow_non_fake_inputs=True):
     loss = a if read_flag() else torch.ones(())
     loss.backward()
 """,
+    "state_dict_under_strict_mode": """
+net = nn.Linear(2, 2)
+with FakeTensorMode():
+    sd = net.state_dict()  # FGL002
+""",
+    "state_dict_under_allow_mode": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    sd = net.state_dict()
+""",
 }
 
 

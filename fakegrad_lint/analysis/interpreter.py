@@ -1619,6 +1619,17 @@ class Interpreter:
             return SeqVal((mod,))
         if name in ("named_children", "named_modules"):
             return SeqVal((SeqVal((UNKNOWN, mod), (UNKNOWN, mod)),))
+        if name in N.MODULE_DETACHING_METHODS and real:
+            region = st.active_region()
+            if region is not None and st.allow_of(region.mode) is False:
+                # it detaches every parameter: an op on real tensors under a strict mode
+                # (no fix: the call is not the module's own call that a fix rewrites)
+                try:
+                    self.op(e, [(mod, e.func.value)], st, differentiable=False)
+                finally:
+                    for rec in self.records.values():
+                        if rec.node is e:
+                            rec.fix_plan = None
         if name in ("state_dict", "buffers", "named_buffers"):
             t = TVal(frozenset(), mod.mode)
             return SeqVal((SeqVal((UNKNOWN, t), (UNKNOWN, t)),)) if name == "named_buffers" else SeqVal((t,))

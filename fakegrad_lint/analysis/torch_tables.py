@@ -358,3 +358,7 @@ CALL_THROUGH = {
 
 # Attributes of torch's wrapper modules that give back the wrapped module
 MODULE_WRAPPER_ATTRS = frozenset({"module", "_orig_mod", "_fsdp_wrapped_module", "_checkpoint_wrapped_module"})
+
+# Module methods that run an op (detach) on every parameter: under a strict mode a
+# real module's call crashes (state_dict() without keep_vars=True)
+MODULE_DETACHING_METHODS = frozenset({"state_dict"})
