@@ -812,6 +812,52 @@ net = nn.Linear(2, 2)
 with FakeTensorMode(allow_non_fake_inputs=True):
     sd = net.state_dict()
 """,
+    "dual_use_decorator_without_arguments": """
+def dry_run(fn=None, *, allow=True):
+    def decorate(func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with FakeTensorMode(allow_non_fake_inputs=allow):
+                return func(*args, **kwargs)
+        return wrapper
+    if fn is not None:
+        return decorate(fn)
+    return decorate
+
+@dry_run
+def step(net):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+
+step(nn.Linear(2, 2))
+""",
+    "dual_use_decorator_with_arguments": """
+def dry_run(fn=None, *, allow=True):
+    def decorate(func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with FakeTensorMode(allow_non_fake_inputs=allow), torch.no_grad():
+                return func(*args, **kwargs)
+        return wrapper
+    if fn is not None:
+        return decorate(fn)
+    return decorate
+
+@dry_run(allow=True)
+def step(net):
+    return net(torch.ones(1, 2)).shape
+
+step(nn.Linear(2, 2))
+""",
+    "comparisons_of_known_values": """
+MODE = "fake"
+w = torch.ones(2, requires_grad=True)
+if MODE == "fake" and MODE in ("fake", "meta") and w is not None:
+    ctx = FakeTensorMode(allow_non_fake_inputs=True)
+else:
+    ctx = contextlib.nullcontext()
+with ctx:
+    (w * 2).sum().backward()  # FGL001
+""",
 }
 
 

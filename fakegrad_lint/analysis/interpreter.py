@@ -1350,6 +1350,9 @@ class Interpreter:
             return self.binop(e, [(v, e.operand)], st)
         if t is ast.Compare:
             vals = [(self.eval(e.left, st), e.left)] + [(self.eval(c, st), c) for c in e.comparators]
+            known = _compare(e.ops, [v for v, _ in vals])
+            if known is not None:
+                return ConstVal(known)
             if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in e.ops):
                 return UNKNOWN
             if any(_is_tensorish(v) for v, _ in vals):
@@ -2479,6 +2482,62 @@ def _c3_mro(cv):
 
 def _is_none_const(v):
     return isinstance(v, ConstVal) and v.value is None
+
+
+_KNOWN_OBJECTS = (ModeVal, CtxVal, ExitStackVal, FuncVal, ClassVal, BoundMethod, PartialVal, TracedFn, TransformVal,
+                  OptimizerVal, DecoratorVal, InstanceVal, ModuleVal, TVal, SeqVal, ExportedProgramVal, FieldVal)
+_CMP = {
+    ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
+}
+
+
+def _is_none_test(v):
+    """``v is None``: True, False, or None when not known."""
+    if isinstance(v, ConstVal):
+        return v.value is None
+    if isinstance(v, _KNOWN_OBJECTS):
+        return False
+    if isinstance(v, MaybeVal):
+        answers = {_is_none_test(o) for o in v.options}
+        return answers.pop() if len(answers) == 1 else None
+    return None
+
+
+def _compare(ops, vals):
+    """A comparison Python can answer from known values (None: not known)."""
+    result = True
+    for op, a, b in zip(ops, vals, vals[1:]):
+        t = type(op)
+        if t in (ast.Is, ast.IsNot):
+            if _is_none_const(b):
+                r = _is_none_test(a)
+            elif _is_none_const(a):
+                r = _is_none_test(b)
+            else:
+                return None
+            if r is None:
+                return None
+            r = r if t is ast.Is else not r
+        elif t in _CMP and isinstance(a, ConstVal) and isinstance(b, ConstVal):
+            try:
+                r = bool(_CMP[t](a.value, b.value))
+            except Exception:
+                return None
+        elif t in (ast.In, ast.NotIn) and isinstance(a, ConstVal) and isinstance(b, SeqVal) and b.elts is not None:
+            keys = b.keys if b.keys is not None else b.elts
+            if b.keys is None and not all(isinstance(x, ConstVal) for x in keys):
+                return None
+            pool = [k for k in keys] if b.keys is not None else [x.value for x in keys]
+            try:
+                r = a.value in pool
+            except Exception:
+                return None
+            r = r if t is ast.In else not r
+        else:
+            return None
+        result = result and r
+    return result
 
 
 def _mark_may_regions(regions, before):
