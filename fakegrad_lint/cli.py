@@ -281,8 +281,7 @@ def _check(args) -> int:
     text = report.render(st.output_format, ctx)
     if args.show_fixes and ctx.fixed_by_file and mode in ("fix", "fix-only") and st.output_format in ("text", "concise"):
         text += _show_fixes(ctx)
-    sys.stdout.write(text)
-    sys.stdout.flush()
+    _write_out(text)
 
     if errors:
         return EXIT_ERROR
@@ -293,6 +292,27 @@ def _check(args) -> int:
     if args.exit_zero:
         return EXIT_CLEAN
     return EXIT_FINDINGS if findings else EXIT_CLEAN
+
+
+def _write_out(text: str) -> None:
+    """Write the report; a character stdout's encoding cannot hold (a file
+    name's undecodable byte, kept as a surrogate escape) is written as the
+    original byte, or escaped, instead of ending the run with a traceback."""
+    try:
+        sys.stdout.write(text)
+    except UnicodeEncodeError:
+        encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+        try:
+            data = text.encode(encoding, "surrogateescape")
+        except UnicodeEncodeError:
+            data = text.encode(encoding, "backslashreplace")
+        buffer = getattr(sys.stdout, "buffer", None)
+        if buffer is None:
+            sys.stdout.write(data.decode(encoding, "replace"))
+        else:
+            sys.stdout.flush()
+            buffer.write(data)
+    sys.stdout.flush()
 
 
 def _show_fixes(ctx) -> str:

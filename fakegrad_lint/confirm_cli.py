@@ -26,7 +26,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 
 RUNTIME_EXTRA_HINT = "pip install 'fakegrad-lint[runtime]'"
 DEFAULT_TIMEOUT = 120.0
@@ -60,9 +59,24 @@ def _build_parser() -> argparse.ArgumentParser:
 # -- static side ----------------------------------------------------------------
 
 
-def _resolve_module(name: str) -> str | None:
-    """The file ``python -m name`` would run, found without importing anything when possible."""
+def _resolve_module(name: str, timeout: float = DEFAULT_TIMEOUT) -> str | None:
+    """The file ``python -m name`` would run. Looked up on disk without
+    importing anything; when that does not find it (a module inside a
+    package whose ``__init__`` extends ``__path__``, a zip ...), the lookup
+    runs in a child process under ``timeout``: finding ``pkg.mod`` imports
+    ``pkg``, which is user code and never runs in this process."""
+    found = _module_on_disk(name)
+    if found is not None:
+        return found or None
+    return _module_in_child(name, timeout)
+
+
+def _module_on_disk(name: str) -> str | None:
+    """The file, ``""`` when the module is known not to be runnable (a package
+    without ``__main__.py``), ``None`` when the disk alone cannot tell."""
     parts = name.split(".")
+    if not all(p.isidentifier() for p in parts):
+        return None
     for base in [os.getcwd(), *[p for p in sys.path if p]]:
         cur = base
         for i, part in enumerate(parts):
@@ -72,24 +86,54 @@ def _resolve_module(name: str) -> str | None:
                 cur = pkg
                 if last:
                     main = os.path.join(pkg, "__main__.py")
-                    return main if os.path.isfile(main) else None
+                    return main if os.path.isfile(main) else ""
                 continue
             mod = pkg + ".py"
             if last and os.path.isfile(mod):
                 return mod
             break
-    try:
-        import importlib.util
+    return None
 
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
+
+_FIND_SPEC = (
+    "import sys\n"
+    "if sys.path and sys.path[0] == '': sys.path.pop(0)\n"
+    "import importlib.util, os\n"
+    "sys.path.insert(0, os.getcwd())\n"
+    "try:\n"
+    "    spec = importlib.util.find_spec(sys.argv[1])\n"
+    "except BaseException:\n"
+    "    spec = None\n"
+    "origin = spec.origin if spec is not None and spec.origin else ''\n"
+    "if spec is not None and spec.submodule_search_locations and origin:\n"
+    "    origin = os.path.join(os.path.dirname(origin), '__main__.py')\n"
+    "sys.stdout.flush()\n"
+    "os.write(int(sys.argv[2]), origin.encode('utf-8', 'surrogateescape'))\n"
+)
+
+
+def _module_in_child(name: str, timeout: float) -> str | None:
+    r, w = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _FIND_SPEC, name, str(w)],
+            stdin=subprocess.DEVNULL,
+            stdout=_child_output(),
+            stderr=_child_output(),
+            pass_fds=(w,),
+            start_new_session=True,
+        )
+    except OSError:
+        os.close(r)
+        os.close(w)
         return None
-    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
-        return None
-    if spec.submodule_search_locations:
-        main = os.path.join(os.path.dirname(spec.origin), "__main__.py")
-        return main if os.path.isfile(main) else None
-    return spec.origin
+    os.close(w)
+    data, timed_out, _ = _collect(proc, r, timeout)
+    os.close(r)
+    if timed_out:
+        raise _ToolError(f"{name}: error: looking up the module timed out after {timeout:g} s (its package's __init__ runs)")
+    origin = data.decode("utf-8", "surrogateescape").strip()
+    return origin if origin and os.path.isfile(origin) else None
 
 
 def _test_files(paths: list[str]) -> list[str]:
@@ -174,49 +218,149 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def _run_child(target_args: list[str], extra: list[str], device: str, timeout: float, events_path: str):
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env["FAKEGRAD_RUNNER_ROOT"] = root
-    cmd = [sys.executable, "-m", "fakegrad_lint.runtime.runner", "--events", events_path, "--device", device, *target_args]
-    if extra:
-        cmd += ["--", *extra]
-    out = _child_output()
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env, start_new_session=True)
+def _drain(fd: int, buf: bytearray) -> bool:
+    """Read what ``fd`` (non-blocking) holds now; True at end of file."""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+        if not chunk:
+            return True
+        buf += chunk
+
+
+def _collect(proc: subprocess.Popen, fd: int, timeout: float) -> tuple[bytes, bool, int]:
+    """Wait for ``proc`` (at most ``timeout`` seconds, then its process group
+    is killed) while reading the report pipe ``fd``. The pipe is never waited
+    on past the child's end: a grandchild that kept it open cannot hang us.
+    Returns (what was read, timed out, exit status)."""
+    import select
+    import time
+
+    os.set_blocking(fd, False)
+    buf = bytearray()
+    eof = False
+    deadline = time.monotonic() + timeout
     timed_out = False
-    try:
-        captured = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+    while proc.poll() is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            timed_out = True
+            break
+        if eof:
+            try:
+                proc.wait(timeout=min(left, 0.5))
+            except subprocess.TimeoutExpired:
+                pass
+            continue
+        ready, _, _ = select.select([fd], [], [], min(left, 0.5))
+        if ready:
+            eof = _drain(fd, buf)
+    if timed_out:
         _kill_group(proc)
-        captured = proc.communicate()
+    try:
+        proc.wait()
     finally:
         if proc.poll() is None:  # pragma: no cover - interrupted
             _kill_group(proc)
             proc.wait()
-    if out is subprocess.PIPE:
-        for chunk in captured:
-            if chunk:
-                sys.stderr.write(chunk.decode("utf-8", "replace"))
-    return proc.returncode, timed_out
+    if not eof:
+        _drain(fd, buf)
+    return bytes(buf), timed_out, proc.returncode
+
+
+def _child_command(target_args: list[str], extra: list[str], device: str, fd: int) -> list[str]:
+    # ``-c`` and not ``-m``: ``python -m`` would put the current folder first on
+    # sys.path, and an ``argparse.py`` there would run inside the runner
+    # before the user's code is even started.
+    boot = (
+        "import sys\n"
+        "if sys.path and sys.path[0] == '': sys.path.pop(0)\n"
+        "import runpy\n"
+        "runpy.run_module('fakegrad_lint.runtime.runner', run_name='__main__', alter_sys=True)\n"
+    )
+    cmd = [sys.executable, "-c", boot, "--events-fd", str(fd), "--device", device, *target_args]
+    if extra:
+        cmd += ["--", *extra]
+    return cmd
+
+
+def _run_child(target_args: list[str], extra: list[str], device: str, timeout: float):
+    """Run the runner; returns (records, exit status, timed out, processes
+    left behind and killed).
+
+    The records come through a pipe the child inherits (a temporary file
+    could be deleted by the script). Every process the run started is
+    killed when it ends, whichever way: the process group on timeout, and,
+    through the subreaper (Linux), every descendant, also those that started
+    their own session or were left running by a script that exited."""
+    from fakegrad_lint import _proc
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["FAKEGRAD_RUNNER_ROOT"] = root
+    env["FAKEGRAD_CONFIRM_PID"] = str(os.getpid())
+    _proc.become_subreaper()
+    before = set(_proc.children_of(os.getpid()))
+    out = _child_output()
+    r, w = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            _child_command(target_args, extra, device, w),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            env=env,
+            start_new_session=True,
+            pass_fds=(w,),
+        )
+    except OSError:
+        os.close(r)
+        os.close(w)
+        raise
+    os.close(w)
+    try:
+        if out is subprocess.PIPE:  # pragma: no cover - no usable stderr
+            import threading
+
+            def relay(stream):
+                for chunk in iter(lambda: stream.read1(65536), b""):
+                    sys.stderr.write(chunk.decode("utf-8", "replace"))
+
+            for stream in (proc.stdout, proc.stderr):
+                threading.Thread(target=relay, args=(stream,), daemon=True).start()
+        data, timed_out, returncode = _collect(proc, r, timeout)
+    finally:
+        os.close(r)
+    left = _proc.kill_descendants(exclude=before)
+    return _parse_records(data), returncode, timed_out, left
+
+
+def _parse_records(data: bytes) -> list[dict]:
+    records = []
+    for line in data.decode("utf-8", "replace").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:  # a line cut short by a kill
+            continue
+        if isinstance(rec, dict):
+            records.append(rec)
+    return records
 
 
 def _read_records(path: str) -> list[dict]:
-    records = []
     try:
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError:  # a line cut short by a kill
-                    continue
+        with open(path, "rb") as fh:
+            return _parse_records(fh.read())
     except OSError:
-        pass
-    return records
+        return []
 
 
 # -- matching and output ----------------------------------------------------------
@@ -338,6 +482,16 @@ def _print_text(objs: list[dict], summary: str) -> None:
     print(summary)
 
 
+def _how_it_ended(returncode: int | None) -> str:
+    if returncode is not None and returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}, exit status {returncode}"
+    return f"process exit status {returncode}, and the final record is missing"
+
+
 # -- entry point ----------------------------------------------------------------
 
 
@@ -374,7 +528,7 @@ def main(argv: list[str]) -> int:
             files = [ns.script]
             target = ["--script", ns.script]
         elif ns.module:
-            path = _resolve_module(ns.module)
+            path = _resolve_module(ns.module, ns.timeout)
             if path is None:
                 raise _ToolError(f"{ns.module}: error: no module named {ns.module!r}")
             files = [path]
@@ -401,14 +555,13 @@ def main(argv: list[str]) -> int:
     for e in errors:
         _err(e)
 
-    with tempfile.TemporaryDirectory(prefix="fakegrad-confirm-") as tmp:
-        events_path = os.path.join(tmp, "events.jsonl")
-        try:
-            returncode, timed_out = _run_child(target, extra, ns.device, ns.timeout, events_path)
-        except OSError as exc:
-            _err(f"fakegrad-lint confirm: error: cannot start {sys.executable}: {exc}")
-            return 2
-        records = _read_records(events_path)
+    try:
+        records, returncode, timed_out, left_behind = _run_child(target, extra, ns.device, ns.timeout)
+    except OSError as exc:
+        _err(f"fakegrad-lint confirm: error: cannot start {sys.executable}: {exc}")
+        return 2
+    if left_behind:
+        _err(f"fakegrad-lint confirm: killed {left_behind} process{'es' if left_behind != 1 else ''} the run left behind")
 
     for rec in records:
         if rec.get("type") == "error":
@@ -429,7 +582,7 @@ def main(argv: list[str]) -> int:
     elif exit_rec is not None:
         status_text = f"{what} exited with status {exit_rec['status']}"
     else:
-        status_text = f"{what} ended without reporting (process exit status {returncode})"
+        status_text = f"{what} ended without reporting ({_how_it_ended(returncode)}); the results are incomplete"
     n_conf = sum(o["status"] == "confirmed" for o in objs)
     n_nr = sum(o["status"] == "not-reproduced" for o in objs)
     n_missed = sum(o["status"] == "missed" for o in objs)
@@ -441,7 +594,9 @@ def main(argv: list[str]) -> int:
     else:
         _print_text(objs, summary)
 
-    if timed_out:
+    if timed_out or exit_rec is None:
+        # A run that could not report (killed, crashed, its report channel
+        # closed by the script) never passes: what it did not say is unknown.
         _err(f"fakegrad-lint confirm: error: {status_text}")
         return 2
     if errors:

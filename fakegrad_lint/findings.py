@@ -116,6 +116,14 @@ class Finding:
         return applies(self.fix, unsafe=True)
 
 
+def display_path(name: str) -> str:
+    """``name`` as one printable line: names with a newline, another control
+    character or bytes that are not valid in the file system's encoding
+    (surrogate escapes) are shown quoted, as Python writes a string
+    (``'a\\nb.py'``), so a name can never split or garble a one-line message."""
+    return name if name.isprintable() else repr(name)
+
+
 @dataclass(frozen=True)
 class ToolError:
     """A file (or path) the tool could not check. Printed as ``path: error: reason``."""
@@ -124,4 +132,4 @@ class ToolError:
     reason: str
 
     def __str__(self) -> str:
-        return f"{self.filename}: error: {self.reason}"
+        return f"{display_path(self.filename)}: error: {self.reason}"

@@ -365,14 +365,17 @@ def unified_diff(path: str, old_text: str, new_text: str, *, context: int = 3) -
     """
     if old_text == new_text:
         return ""
-    old_lines = split_lines(old_text)
-    new_lines = split_lines(new_text)
+    # Lines as ``patch`` sees them: only ``\n`` ends one (a lone ``\r`` stays
+    # inside its line, so a CR-only file is one line to patch), and every diff
+    # line ends in ``\n``, so the next header starts a line.
+    old_lines = _lf_split(old_text)
+    new_lines = _lf_split(new_text)
     out = []
     for line in difflib.unified_diff(
         old_lines, new_lines, fromfile=path, tofile=path, n=context, lineterm="\n"
     ):
         out.append(line)
-        if not line.endswith(("\n", "\r")):
+        if not line.endswith("\n"):
             out.append("\n\\ No newline at end of file\n")
     return "".join(out)
 
@@ -397,3 +400,7 @@ def lint_and_fix(text: str, path: str = "<string>", *, unsafe: bool = False, cod
     if not any(applies(f.fix, unsafe=unsafe) for f in findings):
         return findings, FixOutcome(text=text, remaining=findings)
     return findings, fix_text(text, lint, unsafe=unsafe)
+
+
+def _lf_split(text: str) -> list[str]:
+    return [piece for piece in re.split(r"(?<=\n)", text) if piece]

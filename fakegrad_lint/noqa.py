@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import io
 import re
 import tokenize
 from dataclasses import dataclass, replace
@@ -52,37 +51,54 @@ class NoqaMap:
         return self.redirect.get(row, row)
 
 
+def _lf_lines(text: str):
+    """The physical lines of ``text`` (``\r\n``, ``\r`` or ``\n`` end one, as in
+    CPython's tokenizer) each ending in ``\n``, for :mod:`tokenize`, which splits
+    only on ``\n``. Rows and columns stay those of ``text``."""
+    from fakegrad_lint.fixes import split_lines
+
+    for line in split_lines(text):
+        body = line.rstrip("\r\n")
+        yield body + "\n" if len(body) != len(line) else body
+    while True:
+        yield ""
+
+
+def _take(tok, directives: dict, redirect: dict, comment_rows: set) -> None:
+    srow, scol = tok.start
+    erow, ecol = tok.end
+    if tok.type == tokenize.COMMENT:
+        comment_rows.add(srow)
+        m = _NOQA_RE.search(tok.string)
+        if m:
+            codes = None
+            if m.group("codes"):
+                codes = tuple(dict.fromkeys(c.upper() for c in _CODE_RE.findall(m.group("codes"))))
+            directives[srow] = Directive(
+                row=srow,
+                start=scol + m.start(),
+                end=scol + m.end(),
+                codes=codes,
+                comment_start=scol,
+                comment_end=ecol,
+            )
+    elif erow > srow and tok.type not in (tokenize.NEWLINE, tokenize.NL):
+        # a multi-line string (or f-string part): its rows map to the last
+        for r in range(srow, erow):
+            redirect[r] = erow
+
+
 def scan(text: str) -> NoqaMap:
     """Every ``# noqa`` directive of ``text`` and the row mapping."""
     directives: dict[int, Directive] = {}
     redirect: dict[int, int] = {}
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        return NoqaMap(directives, redirect)
     comment_rows: set[int] = set()
-    for tok in tokens:
-        srow, scol = tok.start
-        erow, ecol = tok.end
-        if tok.type == tokenize.COMMENT:
-            comment_rows.add(srow)
-            m = _NOQA_RE.search(tok.string)
-            if m:
-                codes = None
-                if m.group("codes"):
-                    codes = tuple(dict.fromkeys(c.upper() for c in _CODE_RE.findall(m.group("codes"))))
-                directives[srow] = Directive(
-                    row=srow,
-                    start=scol + m.start(),
-                    end=scol + m.end(),
-                    codes=codes,
-                    comment_start=scol,
-                    comment_end=ecol,
-                )
-        elif erow > srow and tok.type not in (tokenize.NEWLINE, tokenize.NL):
-            # a multi-line string (or f-string part): its rows map to the last
-            for r in range(srow, erow):
-                redirect[r] = erow
+    try:
+        # streamed, never listed: a big file's tokens would cost tens of MB
+        for tok in tokenize.generate_tokens(_lf_lines(text).__next__):
+            _take(tok, directives, redirect, comment_rows)
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return NoqaMap({}, {})
     # backslash continuations: the directive goes on the last continued line
     for r, line in enumerate(_LINE_SPLIT.split(text), start=1):
         if r in redirect or r in comment_rows:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -116,6 +117,18 @@ class ReportContext:
     @property
     def exit_findings(self) -> bool:
         return bool(self.findings)
+
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def json_safe(text: str) -> str:
+    """JSON text from ``json.dumps(..., ensure_ascii=False)`` made encodable:
+    a lone surrogate (a file name's byte that is not valid UTF-8, as Python
+    decodes it) becomes its ``\\udcXX`` escape, which JSON allows and
+    ``json.loads`` turns back into the same string (``os.fsencode`` gives the
+    bytes). Surrogates only ever occur inside JSON strings."""
+    return _SURROGATE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def noqa_row(finding: Finding) -> int:

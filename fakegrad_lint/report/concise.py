@@ -10,12 +10,13 @@ format's, without the summary.
 
 from __future__ import annotations
 
-from fakegrad_lint.findings import Finding
+from fakegrad_lint.findings import Finding, display_path
 from fakegrad_lint.report import ReportContext
 
 
 def line(f: Finding) -> str:
-    where = f.filename if f.cell is None else f"{f.filename}:cell {f.cell}"
+    name = display_path(f.filename)
+    where = name if f.cell is None else f"{name}:cell {f.cell}"
     return f"{where}:{f.location.row}:{f.location.column + 1}: {f.code} {f.message}"
 
 

@@ -16,7 +16,7 @@ import os
 from collections import Counter
 
 from fakegrad_lint.findings import Finding, Location
-from fakegrad_lint.report import ReportContext, noqa_row, rule_info
+from fakegrad_lint.report import ReportContext, json_safe, noqa_row, rule_info
 
 
 def _loc(loc: Location) -> dict:
@@ -61,4 +61,4 @@ def records(ctx: ReportContext) -> list[dict]:
 
 
 def render(ctx: ReportContext) -> str:
-    return json.dumps(records(ctx), indent=2, ensure_ascii=False) + "\n"
+    return json_safe(json.dumps(records(ctx), indent=2, ensure_ascii=False)) + "\n"

@@ -28,7 +28,7 @@ from urllib.parse import quote
 
 from fakegrad_lint import __version__
 from fakegrad_lint.findings import Edit, Finding, Location
-from fakegrad_lint.report import UNUSED_NOQA_CODE, ReportContext, rule_info
+from fakegrad_lint.report import UNUSED_NOQA_CODE, ReportContext, json_safe, rule_info
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 TOOL_NAME = "fakegrad-lint"
@@ -94,12 +94,17 @@ def artifact_location(filename: str, root: Path | None = None) -> dict:
     try:
         rel = absolute.relative_to(root)
     except ValueError:
-        return {"uri": absolute.as_uri()}
-    return {"uri": quote(PurePosixPath(*rel.parts).as_posix(), safe="/"), "uriBaseId": SRCROOT}
+        return {"uri": "file://" + _quote(absolute.as_posix())}
+    return {"uri": _quote(PurePosixPath(*rel.parts).as_posix()), "uriBaseId": SRCROOT}
+
+
+def _quote(path: str) -> str:
+    # Percent-encode the file system's bytes (a name need not be valid UTF-8).
+    return quote(os.fsencode(path), safe="/")
 
 
 def _dir_uri(path: Path) -> str:
-    uri = path.as_uri()
+    uri = "file://" + _quote(path.as_posix())
     return uri if uri.endswith("/") else uri + "/"
 
 
@@ -182,4 +187,4 @@ def build(ctx: ReportContext) -> dict:
 
 
 def render(ctx: ReportContext) -> str:
-    return json.dumps(build(ctx), indent=2, ensure_ascii=False) + "\n"
+    return json_safe(json.dumps(build(ctx), indent=2, ensure_ascii=False)) + "\n"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from fakegrad_lint.findings import display_path
 from fakegrad_lint.report import ReportContext, rule_info
 
 _BOLD = "\x1b[1m"
@@ -31,7 +32,8 @@ def _plural(n: int, word: str) -> str:
 
 
 def _header(ctx: ReportContext, f) -> str:
-    where = f.filename if f.cell is None else f"{f.filename}:cell {f.cell}"
+    name = display_path(f.filename)
+    where = name if f.cell is None else f"{name}:cell {f.cell}"
     mark = "[*] " if ctx.is_fixable(f) else ""
     return (
         f"{_paint(ctx, where, _BOLD)}:{f.location.row}:{f.location.column + 1}: "
