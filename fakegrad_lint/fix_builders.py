@@ -116,7 +116,35 @@ def build_fix(leak, source: str) -> Fix | None:
     base = re.sub(r"\W+", "_", plan.value.rsplit(".", 1)[-1]).strip("_") or "value"
     base = base.lower() if base.isupper() else base
 
-    if plan.kind == "module":
+    if plan.kind == "module-copy":
+        if leak.verdict.value == "crash":
+            raise NoFix("a method of a real module called under a strict mode: a fake copy needs "
+                        "allow_non_fake_inputs=True to be made inside the region")
+        names = _bound_imports(plan.module_tree, _first_line(w))
+        copy_name = names.get(("copy", None))
+        fcm_name = names.get(("torch._subclasses.fake_tensor", "FakeCopyMode"))
+        wanted = []
+        if copy_name is None:
+            copy_name = "copy" if "copy" not in taken else None
+            wanted.append("import copy")
+        if fcm_name is None:
+            fcm_name = "FakeCopyMode" if "FakeCopyMode" not in taken else None
+            wanted.append("from torch._subclasses.fake_tensor import FakeCopyMode")
+        if copy_name is None or fcm_name is None:
+            raise NoFix("`copy` or `FakeCopyMode` names something else in this scope")
+        fake = _unique(f"{base}_fake", taken)
+        stmt = f"with {fcm_name}({mode}):\n{indent}{_Layout(pos).unit}{fake} = {copy_name}.deepcopy({plan.value})"
+        edits.append(Edit(hoist_at, hoist_at, hoist_fmt.format(indent=indent, stmt=stmt)))
+        for node in plan.uses:
+            edits.append(Edit(Location(*pos.char_pos(node.lineno, node.col_offset)),
+                              Location(*pos.char_pos(node.end_lineno, node.end_col_offset)), fake))
+        if wanted:
+            line = _import_line(plan.module_tree, _first_line(w))
+            edits.append(Edit(Location(line, 0), Location(line, 0), "".join(f"{i}\n" for i in wanted)))
+        applicability = Applicability.UNSAFE
+        message = (f"Call `{plan.value}`'s method on a fake copy (`copy.deepcopy` under `FakeCopyMode`): "
+                   f"gradients and state changes land on the copy")
+    elif plan.kind == "module":
         torch_name, import_edit = _torch_module_name(plan.module_tree, pos, _first_line(w))
         rhs = (f"{{name: {mode}.from_tensor(t) for name, t in "
                f"[*{plan.value}.named_parameters(), *{plan.value}.named_buffers()]}}")
@@ -496,32 +524,53 @@ def _first_line(w) -> int:
 
 def _torch_module_name(tree, pos, before_line: int):
     """The name bound to the ``torch`` module at the top level before ``before_line``,
-    or an edit adding ``import torch`` where it is bound before that line: after the
-    last top-level import above it, else after the docstring and ``__future__``
-    imports (never above a shebang or an encoding declaration)."""
-    last_import = None
-    header = None  # docstring / __future__ imports: the import goes below them
-    for index, stmt in enumerate(tree.body):
+    or an edit adding ``import torch`` where it is bound before that line
+    (:func:`_import_line`: never above a shebang, an encoding declaration, the
+    docstring or ``__future__`` imports)."""
+    for stmt in tree.body:
         if stmt.lineno >= before_line:
             break
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 if alias.name == "torch" or (alias.name.startswith("torch.") and alias.asname is None):
                     return alias.asname or "torch", None
-            last_import = stmt
-        elif isinstance(stmt, ast.ImportFrom):
-            if stmt.module == "__future__":
-                header = stmt
-            else:
-                last_import = stmt
+    line = _import_line(tree, before_line)
+    return "torch", Edit(Location(line, 0), Location(line, 0), "import torch\n")
+
+
+def _import_line(tree, before_line: int) -> int:
+    """Where a new import goes so that it is bound before ``before_line``: after the
+    last top-level import above that line, else after the docstring and ``__future__``
+    imports, else above the first statement (below a shebang, an encoding line and
+    leading comments)."""
+    anchor = None
+    for index, stmt in enumerate(tree.body):
+        if stmt.lineno >= before_line:
+            break
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            anchor = stmt
         elif index == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) \
                 and isinstance(stmt.value.value, str):
-            header = stmt  # docstring
-    anchor = last_import or header
+            anchor = stmt  # docstring
     if anchor is not None:
-        line = anchor.end_lineno + 1
-    else:
-        # above the first statement (below a shebang, an encoding line, leading comments)
-        first = tree.body[0] if tree.body else None
-        line = min([first.lineno] + [d.lineno for d in getattr(first, "decorator_list", [])]) if first else 1
-    return "torch", Edit(Location(line, 0), Location(line, 0), "import torch\n")
+        return anchor.end_lineno + 1
+    first = tree.body[0] if tree.body else None
+    return min([first.lineno] + [d.lineno for d in getattr(first, "decorator_list", [])]) if first else 1
+
+
+def _bound_imports(tree, before_line: int) -> dict:
+    """``{(module, name or None): bound name}`` for the top-level imports above
+    ``before_line`` (``import copy`` -> ``("copy", None)``; ``from m import n as k``
+    -> ``("m", "n"): "k"``)."""
+    out = {}
+    for stmt in tree.body:
+        if stmt.lineno >= before_line:
+            break
+        if isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                if a.asname or "." not in a.name:
+                    out[(a.name, None)] = a.asname or a.name
+        elif isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module:
+            for a in stmt.names:
+                out[(stmt.module, a.name)] = a.asname or a.name
+    return out

@@ -1362,7 +1362,8 @@ class Interpreter:
             if callee.func.node.name == "forward" and isinstance(callee.self_val, ModuleVal):
                 return self.module_call(e, callee.self_val, func_expr, args, kwargs, st)
             return self.call_function(callee.func, [callee.self_val] + list(args), kwargs, st,
-                                      site=(e, [None] + _arg_exprs(e), [callee.self_val] + list(args)))
+                                      site=(e, [e.func.value if isinstance(e.func, ast.Attribute) else None]
+                                            + _arg_exprs(e), [callee.self_val] + list(args)))
         if isinstance(callee, ClassVal):
             return self.instantiate(callee, args, kwargs, st, e)
         if isinstance(callee, ModuleVal):
@@ -1592,7 +1593,8 @@ class Interpreter:
         if name == "forward" or name == "__call__":
             return self.module_call(e, mod, e.func.value, args, kwargs, st)
         if mod.cls is not None and name in mod.cls.methods:
-            return self.call_function(mod.cls.methods[name], [mod] + list(args), kwargs, st)
+            return self.call_function(mod.cls.methods[name], [mod] + list(args), kwargs, st,
+                                      site=(e, [e.func.value] + _arg_exprs(e), [mod] + list(args)))
         if name in ("parameters", "named_parameters") or (name == "state_dict" and _kw_true(kwargs, "keep_vars")):
             if real:
                 p = TVal(frozenset([mod.origin]))  # the module's own provenance: freezing them freezes it
@@ -2020,14 +2022,21 @@ class Interpreter:
             if site is None:
                 return None
             _, call, exprs, values = site
+            kind = None
             for ex, val in zip(exprs, values):
                 if ex is not None and origin in val.real_rg() and not isinstance(val, (ModuleVal, MaybeVal)):
                     expr, value = ex, val
                     node = call
                     break
             else:
-                return None
-            kind = None
+                # a method of a real module (`ae.encode(x)`) whose body leaks its parameters:
+                # the module itself is converted, as a fake copy, at the call
+                recv = exprs[0] if exprs else None
+                val = values[0] if values else None
+                if not (isinstance(val, ModuleVal) and recv is not None and isinstance(call.func, ast.Attribute)
+                        and call.func.value is recv and _owns(val, origin)):
+                    return None
+                expr, value, node, kind = recv, val, call, "module-copy"
         else:
             if isinstance(value, MaybeVal):
                 return None  # one of several values: no single conversion is proven to fit
@@ -2054,6 +2063,8 @@ class Interpreter:
             kind = "container" if isinstance(value, SeqVal) else "tensor"
         # every expression in the block that leaks this value: the fix converts them all
         target = node if kind == "module" else (base if kind == "container" else expr)
+        if kind == "module-copy" and dotted is None:
+            return None
         uses = region.uses.setdefault((kind, dotted), [])
         if not any(u is target for u in uses):
             uses.append(target)
@@ -2167,6 +2178,19 @@ def _dict_val(keys, values):
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+
+
+def _owns(mod, origin, depth: int = 0) -> bool:
+    """Is ``origin`` the origin of module value ``mod``, of one of its parameters, or
+    of one of its submodules (known attributes, a few levels down)?"""
+    o = origin
+    while o is not None:
+        if o is mod.origin:
+            return True
+        o = o.parent
+    if depth >= 4:
+        return False
+    return any(isinstance(v, ModuleVal) and _owns(v, origin, depth + 1) for v in mod.attrs.values())
 
 
 def _is_nn_module_class(q):
