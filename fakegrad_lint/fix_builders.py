@@ -198,6 +198,12 @@ def build_fix(leak, source: str) -> Fix | None:
         message = f"Convert `{plan.value}` at the boundary with `{mode}.from_tensor`"
 
     body_lines = (w.body[0].lineno, w.body[-1].end_lineno)
+    if plan.kind in ("module", "module-copy"):
+        read = _module_grad_read(list(w.body) + _following(plan.module_tree, w), plan.value)
+        if read is not None:
+            # the gradients land on the fake copies: what the code reads there changes
+            return Fix(f"{message} (not applied: line {read} reads the gradients of `{plan.value}`'s parameters)",
+                       Applicability.DISPLAY_ONLY, tuple(edits))
     outside_grad = [ln for ln in plan.grad_reads if not body_lines[0] <= ln <= body_lines[1]]
     outside_sink = leak.sink == "torch.autograd.grad" and leak.sink_line is not None and not (
         body_lines[0] <= leak.sink_line <= body_lines[1]
@@ -361,6 +367,39 @@ def _leaked_fix(plan, pos) -> Fix | None:
         if import_edit is not None:
             edits += (import_edit,)
     return Fix(f"Use a fake copy of `{plan.value}` made by `{mode}`", Applicability.UNSAFE, edits)
+
+
+def _module_grad_read(stmts, module: str) -> int | None:
+    """The first line of ``stmts`` that reads a gradient of ``module``'s parameters:
+    ``module.fc.weight.grad``, or ``p.grad`` for ``p`` drawn from
+    ``module.parameters()`` (``named_parameters``, ``buffers``...) in a loop or a
+    comprehension."""
+    def drawn_from_module(it) -> bool:
+        return isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
+            (dotted_name(it.func.value) or "") == module
+
+    def has_grad(node) -> int | None:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Attribute) and sub.attr == "grad":
+                return sub.lineno
+        return None
+
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Attribute) and node.attr == "grad":
+                name = dotted_name(node.value) or ""
+                if name.startswith(module + "."):
+                    return node.lineno
+            elif isinstance(node, (ast.For, ast.AsyncFor)) and drawn_from_module(node.iter):
+                line = next((ln for b in node.body if (ln := has_grad(b)) is not None), None)
+                if line is not None:
+                    return line
+            elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) and \
+                    any(drawn_from_module(g.iter) for g in node.generators):
+                line = has_grad(node)
+                if line is not None:
+                    return line
+    return None
 
 
 def _following(tree, w):
