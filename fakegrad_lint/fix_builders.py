@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.positions import PositionMap
@@ -55,6 +55,8 @@ class FixPlan:
     derived: bool = False  # the real value is not a leaf (computed from one)
     conditional: bool = False  # the mode was picked by a conditional expression
     grad_reads: list = field(default_factory=list)
+    # id(For node) -> expression of the real module the loop draws from (see the analysis)
+    loop_modules: dict = field(default_factory=dict)
 
 
 def build_fix(leak, source: str) -> Fix | None:
@@ -75,6 +77,14 @@ def build_fix(leak, source: str) -> Fix | None:
     # statement with the first of them (after whatever the block does to the value first)
     rewritten = list(plan.uses) if plan.kind == "module" else _with_gradient_reads(plan.uses, w.body, plan.value)
     first_stmt = _first_use_stmt(w, rewritten)
+    if _rebound_before_use(w, plan, first_stmt.lineno if not one_line else 0) and not one_line:
+        loop_root = _loop_module(w, plan)
+        if loop_root is not None:
+            # a loop variable drawn from a real module (`for layer in model.children()`):
+            # the loop draws from a fake copy of the module instead
+            plan = replace(plan, kind="module-copy", value=dotted_name(loop_root) or "", uses=[loop_root])
+            rewritten = [loop_root]
+            first_stmt = _first_use_stmt(w, rewritten)
     if _rebound_before_use(w, plan, first_stmt.lineno if not one_line else 0):
         # the name means something else by the time it leaks
         raise NoFix(f"`{plan.value}` is rebound in the region before it leaks (a loop or comprehension "
@@ -435,6 +445,19 @@ def _with_gradient_reads(uses, body, value):
                     for sub in ast.walk(part):
                         add(sub)
     return out
+
+
+def _loop_module(w, plan):
+    """The module expression of a loop of the block whose target is the leaking name
+    (``for layer in model.children()`` -> ``model``), when the analysis proved it a
+    real module; else None."""
+    root = plan.value.split(".", 1)[0]
+    for stmt in w.body:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.For, ast.AsyncFor)) and id(node) in plan.loop_modules and \
+                    any(isinstance(t, ast.Name) and t.id == root for t in ast.walk(node.target)):
+                return plan.loop_modules[id(node)]
+    return None
 
 
 def _rebound_before_use(w, plan, from_line: int = 0) -> bool:

@@ -195,6 +195,9 @@ class Interpreter:
         self.source = source
         self.pos = PositionMap(source)
         self.records: dict = {}  # (id(node), id(origin)) -> LeakRecord
+        # id(For node) -> the expression naming the real module its loop draws from
+        # (`for layer in model.children()` -> `model`): the fix copies that module
+        self.loop_modules: dict = {}
         self.steps = 0
         self.exhausted = False
         self.instances: dict = {}  # ClassVal -> instance for standalone method analysis
@@ -385,6 +388,12 @@ class Interpreter:
             self.exec_if(s, st)
         elif t in (ast.For, ast.AsyncFor):
             it = self.eval(s.iter, st)
+            root = s.iter.func.value if (isinstance(s.iter, ast.Call) and isinstance(s.iter.func, ast.Attribute)
+                                         and not s.iter.args and s.iter.func.attr in _MODULE_ITERATORS) else s.iter
+            if st.regions and dotted_name(root) is not None:
+                root_val = self.eval(root, st) if root is not s.iter else it
+                if isinstance(root_val, ModuleVal) and root_val.is_real():
+                    self.loop_modules[id(s)] = root
             item = self.iter_item(it)
             self.assign(s.target, item, st, None)
             self.exec_branch(s.body, st)
@@ -2069,7 +2078,7 @@ class Interpreter:
         if not any(u is target for u in uses):
             uses.append(target)
         return FixPlan(kind=kind, value=dotted, with_node=region.with_node, item_index=region.item_index,
-                       mode_name=region.bound_name, uses=uses, module_tree=self.tree,
+                       mode_name=region.bound_name, uses=uses, module_tree=self.tree, loop_modules=self.loop_modules,
                        derived=isinstance(value, TVal) and value.derived, conditional=region.mode.conditional)
 
     def _leaked_fix_plan(self, node, expr, value, fake_ex):
@@ -2178,6 +2187,10 @@ def _dict_val(keys, values):
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+
+
+_MODULE_ITERATORS = frozenset({"children", "modules", "named_children", "named_modules", "parameters",
+                               "named_parameters", "buffers", "named_buffers", "values", "items"})
 
 
 def _owns(mod, origin, depth: int = 0) -> bool:
