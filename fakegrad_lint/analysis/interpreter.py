@@ -210,6 +210,9 @@ class Interpreter:
         self._ctx_entry_rx: dict = {}
         self._opens_memo: dict = {}
         self.records: dict = {}  # (id(node), id(origin)) -> LeakRecord
+        # id(For node) -> the expression naming the real module its loop draws from
+        # (`for layer in model.children()` -> `model`): the fix copies that module
+        self.loop_modules: dict = {}
         self.steps = 0
         self.exhausted = False
         self.instances: dict = {}  # ClassVal -> instance for standalone method analysis
@@ -636,6 +639,12 @@ class Interpreter:
             self.exec_if(s, st)
         elif t in (ast.For, ast.AsyncFor):
             it = self.eval(s.iter, st)
+            root = s.iter.func.value if (isinstance(s.iter, ast.Call) and isinstance(s.iter.func, ast.Attribute)
+                                         and not s.iter.args and s.iter.func.attr in _MODULE_ITERATORS) else s.iter
+            if st.regions and dotted_name(root) is not None:
+                root_val = self.eval(root, st) if root is not s.iter else it
+                if isinstance(root_val, ModuleVal) and root_val.is_real():
+                    self.loop_modules[id(s)] = root
             item = self.iter_item(it)
             self.assign(s.target, item, st, None)
             self.exec_branch(s.body, st)
@@ -1649,7 +1658,8 @@ class Interpreter:
             if callee.func.node.name == "forward" and isinstance(callee.self_val, ModuleVal):
                 return self.module_call(e, callee.self_val, func_expr, args, kwargs, st)
             return self.call_function(callee.func, [callee.self_val] + list(args), kwargs, st,
-                                      site=(e, [None] + _arg_exprs(e), [callee.self_val] + list(args)))
+                                      site=(e, [e.func.value if isinstance(e.func, ast.Attribute) else None]
+                                            + _arg_exprs(e), [callee.self_val] + list(args)))
         if isinstance(callee, ClassVal):
             return self.instantiate(callee, args, kwargs, st, e)
         if isinstance(callee, ModuleVal):
@@ -1900,7 +1910,8 @@ class Interpreter:
         if name == "forward" or name == "__call__":
             return self.module_call(e, mod, e.func.value, args, kwargs, st)
         if mod.cls is not None and name in mod.cls.methods:
-            return self.call_function(mod.cls.methods[name], [mod] + list(args), kwargs, st)
+            return self.call_function(mod.cls.methods[name], [mod] + list(args), kwargs, st,
+                                      site=(e, [e.func.value] + _arg_exprs(e), [mod] + list(args)))
         if name in ("parameters", "named_parameters") or (name == "state_dict" and _kw_true(kwargs, "keep_vars")):
             if real:
                 p = TVal(frozenset([mod.origin]))  # the module's own provenance: freezing them freezes it
@@ -2367,14 +2378,21 @@ class Interpreter:
             if site is None:
                 return None
             _, call, exprs, values = site
+            kind = None
             for ex, val in zip(exprs, values):
                 if ex is not None and origin in val.real_rg() and not isinstance(val, (ModuleVal, MaybeVal)):
                     expr, value = ex, val
                     node = call
                     break
             else:
-                return None
-            kind = None
+                # a method of a real module (`ae.encode(x)`) whose body leaks its parameters:
+                # the module itself is converted, as a fake copy, at the call
+                recv = exprs[0] if exprs else None
+                val = values[0] if values else None
+                if not (isinstance(val, ModuleVal) and recv is not None and isinstance(call.func, ast.Attribute)
+                        and call.func.value is recv and _owns(val, origin)):
+                    return None
+                expr, value, node, kind = recv, val, call, "module-copy"
         else:
             if isinstance(value, MaybeVal):
                 return None  # one of several values: no single conversion is proven to fit
@@ -2401,11 +2419,13 @@ class Interpreter:
             kind = "container" if isinstance(value, SeqVal) else "tensor"
         # every expression in the block that leaks this value: the fix converts them all
         target = node if kind == "module" else (base if kind == "container" else expr)
+        if kind == "module-copy" and dotted is None:
+            return None
         uses = region.uses.setdefault((kind, dotted), [])
         if not any(u is target for u in uses):
             uses.append(target)
         return FixPlan(kind=kind, value=dotted, with_node=region.with_node, item_index=region.item_index,
-                       mode_name=region.bound_name, uses=uses, module_tree=self.tree,
+                       mode_name=region.bound_name, uses=uses, module_tree=self.tree, loop_modules=self.loop_modules,
                        derived=isinstance(value, TVal) and value.derived, conditional=region.mode.conditional)
 
     def _leaked_fix_plan(self, node, expr, value, fake_ex):
@@ -2573,6 +2593,23 @@ def _dict_val(keys, values):
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
 # with the function definitions whose bodies are parsed on first use (fakegrad_lint.lazyparse)
 _FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, *LAZY_DEF_TYPES)
+
+
+_MODULE_ITERATORS = frozenset({"children", "modules", "named_children", "named_modules", "parameters",
+                               "named_parameters", "buffers", "named_buffers", "values", "items"})
+
+
+def _owns(mod, origin, depth: int = 0) -> bool:
+    """Is ``origin`` the origin of module value ``mod``, of one of its parameters, or
+    of one of its submodules (known attributes, a few levels down)?"""
+    o = origin
+    while o is not None:
+        if o is mod.origin:
+            return True
+        o = o.parent
+    if depth >= 4:
+        return False
+    return any(isinstance(v, ModuleVal) and _owns(v, origin, depth + 1) for v in mod.attrs.values())
 
 
 def _is_nn_module_class(q):

@@ -54,6 +54,11 @@ with FakeTensorMode(allow_non_fake_inputs=True):
 print(tuple(out.shape))
 """,
     ),
+    # What `--fix --unsafe-fixes` writes for each invalid example (None: no fix),
+    # checked like Fixit's expected_replacement.
+    invalid_fixed=(
+        None,
+    ),
     fixed_example=None,
     matches=lambda leak: leak.verdict is Verdict.FORWARD_ONLY,
     message=_message,
