@@ -1295,9 +1295,11 @@ class Interpreter:
             text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
             flag = bool(self._entry_re(ctx).search(text) or _SOURCE_RE.search(text))
             if not flag:
-                # names a module-level value of interest (a registry of module classes)
+                # names a module-level value of interest (a registry of module classes,
+                # or of functions that matter)
                 mvars = ctx.scope.vars
-                flag = any(_interesting(mvars[w]) or _module_classes(mvars[w])
+                self._matter[node] = False  # guard recursion
+                flag = any(_interesting(mvars[w]) or _module_classes(mvars[w]) or self._registry_matters(mvars[w], node)
                            for w in set(_WORD_RE.findall(text)) if w in mvars)
             if not flag:
                 # calls a function of its module that matters (by name)
@@ -1320,6 +1322,17 @@ class Interpreter:
                         break
             self._matter[node] = flag
         return flag
+
+    def _registry_matters(self, v, node, depth=0):
+        """A container of functions, one of which matters (a registry of model factories)."""
+        if isinstance(v, SeqVal) and depth < 2:
+            return any(self._registry_matters(x, node, depth + 1) for x in v.items)
+        if isinstance(v, MaybeVal) and depth < 2:
+            return any(self._registry_matters(x, node, depth + 1) for x in v.options)
+        if depth and isinstance(v, FuncVal) and v.node is not node and self._matter.get(v.node, None) is not False:
+            return self._may_matter(v.node, self._lines_of(v),
+                                    self._scope_ctx.get(getattr(v.scope, "module", None), self.ctx))
+        return False
 
     # ------------------------------------------------------------- expressions
     def eval(self, e, st) -> Value:
