@@ -891,6 +891,17 @@ for name in list_models():
     model = create_model(name, num_classes=5)
     count_flops(model, (2, 4))
 """,
+    "detect_fake_mode_unpatched_allow_unknown": """
+from torch._guards import detect_fake_mode
+net = nn.Linear(2, 2)
+
+def check(fake_input):
+    mode = detect_fake_mode((fake_input,))
+    with mode:
+        return net(fake_input).shape
+
+check(make_input())
+""",
 }
 
 
