@@ -902,6 +902,19 @@ def check(fake_input):
 
 check(make_input())
 """,
+    "dynamo_optimize_keeps_params": """
+net = torch._dynamo.optimize("eager")(nn.Linear(2, 2))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "compile_decorator_with_options_inside_region": """
+@torch.compile(backend="eager")
+def step(x):
+    return (x * 2).sum()
+
+with FakeTensorMode(allow_non_fake_inputs=True):
+    step(torch.ones(2, requires_grad=True)).backward()
+""",
 }
 
 

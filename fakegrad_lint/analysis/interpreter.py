@@ -2127,7 +2127,8 @@ class Interpreter:
         if q in N.MODULE_KEEPING_TRANSFORMS:
             if isinstance(first, (ModuleVal, FuncVal, BoundMethod, PartialVal, MaybeVal, InstanceVal)):
                 return first  # the result runs the same module, with its real parameters
-            return DecoratorVal() if not args else UNKNOWN
+            # `torch.compile(mode=...)`, `torch._dynamo.optimize("eager")`: a decorator that keeps them
+            return DecoratorVal() if not args or isinstance(first, ConstVal) else UNKNOWN
         if q in N.EXPORT:
             return ExportedProgramVal(first)
         if q in N.CALL_THROUGH:
