@@ -858,6 +858,63 @@ else:
 with ctx:
     (w * 2).sum().backward()  # FGL001
 """,
+    "registry_of_factory_functions": """
+_entry = {}
+def register_model(fn):
+    _entry[fn.__name__] = fn
+    return fn
+def model_entrypoint(name):
+    return _entry[name]
+def list_models():
+    return sorted(_entry)
+class Tiny(nn.Module):
+    def __init__(self, width=4, num_classes=10):
+        super().__init__()
+        self.fc = nn.Linear(width, num_classes)
+    def forward(self, x):
+        return self.fc(x)
+@register_model
+def tiny(**kwargs):
+    return Tiny(**kwargs)
+@register_model
+def tiny_wide(**kwargs):
+    return Tiny(width=8, **kwargs)
+def create_model(model_name, pretrained=False, **kwargs):
+    if pretrained:
+        raise RuntimeError("x")
+    return model_entrypoint(model_name)(**kwargs)
+def count_flops(model, size):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        out = model(torch.randn(*size))  # FGL001
+        out.sum().backward()
+for name in list_models():
+    model = create_model(name, num_classes=5)
+    count_flops(model, (2, 4))
+""",
+    "detect_fake_mode_unpatched_allow_unknown": """
+from torch._guards import detect_fake_mode
+net = nn.Linear(2, 2)
+
+def check(fake_input):
+    mode = detect_fake_mode((fake_input,))
+    with mode:
+        return net(fake_input).shape
+
+check(make_input())
+""",
+    "dynamo_optimize_keeps_params": """
+net = torch._dynamo.optimize("eager")(nn.Linear(2, 2))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "compile_decorator_with_options_inside_region": """
+@torch.compile(backend="eager")
+def step(x):
+    return (x * 2).sum()
+
+with FakeTensorMode(allow_non_fake_inputs=True):
+    step(torch.ones(2, requires_grad=True)).backward()
+""",
 }
 
 

@@ -1303,9 +1303,11 @@ class Interpreter:
             text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
             flag = bool(self._entry_re(ctx).search(text) or _SOURCE_RE.search(text))
             if not flag:
-                # names a module-level value of interest (a registry of module classes)
+                # names a module-level value of interest (a registry of module classes,
+                # or of functions that matter)
                 mvars = ctx.scope.vars
-                flag = any(_interesting(mvars[w]) or _module_classes(mvars[w])
+                self._matter[node] = False  # guard recursion
+                flag = any(_interesting(mvars[w]) or _module_classes(mvars[w]) or self._registry_matters(mvars[w], node)
                            for w in set(_WORD_RE.findall(text)) if w in mvars)
             if not flag:
                 # calls a function of its module that matters (by name)
@@ -1328,6 +1330,17 @@ class Interpreter:
                         break
             self._matter[node] = flag
         return flag
+
+    def _registry_matters(self, v, node, depth=0):
+        """A container of functions, one of which matters (a registry of model factories)."""
+        if isinstance(v, SeqVal) and depth < 2:
+            return any(self._registry_matters(x, node, depth + 1) for x in v.items)
+        if isinstance(v, MaybeVal) and depth < 2:
+            return any(self._registry_matters(x, node, depth + 1) for x in v.options)
+        if depth and isinstance(v, FuncVal) and v.node is not node and self._matter.get(v.node, None) is not False:
+            return self._may_matter(v.node, self._lines_of(v),
+                                    self._scope_ctx.get(getattr(v.scope, "module", None), self.ctx))
+        return False
 
     # ------------------------------------------------------------- expressions
     def eval(self, e, st) -> Value:
@@ -2020,7 +2033,9 @@ class Interpreter:
             desc = "FakeTensorMode(allow_non_fake_inputs=True)" if allow else ("FakeTensorMode()" if allow is False else "FakeTensorMode(...)")
             return ModeVal(allow, e.lineno, desc, e)
         if q in N.DETECT_FAKE_MODE:
-            return ModeVal(False, e.lineno, "detect_fake_mode()", e)
+            # whatever mode the inputs were made in: what it allows is not known here
+            # (torch.export's non-strict mode allows non-fake inputs) unless patched
+            return ModeVal(None, e.lineno, "detect_fake_mode()", e)
         if q in N.FAKE_COPY_MODE:
             return CtxVal("fake_copy", args[0] if args and isinstance(args[0], ModeVal) else None)
         if q in N.UNSET_FAKE:
@@ -2122,7 +2137,8 @@ class Interpreter:
         if q in N.MODULE_KEEPING_TRANSFORMS:
             if isinstance(first, (ModuleVal, FuncVal, BoundMethod, PartialVal, MaybeVal, InstanceVal)):
                 return first  # the result runs the same module, with its real parameters
-            return DecoratorVal() if not args else UNKNOWN
+            # `torch.compile(mode=...)`, `torch._dynamo.optimize("eager")`: a decorator that keeps them
+            return DecoratorVal() if not args or isinstance(first, ConstVal) else UNKNOWN
         if q in N.EXPORT:
             return ExportedProgramVal(first)
         if q in N.CALL_THROUGH:
