@@ -328,5 +328,16 @@ def _torch_module_name(tree, pos):
             last_import = stmt
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and last_import is None:
             last_import = stmt  # docstring
-    line = (last_import.end_lineno + 1) if last_import is not None else 1
+    line = (last_import.end_lineno + 1) if last_import is not None else _first_code_line(pos)
     return "torch", Edit(Location(line, 0), Location(line, 0), "import torch\n")
+
+
+def _first_code_line(pos) -> int:
+    """The first line that is not a comment or blank: an import added to a file
+    without imports goes there, below a shebang and a ``# coding:``
+    declaration (which must stay in the first two lines) and a header comment."""
+    for row, line in enumerate(pos.lines, start=1):
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            return row
+    return 1

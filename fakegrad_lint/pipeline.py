@@ -338,7 +338,7 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
         findings = list(outcome.remaining)
         if outcome.changed:
             if mode == "diff":
-                result.diff = fixes.unified_diff(path, text, outcome.text)
+                result.diff = fixes.unified_diff(path, _as_written(sf, text), _as_written(sf, outcome.text))
             else:
                 from fakegrad_lint.sourcefile import write_atomic
 
@@ -351,6 +351,16 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
             findings = []
     result.findings = findings
     _finish_check(result, options, text)
+
+
+def _as_written(sf: SourceFile, text: str) -> str:
+    """``text`` as the bytes the file holds (its encoding, its BOM), seen as
+    UTF-8 with surrogate escapes: a diff of a latin-1 file then carries the
+    file's own bytes (the CLI writes them back with ``surrogateescape``), so
+    ``patch`` gives exactly what ``--fix`` writes."""
+    if sf.encoding == "utf-8" and not sf.bom:
+        return text
+    return sf.encode(text).decode("utf-8", "surrogateescape")
 
 
 def _process_notebook(result: FileResult, path: str, codes, options: Options, sf: SourceFile) -> None:
