@@ -33,7 +33,7 @@ import sys
 from fakegrad_lint import __version__
 from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location, ToolError
 
-FORMAT = "v1"
+FORMAT = "v2"
 DIR_NAME = ".fakegrad_cache"
 ENV_DIR = "FAKEGRAD_LINT_CACHE_DIR"
 
@@ -45,6 +45,8 @@ _FINGERPRINT_PARTS = (
     "prefilter.py",
     "noqa.py",
     "fix_builders.py",
+    "fix_proof.py",
+    "fixes.py",
     "findings.py",
     "pipeline.py",
     "cache.py",
@@ -126,11 +128,11 @@ def _finding_to_json(f: Finding) -> list:
             f.fix.applicability.value,
             [[*_loc(e.start), *_loc(e.end), e.content] for e in f.fix.edits],
         ]
-    return [f.code, f.message, f.filename, *_loc(f.location), *_loc(f.end_location), f.cell, fix, f.extra or {}]
+    return [f.code, f.message, f.filename, *_loc(f.location), *_loc(f.end_location), f.cell, fix, f.extra or {}, f.no_fix]
 
 
 def _finding_from_json(d: list) -> Finding:
-    code, message, filename, r, c, er, ec, cell, fix, extra = d
+    code, message, filename, r, c, er, ec, cell, fix, extra, no_fix = d
     fx = None
     if fix is not None:
         msg, app, edits = fix
@@ -148,6 +150,7 @@ def _finding_from_json(d: list) -> Finding:
         fix=fx,
         cell=cell,
         extra=dict(extra),
+        no_fix=no_fix,
     )
 
 

@@ -15,8 +15,13 @@ from fakegrad_lint.prefilter import may_contain_fake_region
 from fakegrad_lint.rules import rule_for
 
 
-def check_source(source: str, filename: str = "<string>", *, tree: ast.Module | None = None) -> list[Finding]:
+def check_source(source: str, filename: str = "<string>", *, tree: ast.Module | None = None,
+                 fixes: bool = True) -> list[Finding]:
     """Return every finding of every rule (default and opt-in) in ``source``.
+
+    Each finding whose leak has a fix plan gets the fix built from it, once the fix
+    is proved (:mod:`fakegrad_lint.fix_proof`); otherwise ``no_fix`` says why it has
+    none. ``fixes=False`` skips that (the proof's own re-lint).
 
     Raises ``SyntaxError`` (and ``ValueError`` for NUL bytes) when the source
     does not parse; callers turn that into a one-line tool error.
@@ -27,29 +32,70 @@ def check_source(source: str, filename: str = "<string>", *, tree: ast.Module | 
         tree = ast.parse(source, filename=filename)
     leaks = analyze(tree, source)
     findings = []
-    seen = set()
+    planned = []
+    seen: dict = {}
     for leak in leaks:
         rule = rule_for(leak)
         if rule is None:
             continue
         key = (rule.code, leak.start)
         if key in seen:
+            # one finding per code and place; the proof of a fix still counts this value
+            seen[key].extra["values"].append(leak.value)
             continue
-        seen.add(key)
-        fix = None
-        if leak.fix is not None:
-            from fakegrad_lint.fix_builders import build_fix
-
-            fix = build_fix(leak, source)
-        findings.append(
-            Finding(
-                code=rule.code,
-                message=rule.message(leak),
-                filename=filename,
-                location=Location(*leak.start),
-                end_location=Location(*leak.end),
-                fix=fix,
-            )
+        finding = Finding(
+            code=rule.code,
+            message=rule.message(leak),
+            filename=filename,
+            location=Location(*leak.start),
+            end_location=Location(*leak.end),
+            extra={"value": leak.value, "values": [leak.value, *leak.also]},
         )
+        seen[key] = finding
+        findings.append(finding)
+        if leak.fix is not None and fixes:
+            planned.append((len(findings) - 1, leak))
+    if planned:
+        findings = _with_fixes(source, filename, findings, planned)
     findings.sort(key=lambda f: f.sort_key)
     return findings
+
+
+def _with_fixes(source: str, filename: str, findings: list[Finding], planned) -> list[Finding]:
+    """Build each planned fix and prove it; a fix that fails is not offered and the
+    finding says why."""
+    from dataclasses import replace
+
+    from fakegrad_lint.fix_builders import NoFix, build_fix
+    from fakegrad_lint.fix_proof import LONG_LINE, long_line, prove
+
+    base = [replace(f, extra=dict(f.extra)) for f in findings]
+    too_long = long_line(source)
+    proofs: dict = {}
+
+    def relint(text):
+        return check_source(text, filename, fixes=False)
+
+    out = list(findings)
+    for index, leak in planned:
+        finding = findings[index]
+        fix, reason = None, None
+        if too_long is not None:
+            reason = (f"line {too_long} is longer than {LONG_LINE} characters, too long to check a fix "
+                      f"with libcst")
+        else:
+            try:
+                fix = build_fix(leak, source)
+            except NoFix as exc:
+                reason = str(exc)
+            if fix is None and reason is None:
+                reason = "no fix is known for this shape"
+            if fix is not None:
+                key = fix.edits
+                if key not in proofs:
+                    proofs[key] = prove(source, finding, fix, relint, base)
+                reason = proofs[key]
+                if reason is not None:
+                    fix = None
+        out[index] = replace(finding, fix=fix, no_fix=reason)
+    return out

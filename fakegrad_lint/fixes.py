@@ -28,7 +28,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location
+from fakegrad_lint.findings import Edit, Finding, Fix, Location, applies
 
 __all__ = [
     "EditError",
@@ -208,14 +208,9 @@ def apply_edits(text: str, edits: Iterable[Edit]) -> str:
 
 
 def is_applicable(fix: Fix | None, *, unsafe: bool) -> bool:
-    """Whether ``fix`` may be applied at this safety level (never display-only)."""
-    if fix is None or not fix.edits:
-        return False
-    if fix.applicability is Applicability.SAFE:
-        return True
-    if fix.applicability is Applicability.UNSAFE:
-        return unsafe
-    return False
+    """Whether ``fix`` may be applied at this safety level (never display-only):
+    :func:`fakegrad_lint.findings.applies`."""
+    return applies(fix, unsafe=unsafe)
 
 
 @dataclass

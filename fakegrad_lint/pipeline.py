@@ -25,8 +25,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
-from fakegrad_lint.findings import Applicability, Finding, ToolError
-from fakegrad_lint.prefilter import may_contain_fake_region
+from fakegrad_lint.findings import Finding, ToolError, hidden_unsafe
+from fakegrad_lint.prefilter import may_contain_fake_region, may_have_fgl_noqa
 from fakegrad_lint.sourcefile import SourceError, SourceFile, read_source
 
 # A process pool only pays off with enough work: at least PARALLEL_THRESHOLD
@@ -161,7 +161,7 @@ def lint_text(
         findings = [f for f in checker.check_source(text, path, tree=tree) if f.code in codes]
     else:
         findings = []
-    if report_unused and "noqa" not in text.lower():
+    if report_unused and not may_have_fgl_noqa(text):
         report_unused = False
     if not findings and not report_unused:
         return []
@@ -175,7 +175,8 @@ def needs_work(text: str, codes: frozenset[str]) -> bool:
     """The parent's prefilter: can this file produce anything to report?"""
     if may_contain_fake_region(text):
         return True
-    return UNUSED_NOQA_CODE in codes and "noqa" in text.lower()
+    # FGL100 keeps the prefilter: it can only report a ``# noqa: FGL...``
+    return UNUSED_NOQA_CODE in codes and may_have_fgl_noqa(text)
 
 
 def _is_notebook(path: str) -> bool:
@@ -241,7 +242,7 @@ def _finish_check(result: FileResult, options: Options, text: str) -> None:
         result.hidden_unsafe = sum(
             1
             for f in result.findings
-            if f.fix is not None and f.fix.edits and f.fix.applicability is Applicability.UNSAFE
+            if hidden_unsafe(f.fix)
         )
     if result.findings:
         result.source = text
@@ -380,7 +381,7 @@ def _process_notebook(result: FileResult, path: str, codes, options: Options, sf
     def lint(t: str) -> list[Finding]:
         return lint_text(t, path, codes)
 
-    notebook.process(result, path, sf, lint, options)
+    notebook.process(result, path, sf, lint, options, prefilter=True)
 
 
 # ---------------------------------------------------------------------------

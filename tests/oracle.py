@@ -18,6 +18,12 @@ test process imported (or patched) does not matter. Public helpers:
 
     run_fixture(path) -> (outcome, stdout)
     run_fixtures(paths, jobs=2) -> {path: Result}
+    run_project(folder) -> Result
+    run_projects(folders, jobs=2) -> {folder: Result}
+
+A project is a folder with ``project.json`` (``{"entry": "train.py", ...}``): its entry
+script runs as ``__main__`` with the project folder as the working directory and
+first on ``sys.path``, so that it can import the project's other modules.
 
 This module itself never imports torch in the calling process.
 """
@@ -99,6 +105,35 @@ def run_fixtures(paths, jobs: int = 2) -> dict[str, Result]:
     return {p: Result(**raw[p]) for p in paths}
 
 
+def read_project(folder) -> dict:
+    """The parsed ``project.json`` of a project folder."""
+    with open(os.path.join(str(folder), "project.json"), encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def run_projects(folders, jobs: int = 2) -> dict[str, Result]:
+    """Run the entry of every project folder in ``folders``; return results by folder."""
+    items = []
+    for folder in folders:
+        root = os.path.abspath(str(folder))
+        entry = os.path.join(root, read_project(root)["entry"])
+        items.append({"path": entry, "root": root})
+    with _lock:
+        server = _start_server()
+        server.stdin.write(json.dumps({"paths": items, "jobs": jobs}) + "\n")
+        server.stdin.flush()
+        line = server.stdout.readline()
+    if not line:
+        raise RuntimeError("oracle runner died")
+    raw = json.loads(line)
+    return {it["root"]: Result(**raw[it["root"]]) for it in items}
+
+
+def run_project(folder) -> Result:
+    """Run one project's entry with real torch (see the module docstring)."""
+    return run_projects([folder], jobs=1)[os.path.abspath(str(folder))]
+
+
 def run_fixture(path) -> tuple[str, str]:
     """Run one script with real torch; return ``(outcome, stdout)``."""
     res = run_fixtures([path], jobs=1)[os.path.abspath(str(path))]
@@ -110,8 +145,25 @@ def run_fixture(path) -> tuple[str, str]:
 # --------------------------------------------------------------------------
 
 
-def _child(path: str, result_path: str, out_path: str) -> None:
-    """In the forked child: run ``path`` as __main__, classify, write JSON."""
+def _forget_project_modules(root: str) -> None:
+    """Make the project's own top-level modules importable from ``root`` even where the
+    runner happened to import a module of the same name."""
+    names = set()
+    for entry in os.listdir(root):
+        full = os.path.join(root, entry)
+        if entry.endswith(".py"):
+            names.add(entry[:-3])
+        elif os.path.isdir(full):
+            names.add(entry)
+    for mod in list(sys.modules):
+        if mod.split(".", 1)[0] in names:
+            del sys.modules[mod]
+
+
+def _child(path: str, result_path: str, out_path: str, root: str | None = None) -> None:
+    """In the forked child: run ``path`` as __main__, classify, write JSON.
+
+    With ``root`` (a project folder) the folder is first on ``sys.path``."""
     import gc
     import runpy
     import traceback
@@ -182,6 +234,9 @@ def _child(path: str, result_path: str, out_path: str) -> None:
     namespace = None
     old_argv = sys.argv
     sys.argv = [path]
+    if root is not None:
+        _forget_project_modules(root)
+        sys.path.insert(0, root)
     try:
         namespace = runpy.run_path(path, run_name="__main__")
     except BaseException as exc:  # noqa: BLE001
@@ -268,7 +323,11 @@ def _serve() -> None:
         results: dict[str, dict] = {}
         while pending or running:
             while pending and len(running) < jobs:
-                path = pending.pop(0)
+                item = pending.pop(0)
+                if isinstance(item, dict):  # a project: {"path": entry, "root": folder}
+                    path, root = item["path"], item["root"]
+                else:
+                    path, root = item, None
                 counter += 1
                 res_p = os.path.join(tmp, f"{counter}.json")
                 out_p = os.path.join(tmp, f"{counter}.out")
@@ -279,8 +338,8 @@ def _serve() -> None:
                     try:
                         err_fd = os.open(err_p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
                         os.dup2(err_fd, 2)
-                        os.chdir(os.path.dirname(path))
-                        _child(path, res_p, out_p)
+                        os.chdir(root or os.path.dirname(path))
+                        _child(path, res_p, out_p, root)
                     except BaseException:  # noqa: BLE001
                         import traceback
 
@@ -288,7 +347,7 @@ def _serve() -> None:
                         code = 1
                     finally:
                         os._exit(code)
-                running[pid] = (path, res_p, out_p, time.monotonic())
+                running[pid] = (root or path, res_p, out_p, time.monotonic())
             pid, status = os.waitpid(-1, os.WNOHANG)
             if pid == 0:
                 for p, (path, _r, _o, started) in list(running.items()):
@@ -327,6 +386,10 @@ def _read(path: str) -> str:
 if __name__ == "__main__":
     if sys.argv[1:] == ["--serve"]:
         _serve()
-    else:  # manual use: python tests/oracle.py fixtures/*.py
-        for p, r in sorted(run_fixtures(sys.argv[1:]).items()):
+    else:  # manual use: python tests/oracle.py fixtures/*.py fixtures/projects/*/
+        args = sys.argv[1:]
+        projects = [a for a in args if os.path.isfile(os.path.join(a, "project.json"))]
+        scripts = [a for a in args if a not in projects]
+        found = {**run_fixtures(scripts), **run_projects(projects)}
+        for p, r in sorted(found.items()):
             print(f"{r.outcome:7} {os.path.relpath(p)}  {r.detail.splitlines()[0] if r.detail else ''}")

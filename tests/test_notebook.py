@@ -421,3 +421,25 @@ def test_precommit_hooks_take_notebooks():
 
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     assert all("jupyter" in h["types_or"] for h in hooks)
+
+
+def test_the_pipeline_prefilters_notebooks(tmp_path, monkeypatch):
+    """A notebook whose cells name no fake mode and have no FGL noqa is checked for
+    validity, but its cells are never parsed (building the program parses each);
+    one that names a fake mode still is."""
+    from fakegrad_lint import pipeline
+    from fakegrad_lint.rules import ALL_CODES
+
+    plain = write_nb(tmp_path / "plain.ipynb", [code("import torch\nx = 1  # noqa: E501\n!ls\n"), md("FakeTensorMode")])
+    fake = write_nb(tmp_path / "fake.ipynb", [code("from torch._subclasses import FakeTensorMode\n")])
+    built = []
+    real_build = notebook.build_program
+    monkeypatch.setattr(notebook, "build_program", lambda nb: built.append(nb.path) or real_build(nb))
+    codes = ALL_CODES | {pipeline.UNUSED_NOQA_CODE}
+    for p in (plain, fake):
+        r = pipeline.process_file(str(p), codes, Options())
+        assert (r.findings, r.errors) == ([], [])
+    assert built == [str(fake)]
+    bad = tmp_path / "bad.ipynb"
+    bad.write_text('{"cells": ["x"]}\n')
+    assert pipeline.process_file(str(bad), codes, Options()).errors  # still validated

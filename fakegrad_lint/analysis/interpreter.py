@@ -20,7 +20,7 @@ import ast
 import builtins
 import re
 
-from fakegrad_lint.analysis import names as N
+from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.leaks import Leak, Route, Verdict
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.positions import PositionMap
@@ -30,7 +30,10 @@ from fakegrad_lint.analysis.values import (
     ClassVal,
     ConstVal,
     CtxVal,
+    DecoratorVal,
     ExitStackVal,
+    ExportedProgramVal,
+    FieldVal,
     FuncVal,
     InstanceVal,
     LeakRecord,
@@ -42,10 +45,13 @@ from fakegrad_lint.analysis.values import (
     Origin,
     Region,
     SeqVal,
+    SuperVal,
     TracedFn,
+    TransformVal,
     TVal,
     Value,
     join,
+    union,
 )
 from fakegrad_lint.prefilter import ENTRY_WORDS
 
@@ -117,7 +123,8 @@ class Scope:
 
 
 class State:
-    __slots__ = ("scope", "regions", "grad_enabled", "dispatch_off", "patched", "fake_copy", "returns", "depth", "stack", "self_val", "sites", "cur")
+    __slots__ = ("scope", "regions", "grad_enabled", "dispatch_off", "patched", "fake_copy", "returns", "depth", "stack", "self_val", "sites", "cur",
+                 "may", "meta_device", "fv")
 
     def __init__(self, scope):
         self.scope = scope
@@ -132,6 +139,9 @@ class State:
         self.self_val = None
         self.sites: tuple = ()  # (caller func node, call node, arg exprs, arg values) per descent
         self.cur = None  # (block, index) of the statement being executed
+        self.may = 0  # > 0: running a path that only may be taken (one option of a may value)
+        self.meta_device = False  # inside `with torch.device("meta"):`
+        self.fv = None  # the FuncVal being run
 
     def child(self, scope):
         c = State(scope)
@@ -143,6 +153,8 @@ class State:
         c.depth = self.depth + 1
         c.stack = self.stack
         c.sites = self.sites
+        c.may = self.may
+        c.meta_device = self.meta_device
         return c
 
     def active_region(self):
@@ -190,6 +202,9 @@ class Interpreter:
         self.module_scope.func_node = tree
         self._func_contains_yield: dict = {}
         self._capture_gen = None
+        self._manual_undo: dict = {}  # id(context value) -> undo of its explicit __enter__()
+        self.method_index: dict = {}  # method name -> def nodes of the classes of the file
+        self.defs: dict = {}  # def node -> its FuncVal before decorators (standalone analysis runs it)
         self._matter: dict = {}
         self._entry_rx = None
 
@@ -223,10 +238,10 @@ class Interpreter:
         units = []  # (FuncVal, ClassVal or None, text)
         for d in self.tree.body:
             val = mvars.get(getattr(d, "name", None))
-            if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(val, FuncVal) and val.node is d:
-                units.append((val, None))
+            if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d in self.defs:
+                units.append((self.defs[d], None))  # the function itself, before its decorators
             elif isinstance(d, ast.ClassDef) and isinstance(val, ClassVal) and val.node is d:
-                units.extend((fv, val) for fv in val.methods.values() if fv.cls is val)
+                units.extend((self.defs[m], val) for m in d.body if m in self.defs and self.defs[m].cls is val)
         if not units:
             return
 
@@ -237,7 +252,7 @@ class Interpreter:
 
         texts = {fv: text(fv) for fv, _ in units}
         hot_re = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(hot))))
-        relevant = {fv for fv, _ in units if hot_re.search(texts[fv])}
+        relevant = {fv for fv, _ in units if hot_re.search(texts[fv]) and _hot_in_code(fv.node, texts[fv], hot_re)}
         # self attributes that hold a mode, in classes that have a relevant method
         for cls in {c for fv, c in units if c is not None and fv in relevant}:
             inst = self._instance_for(cls)
@@ -278,6 +293,8 @@ class Interpreter:
 
     @staticmethod
     def _is_static(fv):
+        if fv.kind in ("static", "class"):
+            return True
         for dec in fv.node.decorator_list:
             if isinstance(dec, ast.Name) and dec.id in ("staticmethod", "classmethod"):
                 return True
@@ -287,6 +304,8 @@ class Interpreter:
         best: dict = {}
         order = {Verdict.CRASH: 3, Verdict.HAZARD: 2, Verdict.FORWARD_ONLY: 1}
         for rec in self.records.values():
+            if rec.may:
+                continue  # a link is only possible: never a finding
             if rec.crash:
                 verdict = Verdict.CRASH
             elif rec.sinks:
@@ -313,10 +332,16 @@ class Interpreter:
             )
             if rec.fix_plan is not None and rec.origin.grad_reads:
                 leak.fix = None if verdict is Verdict.FORWARD_ONLY else _with_grad_reads(rec.fix_plan, rec.origin.grad_reads)
+            if any(desc == ".grad assignment" for desc, _ in rec.sinks):
+                leak.fix = None  # the computed gradients are written to the real tensor whatever it is converted to
             key = (start, route)
             prev = best.get(key)
             if prev is None or order[verdict] > order[prev.verdict]:
+                if prev is not None:
+                    leak.also = [prev.value, *prev.also]
                 best[key] = leak
+            elif leak.value != prev.value:
+                prev.also.append(leak.value)
         return sorted(best.values(), key=lambda l: l.start)
 
     # -------------------------------------------------------------- statements
@@ -399,7 +424,7 @@ class Interpreter:
             if s.level == 0 and s.module:
                 for alias in s.names:
                     if alias.name == "*":
-                        for name in _STAR_EXPORTS.get(s.module, ()):
+                        for name in N.STAR_EXPORTS.get(s.module, ()):
                             st.scope.assign(name, ModRef(f"{s.module}.{name}"))
                         continue
                     st.scope.assign(alias.asname or alias.name, ModRef(f"{s.module}.{alias.name}"))
@@ -437,17 +462,20 @@ class Interpreter:
             return
         scope = st.scope
         before = dict(scope.vars)
+        regions_before = list(st.regions)
         crashed = 0
         try:
             self.exec_branch(s.body, st)
         except Crashed:
             crashed += 1
+        _mark_may_regions(st.regions, regions_before)
         after_body = scope.vars
         scope.vars = dict(before)
         try:
             self.exec_branch(s.orelse, st)
         except Crashed:
             crashed += 1
+        _mark_may_regions(st.regions, regions_before)
         merged = after_body
         for k, b in scope.vars.items():
             a = merged.get(k)
@@ -491,24 +519,34 @@ class Interpreter:
             for fn in reversed(undo):
                 fn()
 
-    def enter(self, cm, st, undo, with_node=None, index=-1, bound=None, expr=None):
-        """Enter a context manager value; push what it changes and its undo on ``undo``."""
+    def enter(self, cm, st, undo, with_node=None, index=-1, bound=None, expr=None, may=False):
+        """Enter a context manager value; push what it changes and its undo on ``undo``.
+        ``may``: the value is entered on some paths only (its region proves nothing)."""
         if isinstance(cm, MaybeVal):
-            modes = [o for o in cm.options if isinstance(o, (ModeVal, CtxVal, ExitStackVal))]
+            opts = [o for o in cm.options if not _is_none_const(o)]
+            modes = [o for o in opts if isinstance(o, ModeVal)]
             if modes:
-                # an unknown condition selects a fake mode on some path: enter it
-                pick = next((o for o in modes if isinstance(o, ModeVal)), modes[0])
-                # (no fix: the block cannot know which one it got)
-                return self.enter(pick, st, undo, None, index, None, None)
+                # an unknown condition or key selects a fake mode on some path: enter it,
+                # as a may region unless every option is a mode (no fix: the block
+                # cannot know which one it got)
+                pick = modes[0]
+                if any(m.allow != pick.allow for m in modes):
+                    pick = ModeVal(None, pick.line, pick.desc, pick.node, pick.conditional)
+                return self.enter(pick, st, undo, None, index, None, None, may=may or len(modes) < len(opts))
+            others = [o for o in opts if isinstance(o, (CtxVal, ExitStackVal, InstanceVal))]
+            if len(others) == 1 and len(opts) == 1:
+                return self.enter(others[0], st, undo, with_node, index, bound, expr, may=may)
             return UNKNOWN
+        if isinstance(cm, InstanceVal):
+            return self.enter_instance(cm, st, undo, may)
         if isinstance(cm, ModeVal):
             name = bound
             if name is None and expr is not None:
                 d = dotted_name(expr)
                 if d is not None:
                     name = d
-            region = Region(cm, cm.allow, with_node, index, name)
-            region.func_node = st.scope.func_node  # type: ignore[attr-defined]
+            region = Region(cm, cm.allow, with_node, index, name, may=bool(may or st.may))
+            region.func_node = st.scope.func_node
             st.regions.append(region)
             regions = st.regions
             undo.append(lambda: regions.remove(region) if region in regions else None)
@@ -533,6 +571,10 @@ class Interpreter:
                     st.patched.add(target)
                     if added:
                         undo.append(lambda: st.patched.discard(target))
+            elif k == "meta_device":
+                old_meta = st.meta_device
+                st.meta_device = True
+                undo.append(lambda: setattr(st, "meta_device", old_meta))
             elif k == "gen":
                 return self.enter_generator(cm, st, undo, with_node, index, bound)
             return UNKNOWN
@@ -548,6 +590,43 @@ class Interpreter:
             undo.append(close)
             return cm
         return UNKNOWN
+
+    def enter_instance(self, cm, st, undo, may=False):
+        """``with obj:`` for an instance of a class of the file: run its ``__enter__`` as a
+        method (what it enters stays entered) and its ``__exit__`` when the block ends."""
+        enter_fn = cm.cls.lookup_method("__enter__")
+        if enter_fn is None:
+            return UNKNOWN
+        before = list(st.regions)
+        if may:
+            st.may += 1
+        try:
+            res = self.call_function(enter_fn, [cm], {}, st, force=True, propagate=True)
+        except (YieldReached, _BlockExit):
+            res = UNKNOWN
+        finally:
+            if may:
+                st.may -= 1
+        for r in st.regions:
+            if r not in before:
+                r.with_node = None  # opened inside a method: no block of this code to fix
+                r.may = r.may or may
+        exit_fn = cm.cls.lookup_method("__exit__")
+
+        def leave():
+            if exit_fn is not None:
+                try:
+                    self.call_function(exit_fn, [cm, ConstVal(None), ConstVal(None), ConstVal(None)], {}, st,
+                                       force=True, propagate=True)
+                except (Crashed, YieldReached, _BlockExit):
+                    pass
+            # what __enter__ opened and __exit__ did not close (unknown to us) ends here
+            for r in list(st.regions):
+                if r not in before:
+                    st.regions.remove(r)
+
+        undo.append(leave)
+        return res
 
     def enter_generator(self, cm, st, undo, with_node=None, index=-1, bound=None):
         """Enter a @contextmanager helper: run it up to its ``yield`` and keep the
@@ -610,7 +689,8 @@ class Interpreter:
         if t is ast.Name:
             st.scope.assign(target.id, val)
         elif t in (ast.Tuple, ast.List):
-            elts = val.elts if isinstance(val, SeqVal) and val.elts is not None and len(val.elts) == len(target.elts) else None
+            elts = (val.elts if isinstance(val, SeqVal) and val.elts is not None and val.keys is None
+                    and len(val.elts) == len(target.elts) else None)
             for i, e in enumerate(target.elts):
                 if isinstance(e, ast.Starred):
                     self.assign(e.value, SeqVal(items=(self.iter_item(val),)), st, None)
@@ -620,7 +700,11 @@ class Interpreter:
                     self.assign(e, self.iter_item(val), st, None)
         elif t is ast.Attribute:
             obj = self.eval(target.value, st)
-            if isinstance(obj, (InstanceVal, ModuleVal)):
+            if target.attr == "grad" and isinstance(obj, TVal) and obj.real_rg():
+                # `p.grad = g`: a gradient computed under a fake mode (torch.func.grad)
+                # becomes the real parameter's grad, with no backward (HAZARD 17)
+                self.sink(val, ".grad assignment", target, st)
+            if isinstance(obj, (InstanceVal, ModuleVal, ClassVal)):
                 obj.attrs[target.attr] = val
             elif isinstance(obj, ModeVal) and target.attr == "allow_non_fake_inputs":
                 if isinstance(val, ConstVal):
@@ -634,15 +718,27 @@ class Interpreter:
                     self.rebind(target.value, TVal(frozenset(), None, obj.leaks), st)
         elif t is ast.Subscript:
             obj = self.eval(target.value, st)
-            self.eval(target.slice, st)
-            if isinstance(obj, SeqVal):
+            key = self.eval(target.slice, st)
+            if isinstance(obj, SeqVal) and obj.keys is not None and isinstance(key, ConstVal):
+                keys = [k for k in obj.keys if not (k == key.value and type(k) is type(key.value))]
+                elts = [v for k, v in zip(obj.keys, obj.elts) if not (k == key.value and type(k) is type(key.value))]
+                self.rebind(target.value, _dict_val(keys + [key.value], elts + [val]), st)
+            elif isinstance(obj, SeqVal):
                 self.rebind(target.value, SeqVal(obj.items + (val,)), st)
         elif t is ast.Starred:
             self.assign(target.value, val, st, value_node)
 
     def rebind(self, expr, val, st):
+        """A change to the object a name holds (``d[k] = v``, ``x.requires_grad_()``):
+        the name is updated where it lives (a global or a closure variable too)."""
         if isinstance(expr, ast.Name):
-            st.scope.assign(expr.id, val)
+            sc = st.scope
+            while sc is not None and expr.id not in sc.vars:
+                sc = sc.parent
+            if sc is None or sc is st.scope:
+                st.scope.assign(expr.id, val)
+            else:
+                sc.vars[expr.id] = val
         elif isinstance(expr, ast.Attribute):
             obj = self.eval(expr.value, st)
             if isinstance(obj, (InstanceVal, ModuleVal)):
@@ -650,18 +746,82 @@ class Interpreter:
 
     # -------------------------------------------------------------- functions
     def make_function(self, node, st, cls=None):
-        cm = False
-        grad_off = False
-        for dec in node.decorator_list:
-            dv = self.eval(dec.func if isinstance(dec, ast.Call) else dec, st)
-            if isinstance(dv, ModRef):
-                if dv.qualname in N.CONTEXT_MANAGER:
-                    cm = True
-                elif dv.qualname in N.GRAD_OFF:
-                    grad_off = True
-        fv = FuncVal(node, st.scope, cls, cm, grad_off)
-        fv.defaults = [self.eval(d, st) for d in node.args.defaults] if not isinstance(node, ast.Lambda) else []  # type: ignore[attr-defined]
-        return fv
+        fv = FuncVal(node, st.scope, cls)
+        if not isinstance(node, ast.Lambda):
+            fv.defaults = [self.eval(d, st) for d in node.args.defaults]
+            fv.kw_defaults = {a.arg: self.eval(d, st) for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults) if d is not None}
+            self.defs[node] = fv
+        out = fv
+        # decorators apply bottom-up, each a call on what the one below returned
+        for dec in reversed(getattr(node, "decorator_list", ())):
+            out = self.apply_decorator(dec, out, st)
+        return out
+
+    def apply_decorator(self, dec, f, st):
+        if isinstance(dec, ast.Attribute) and dec.attr in ("setter", "deleter"):
+            prop = self.eval(dec.value, st)  # `@prop.setter`: the class keeps the property
+            return prop if isinstance(prop, FuncVal) else f
+        if isinstance(dec, ast.Call):
+            callee = self.eval(dec.func, st)
+            args, kwargs = self.eval_args(dec, st)
+            if isinstance(callee, ModRef):
+                dv = self.call_qualname(dec, callee.qualname, args, kwargs, st)
+            else:
+                dv = self.call_forced(dec, callee, args, kwargs, st)  # a decorator factory
+        else:
+            dv = self.eval(dec, st)
+        return self.decorate(dv, f, st, dec)
+
+    def decorate(self, dv, f, st, node):
+        """``f = dv(f)``: what a decorator returns, evaluated (unknown decorators leave
+        the function as it was)."""
+        if isinstance(dv, ModRef):
+            q = dv.qualname
+            if isinstance(f, FuncVal):
+                if q in N.CONTEXT_MANAGER:
+                    f.contextmanager = True
+                elif q in N.GRAD_OFF:
+                    f.grad_off = True
+                elif q in N.STATIC_DECORATORS:
+                    f.kind = "static"
+                elif q in N.CLASS_DECORATORS:
+                    f.kind = "class"
+                elif q in N.PROPERTY_DECORATORS:
+                    f.kind = "property"
+            return f
+        if isinstance(dv, CtxVal):
+            if dv.kind == "grad_off" and isinstance(f, FuncVal):
+                f.grad_off = True  # `@torch.no_grad()`: a context manager used as a decorator
+            return f
+        if isinstance(dv, (FuncVal, BoundMethod, PartialVal, ClassVal, InstanceVal)):
+            res = self.call_forced(node, dv, [f], {}, st)
+            if res is UNKNOWN or res is None:
+                return f
+            if isinstance(res, FuncVal) and res is not f and isinstance(f, FuncVal):
+                res.wrapped = f
+                if res.cls is None:
+                    res.cls = f.cls
+            return res
+        return f
+
+    def call_forced(self, node, callee, args, kwargs, st):
+        """Call ``callee`` and run its body even when nothing of interest goes in."""
+        if isinstance(callee, FuncVal):
+            return self.call_function(callee, list(args), kwargs, st, force=True)
+        if isinstance(callee, BoundMethod):
+            return self.call_function(callee.func, [callee.self_val] + list(args), kwargs, st, force=True)
+        if isinstance(callee, PartialVal):
+            return self.call_forced(node, callee.func, list(callee.args) + list(args), {**callee.kwargs, **kwargs}, st)
+        if isinstance(callee, ClassVal):
+            return self.instantiate(callee, list(args), kwargs, st, node, force=True)
+        if isinstance(callee, InstanceVal):
+            call = callee.cls.lookup_method("__call__")
+            if call is not None:
+                return self.call_function(call, [callee] + list(args), kwargs, st, force=True)
+            return UNKNOWN
+        if isinstance(node, ast.Call):
+            return self.call_value(node, callee, list(args), kwargs, st, func_expr=None)
+        return UNKNOWN
 
     def make_class(self, node, st):
         bases = tuple(self.eval(b, st) for b in node.bases)
@@ -670,62 +830,105 @@ class Interpreter:
         for b in bases:
             if isinstance(b, ModRef) and _is_nn_module_class(b.qualname):
                 is_module = True
-                if b.qualname not in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+                if b.qualname not in N.NN_MODULE_BASE:
                     torch_base = True
             elif isinstance(b, ClassVal) and b.is_module:
                 is_module = True
-                torch_base = torch_base or getattr(b, "torch_base", False)
+                torch_base = torch_base or b.torch_base
         cv = ClassVal(node, st.scope, is_module, {}, bases)
-        cv.torch_base = torch_base  # type: ignore[attr-defined]
-        for b in bases:
-            if isinstance(b, ClassVal):
-                cv.methods.update(b.methods)
+        cv.torch_base = torch_base
+        cv.mro = _c3_mro(cv)
+        # the class body runs in its own scope; its names become class attributes
         cls_scope = Scope(parent=st.scope, module=st.scope.module, func_node=st.scope.func_node)
         cst = st.child(cls_scope)
         cst.depth = st.depth
-        for item in node.body:
+        for i, item in enumerate(node.body):
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 fv = self.make_function(item, cst, cls=cv)
-                fv.scope = st.scope  # methods do not see the class body as a closure
-                cv.methods[item.name] = fv
-        return cv
+                base = self.defs.get(item)
+                if base is not None:
+                    base.scope = st.scope  # methods do not see the class body as a closure
+                cls_scope.vars[item.name] = fv
+                cv.own[item.name] = fv
+                self.method_index.setdefault(item.name, []).append(item)
+                continue
+            cst.cur = (node.body, i)
+            try:
+                self.exec_stmt(item, cst)
+            except (Crashed, _BlockExit, YieldReached):
+                break
+        for name, v in cls_scope.vars.items():
+            if name in cv.own:
+                continue
+            if isinstance(v, FuncVal) and not isinstance(v.node, ast.Lambda):
+                cv.own[name] = v  # `__call__ = forward`
+            else:
+                cv.attrs[name] = v
+        for c in reversed(cv.mro):
+            cv.methods.update(c.own)
+        out = cv
+        for dec in reversed(node.decorator_list):
+            dv = self.eval(dec.func if isinstance(dec, ast.Call) else dec, st)
+            if isinstance(dv, ModRef) and dv.qualname in N.DATACLASS:
+                cv.dataclass = True
+                continue
+            out = self.apply_decorator(dec, out, st)  # `cls = register("name")(cls)`
+        return out
 
-    def instantiate(self, cls, args, kwargs, st, node):
+    def instantiate(self, cls, args, kwargs, st, node, force=False):
         region = st.active_region()
         if cls.is_module:
             inst = ModuleVal(None, region.mode if region else None, cls, {})
         else:
             inst = InstanceVal(cls, {})
-        init = cls.methods.get("__init__")
+        init = cls.lookup_method("__init__")
         if init is not None:
             try:
-                self.call_function(init, [inst] + list(args), kwargs, st)
+                self.call_function(init, [inst] + list(args), kwargs, st, force=force)
             except (YieldReached, _BlockExit):
                 pass
         else:
-            # a dataclass / NamedTuple-style class: annotated fields take the arguments
-            fields = [n.target.id for n in cls.node.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
-            for i, name in enumerate(fields):
+            # a dataclass / NamedTuple-style class: annotated fields take the arguments,
+            # else their defaults (``field(default_factory=...)`` is called)
+            for i, name in enumerate(cls.fields()):
                 if i < len(args):
                     inst.attrs[name] = args[i]
                 elif name in kwargs:
                     inst.attrs[name] = kwargs[name]
+                else:
+                    default = cls.lookup_attr(name)
+                    if isinstance(default, FieldVal):
+                        if default.factory is not None:
+                            default = self.call_forced(node, default.factory, [], {}, st)
+                        else:
+                            default = default.default
+                    inst.attrs[name] = default if default is not None else UNKNOWN
+            post = cls.lookup_method("__post_init__")
+            if post is not None:
+                try:
+                    self.call_function(post, [inst], {}, st, force=True)
+                except (YieldReached, _BlockExit):
+                    pass
         if cls.is_module and region is None:
-            has_params = getattr(cls, "torch_base", False) or any(
+            has_params = cls.torch_base or any(
                 v.real_rg() or (isinstance(v, ModuleVal) and v.origin is not None) for v in inst.attrs.values()
             )
             if has_params:
                 name = "module"
-                inst.origin = Origin(name, "module", getattr(node, "lineno", 0))
+                inst.origin = Origin(name, "module", getattr(node, "lineno", 0), owner=inst)
+                inst.meta = st.meta_device
         return inst
 
-    def call_function(self, fv, args, kwargs, st, run_generator=False, site=None):
+    def call_function(self, fv, args, kwargs, st, run_generator=False, site=None, force=False, propagate=True):
+        """Run ``fv`` on the values; ``force``: even when nothing of interest goes in
+        (decorators, dunder methods); ``propagate``: contexts it enters and does not
+        leave stay entered in the caller, as in Python."""
         node = fv.node
         if st.depth >= MAX_DEPTH or self.exhausted or node in st.stack:
             return UNKNOWN
         if fv.contextmanager and not run_generator:
             return CtxVal("gen", (fv, list(args), dict(kwargs)))
-        if not (st.regions or self._may_matter(node) or any(_interesting(a) for a in args)
+        if not (force or st.regions or self._may_matter(node) or any(_interesting(a) for a in args)
                 or any(_interesting(v) for v in kwargs.values())):
             return UNKNOWN  # outside any region, nothing of interest in or out: skip the body
         is_gen = self._func_contains_yield.get(node)
@@ -737,6 +940,7 @@ class Interpreter:
         cst.stack = st.stack + (node,)
         if site is not None:
             cst.sites = st.sites + ((st.scope.func_node,) + site,)
+        cst.fv = fv
         self.bind_args(fv, args, kwargs, scope)
         if fv.grad_off:
             cst.grad_enabled = False
@@ -748,6 +952,9 @@ class Interpreter:
             self.exec_block(node.body, cst)
         except _BlockExit:
             pass
+        if propagate and not run_generator and not fv.grad_off:
+            st.grad_enabled, st.dispatch_off = cst.grad_enabled, cst.dispatch_off
+            st.fake_copy, st.meta_device = cst.fake_copy, cst.meta_device
         if is_gen and not run_generator:
             return SeqVal(tuple(cst.returns))
         if not cst.returns:
@@ -761,7 +968,7 @@ class Interpreter:
         node = fv.node
         a = node.args
         params = list(a.posonlyargs) + list(a.args)
-        defaults = getattr(fv, "defaults", [])
+        defaults = fv.defaults
         nd = len(defaults)
         for i, p in enumerate(params):
             if i < len(args):
@@ -777,9 +984,11 @@ class Interpreter:
             extra = args[len(params):]
             scope.vars[a.vararg.arg] = SeqVal(tuple(extra), tuple(extra))
         for p in a.kwonlyargs:
-            scope.vars[p.arg] = kwargs.get(p.arg, UNKNOWN)
+            scope.vars[p.arg] = kwargs.get(p.arg, fv.kw_defaults.get(p.arg, UNKNOWN))
         if a.kwarg is not None:
-            scope.vars[a.kwarg.arg] = SeqVal(tuple(v for k, v in kwargs.items() if k not in scope.vars))
+            rest = [(k, v) for k, v in kwargs.items() if k not in scope.vars]
+            vals = tuple(v for _, v in rest)
+            scope.vars[a.kwarg.arg] = SeqVal(vals, vals, tuple(k for k, _ in rest))
 
     def _entry_aliases(self):
         """Local names bound by imports to a way into a fake region (``FTM`` in
@@ -808,14 +1017,25 @@ class Interpreter:
             text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
             flag = bool(self._entry_re().search(text) or _SOURCE_RE.search(text))
             if not flag:
+                # names a module-level value of interest (a registry of module classes)
+                mvars = self.module_scope.vars
+                flag = any(_interesting(mvars[w]) or _module_classes(mvars[w])
+                           for w in set(_WORD_RE.findall(text)) if w in mvars)
+            if not flag:
                 # calls an in-file function that matters (by name)
                 for name in _called_names(text):
                     target = self.module_scope.vars.get(name)
-                    if isinstance(target, (FuncVal, ClassVal)) and target.node is not node and self._matter.get(target.node, None) is not False:
-                        self._matter[node] = False  # guard recursion
-                        if self._may_matter(target.node):
-                            flag = True
-                            break
+                    # an in-file function or class by that name, or a method of a class of the file
+                    targets = [target.node] if isinstance(target, (FuncVal, ClassVal)) else []
+                    targets += self.method_index.get(name, [])
+                    for t in targets:
+                        if t is not node and self._matter.get(t, None) is not False:
+                            self._matter[node] = False  # guard recursion
+                            if self._may_matter(t):
+                                flag = True
+                                break
+                    if flag:
+                        break
             self._matter[node] = flag
         return flag
 
@@ -854,11 +1074,17 @@ class Interpreter:
                 return self.op(e, vals, st, differentiable=False)
             return UNKNOWN
         if t is ast.BoolOp:
-            vals = [self.eval(v, st) for v in e.values]
-            out = vals[0]
-            for v in vals[1:]:
-                out = join(out, v)
-            return out
+            # `a and b` is a when a is falsy, else b; `a or b` is a when a is truthy, else b
+            is_and = isinstance(e.op, ast.And)
+            out = None
+            for i, ve in enumerate(e.values):
+                v = self.eval(ve, st)
+                tv = _truth(v)
+                if i == len(e.values) - 1 or (is_and and tv is False) or (not is_and and tv is True):
+                    return v if out is None else join(out, v)
+                if tv is None:
+                    out = v if out is None else join(out, v)  # may be the result
+            return out or UNKNOWN
         if t is ast.IfExp:
             test = _truth(self.eval(e.test, st))
             if test is not None:
@@ -878,13 +1104,23 @@ class Interpreter:
             return SeqVal(tuple(items), elts)
         if t is ast.Dict:
             items = []
+            keys = []
             for k, v in zip(e.keys, e.values):
                 if k is not None:
-                    self.eval(k, st)
+                    kv = self.eval(k, st)
                     items.append(self.eval(v, st))
+                    keys.append(kv.value if isinstance(kv, ConstVal) else _NONCONST)
                 else:
-                    items.append(self.iter_item(self.eval(v, st)))
-            return SeqVal(tuple(items))
+                    sub = self.eval(v, st)
+                    if isinstance(sub, SeqVal) and sub.keys is not None and sub.elts is not None:
+                        items.extend(sub.elts)
+                        keys.extend(sub.keys)
+                    else:
+                        items.append(self.iter_item(sub))
+                        keys.append(_NONCONST)
+            if _NONCONST in keys:
+                return SeqVal(tuple(items))
+            return _dict_val(keys, items)
         if t in (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp):
             return self.eval_comprehension(e, st)
         if t is ast.Subscript:
@@ -893,7 +1129,7 @@ class Interpreter:
             return self.subscript(e, obj, idx, st)
         if t is ast.Lambda:
             fv = FuncVal(e, st.scope)
-            fv.defaults = [self.eval(d, st) for d in e.args.defaults]  # type: ignore[attr-defined]
+            fv.defaults = [self.eval(d, st) for d in e.args.defaults]
             return fv
         if t is ast.NamedExpr:
             v = self.eval(e.value, st)
@@ -953,7 +1189,7 @@ class Interpreter:
                 return UNKNOWN
             out = v.items[0]
             for x in v.items[1:]:
-                out = join(out, x)
+                out = union(out, x)
             return out
         if isinstance(v, TVal):
             return v  # iterating a tensor yields slices with the same provenance
@@ -963,11 +1199,22 @@ class Interpreter:
             out = None
             for o in v.options:
                 x = self.iter_item(o)
-                out = x if out is None else join(out, x)
+                out = x if out is None else (union(out, x) if v.each else join(out, x))
             return out or UNKNOWN
         return UNKNOWN
 
     def subscript(self, e, obj, idx, st):
+        if isinstance(obj, SeqVal) and obj.keys is not None:
+            if isinstance(idx, ConstVal):
+                v = obj.lookup(idx.value)
+                return v if v is not None else UNKNOWN  # a KeyError, or a key added later
+            # an unknown key: one of the values
+            out = None
+            for v in obj.elts or ():
+                out = v if out is None else join(out, v)
+            return out or UNKNOWN
+        if isinstance(obj, MaybeVal):
+            return self.over_options(obj, lambda o: self.subscript(e, o, idx, st), st)
         if isinstance(obj, SeqVal):
             if obj.elts is not None and isinstance(idx, ConstVal) and isinstance(idx.value, int):
                 try:
@@ -980,6 +1227,20 @@ class Interpreter:
         if _is_tensorish(obj):
             return self.op(e, [(obj, e.value)], st)
         return UNKNOWN
+
+    def bind_method(self, m, obj, cls, st):
+        """A function found on the class of ``obj``, bound as Python binds it."""
+        if not isinstance(m, FuncVal):
+            return m
+        if m.kind == "property" or any(
+            isinstance(d, ast.Name) and d.id in ("property", "cached_property") for d in getattr(m.node, "decorator_list", ())
+        ):
+            return self.call_function(m, [obj], {}, st)
+        if m.kind == "static":
+            return m
+        if m.kind == "class":
+            return BoundMethod(m, cls)
+        return BoundMethod(m, obj)
 
     def eval_attribute(self, e, st):
         obj = self.eval(e.value, st)
@@ -1007,20 +1268,44 @@ class Interpreter:
                 return TVal(frozenset(), obj.mode, frozenset())
             if attr in ("T", "mT", "H", "mH", "real", "imag"):
                 return self.op(e, [(obj, e.value)], st)
+            if attr in N.MODEL_OUTPUT_ATTRS:
+                return obj
             return UNKNOWN
         if isinstance(obj, (InstanceVal, ModuleVal)):
             if attr in obj.attrs:
                 return obj.attrs[attr]
             cls = obj.cls
-            if cls is not None and attr in cls.methods:
-                m = cls.methods[attr]
-                if any(isinstance(d, ast.Name) and d.id in ("property", "cached_property") for d in m.node.decorator_list):
-                    return self.call_function(m, [obj], {}, st)
-                return BoundMethod(m, obj)
-            if isinstance(obj, ModuleVal) and attr in ("weight", "bias", "in_proj_weight", "in_proj_bias", "weight_ih_l0", "weight_hh_l0"):
-                if obj.origin is not None and obj.mode is None:
+            if cls is not None:
+                m = cls.methods.get(attr)
+                if m is not None:
+                    return self.bind_method(m, obj, cls, st)
+                a = cls.lookup_attr(attr)
+                if a is not None:
+                    return (a.default or UNKNOWN) if isinstance(a, FieldVal) else a
+            if isinstance(obj, ModuleVal) and attr in N.MODULE_PARAM_ATTRS:
+                if obj.is_real():
                     return TVal(frozenset([Origin(f"{dotted_name(e) or attr}", "parameter", e.lineno, parent=obj.origin, param=attr)]))
                 return TVal(frozenset(), obj.mode)
+            return UNKNOWN
+        if isinstance(obj, ClassVal):
+            m = obj.methods.get(attr)
+            if m is not None:
+                return BoundMethod(m, obj) if m.kind == "class" else m
+            a = obj.lookup_attr(attr)
+            return a if a is not None and not isinstance(a, FieldVal) else UNKNOWN
+        if isinstance(obj, SuperVal):
+            owner = getattr(obj.self_val, "cls", None)
+            mro = owner.mro if isinstance(owner, ClassVal) and owner.mro else obj.cls.mro
+            after = False
+            for c in mro:
+                if after:
+                    if attr in c.own:
+                        return self.bind_method(c.own[attr], obj.self_val, c, st)
+                    if attr in c.attrs:
+                        return c.attrs[attr]
+                after = after or c is obj.cls
+            return UNKNOWN
+        if isinstance(obj, ExportedProgramVal):
             return UNKNOWN
         if isinstance(obj, ModeVal):
             if attr == "allow_non_fake_inputs":
@@ -1029,13 +1314,17 @@ class Interpreter:
         return UNKNOWN
 
     # ------------------------------------------------------------------ calls
-    def eval_call(self, e, st):
-        func = e.func
+    def eval_args(self, e, st):
+        """A call's arguments as Python passes them: ``*seq`` spreads the known elements,
+        ``**d`` the known keys of a dict."""
         args = []
         for a in e.args:
             if isinstance(a, ast.Starred):
                 v = self.eval(a.value, st)
-                args.append(self.iter_item(v))
+                if isinstance(v, SeqVal) and v.elts is not None and v.keys is None:
+                    args.extend(v.elts)
+                else:
+                    args.append(self.iter_item(v))
             else:
                 args.append(self.eval(a, st))
         kwargs = {}
@@ -1043,6 +1332,15 @@ class Interpreter:
             v = self.eval(kw.value, st)
             if kw.arg is not None:
                 kwargs[kw.arg] = v
+            elif isinstance(v, SeqVal) and v.keys is not None and v.elts is not None:
+                for k, x in zip(v.keys, v.elts):
+                    if isinstance(k, str):
+                        kwargs.setdefault(k, x)
+        return args, kwargs
+
+    def eval_call(self, e, st):
+        func = e.func
+        args, kwargs = self.eval_args(e, st)
         if isinstance(func, ast.Attribute):
             recv = self.eval(func.value, st)
             if isinstance(recv, ModRef):
@@ -1070,23 +1368,81 @@ class Interpreter:
         if isinstance(callee, ModuleVal):
             return self.module_call(e, callee, func_expr, args, kwargs, st)
         if isinstance(callee, InstanceVal):
-            call = callee.cls.methods.get("__call__")
+            call = callee.cls.lookup_method("__call__")
             if call is not None:
-                return self.call_function(call, [callee] + list(args), kwargs, st)
+                return self.call_function(call, [callee] + list(args), kwargs, st,
+                                          site=(e, [func_expr] + _arg_exprs(e), [callee] + list(args)))
             return UNKNOWN
         if isinstance(callee, TracedFn):
             return self.call_traced(e, callee, args, kwargs, st)
         if isinstance(callee, PartialVal):
             return self.call_value(e, callee.func, list(callee.args) + list(args), {**callee.kwargs, **kwargs}, st,
                                    func_expr=None)
+        if isinstance(callee, TransformVal):
+            return self.call_transform(e, callee, args, kwargs, st)
+        if isinstance(callee, ExportedProgramVal):
+            # the program lifts and fakifies its own parameters: no leak by the caller
+            region = st.active_region()
+            return TVal(frozenset(), region.mode) if region is not None else TVal()
+        if isinstance(callee, DecoratorVal):
+            return args[0] if args else UNKNOWN
         if isinstance(callee, MaybeVal):
-            out = None
-            for o in callee.options:
-                if isinstance(o, (FuncVal, BoundMethod, ModuleVal, TracedFn, ModRef)):
-                    v = self.call_value(e, o, args, kwargs, st)
-                    out = v if out is None else join(out, v)
-            return out or UNKNOWN
+            opts = [o for o in callee.options if not _is_none_const(o)]
+            if opts and all(isinstance(o, ModuleVal) for o in opts):
+                # one of several modules: a single call with the may value as the operand
+                return self.module_call(e, callee, func_expr, args, kwargs, st)
+            return self.over_options(callee, lambda o: self.call_value(e, o, args, kwargs, st, func_expr=func_expr), st)
         return UNKNOWN
+
+    def over_options(self, mv, fn, st):
+        """Apply ``fn`` to each option of a may value and join the results; a path
+        that only may be taken runs with ``st.may`` raised (its leaks prove nothing),
+        unless every option is a proven real requires-grad value."""
+        opts = [o for o in mv.options if not _is_none_const(o)]
+        may = not mv.each and len(opts) > 1 and not all(o.proven_rg() for o in opts)
+        out = None
+        if may:
+            st.may += 1
+        try:
+            for o in opts:
+                v = UNKNOWN if o is UNKNOWN else fn(o)
+                out = v if out is None else (union(out, v) if mv.each else join(out, v))
+        finally:
+            if may:
+                st.may -= 1
+        return out or UNKNOWN
+
+    def call_transform(self, e, tf, args, kwargs, st):
+        """torch.func.grad(f)(*args) and friends: f runs on the arguments; gradients
+        (grad, jac) are fake under an active region and carry the leaks of f's result."""
+        region = st.active_region()
+        mode = region.mode if region is not None else None
+        entered = frozenset()
+        if mode is not None:
+            # the real arguments enter the fake computation here, at the transform's call;
+            # the function itself then runs on (fake) stand-ins for them
+            entered = self.op(e, _operands(e, args, kwargs), st).taint()
+            args = [_fake_copy(a, mode) if a.real_rg() else a for a in args]
+            kwargs = {k: (_fake_copy(v, mode) if v.real_rg() else v) for k, v in kwargs.items()}
+        res = self.call_value(e, tf.func, args, kwargs, st, func_expr=None) if isinstance(
+            tf.func, (FuncVal, BoundMethod, PartialVal, ModuleVal, InstanceVal, MaybeVal, TransformVal)) else UNKNOWN
+        if tf.kind == "vmap":
+            return _with_taint(res, entered) if entered else res
+        leaks = (res.taint() | entered) if st.grad_enabled else frozenset()
+        idx = tf.argnums if isinstance(tf.argnums, int) else 0
+        wrt = args[idx] if idx < len(args) else UNKNOWN
+
+        def grads_like(v):
+            if isinstance(v, SeqVal):
+                items = tuple(grads_like(x) for x in v.items)
+                elts = tuple(grads_like(x) for x in v.elts) if v.elts is not None else None
+                return SeqVal(items, elts, v.keys)
+            return TVal(frozenset(), mode, leaks)
+
+        grads = grads_like(wrt)
+        if tf.kind == "grad_and_value":
+            return SeqVal((grads, res), (grads, res))
+        return grads
 
     def call_traced(self, e, tf, args, kwargs, st):
         mode = tf.mode
@@ -1110,13 +1466,17 @@ class Interpreter:
 
     def call_method(self, e, recv, name, args, kwargs, st):
         if isinstance(recv, MaybeVal):
-            out = None
-            for o in recv.options:
-                if o is UNKNOWN:
-                    continue
-                v = self.call_method(e, o, name, args, kwargs, st)
-                out = v if out is None else join(out, v)
-            return out or UNKNOWN
+            return self.over_options(recv, lambda o: self.call_method(e, o, name, args, kwargs, st), st)
+        if isinstance(recv, (SuperVal, ClassVal)):
+            return self.call_value(e, self.attribute(e.func, recv, name, st), args, kwargs, st)
+        if isinstance(recv, ExportedProgramVal):
+            if name == "module":
+                return recv.module if isinstance(recv.module, ModuleVal) else UNKNOWN  # keeps the real parameters
+            if name in N.EXPORTED_PROGRAM_SELF_METHODS:
+                return recv
+            if name == "__call__":
+                return self.call_value(e, recv, args, kwargs, st)
+            return UNKNOWN
         if isinstance(recv, TVal):
             return self.tensor_method(e, recv, name, args, kwargs, st)
         if isinstance(recv, ModeVal):
@@ -1145,6 +1505,12 @@ class Interpreter:
             if name in recv.attrs:
                 return self.call_value(e, recv.attrs[name], args, kwargs, st)
             m = recv.cls.methods.get(name)
+            if m is None and recv.cls.lookup_attr(name) is not None:
+                return self.call_value(e, self.attribute(e.func, recv, name, st), args, kwargs, st)
+            if m is not None and (not isinstance(m, FuncVal) or m.kind == "property"):
+                return self.call_value(e, self.bind_method(m, recv, recv.cls, st), args, kwargs, st)
+            if m is not None and m.kind == "class":
+                return self.call_function(m, [recv.cls] + list(args), kwargs, st)
             if m is not None:
                 if self._is_static(m):
                     return self.call_function(m, args, kwargs, st)
@@ -1179,27 +1545,48 @@ class Interpreter:
                 self.rebind(e.func.value, SeqVal(tuple(new_items)), st)
                 return UNKNOWN
             if name in ("items",):
+                if recv.keys is not None:
+                    return SeqVal(tuple(SeqVal((ConstVal(k), v), (ConstVal(k), v)) for k, v in zip(recv.keys, recv.elts)))
                 return SeqVal(tuple(SeqVal((UNKNOWN, v), (UNKNOWN, v)) for v in recv.items))
-            if name in ("values", "copy", "__iter__"):
-                return SeqVal(recv.items)
+            if name == "copy":
+                return recv
+            if name in ("values", "__iter__"):
+                return SeqVal(recv.items, recv.elts if name == "values" and recv.keys is not None else None)
+            if name in ("get", "pop", "__getitem__") and recv.keys is not None and args:
+                got = self.subscript(e, recv, args[0], st)
+                if got is UNKNOWN and len(args) > 1:
+                    return args[1]
+                return got
             if name in ("get", "pop", "popitem", "__getitem__"):
                 return self.iter_item(recv)
             return UNKNOWN
-        if isinstance(recv, ClassVal) and name in recv.methods:
-            m = recv.methods[name]
-            extra = [recv] if any(isinstance(d, ast.Name) and d.id == "classmethod" for d in m.node.decorator_list) else []
-            return self.call_function(m, extra + list(args), kwargs, st, site=(e, [None] * len(extra) + _arg_exprs(e), extra + list(args)))
         if isinstance(recv, PartialVal) and name == "__call__":
             return self.call_value(e, recv, args, kwargs, st)
         if isinstance(recv, (FuncVal, BoundMethod)) and name == "__call__":
             return self.call_value(e, recv, args, kwargs, st)
         if isinstance(recv, CtxVal) and name == "__enter__":
+            self._manual_undo[id(recv)] = (st.grad_enabled, st.dispatch_off, st.fake_copy, st.meta_device)
             self.enter(recv, st, [])
+            return UNKNOWN
+        if isinstance(recv, CtxVal) and name == "__exit__":
+            saved = self._manual_undo.pop(id(recv), None)
+            if saved is not None:  # restore what this context changed, in the state that leaves it
+                k = recv.kind
+                if k in ("grad_off", "grad_on"):
+                    st.grad_enabled = saved[0]
+                elif k == "unset_fake":
+                    st.dispatch_off = max(0, st.dispatch_off - 1)
+                elif k == "fake_copy":
+                    st.fake_copy = saved[2]
+                elif k == "meta_device":
+                    st.meta_device = saved[3]
+            return UNKNOWN
+        if isinstance(recv, InstanceVal) and name in ("__enter__", "__exit__"):
             return UNKNOWN
         return UNKNOWN
 
     def module_method(self, e, mod, name, args, kwargs, st):
-        real = mod.origin is not None and mod.mode is None
+        real = mod.is_real()
         if name in mod.attrs:
             return self.call_value(e, mod.attrs[name], args, kwargs, st)
         if name == "forward" or name == "__call__":
@@ -1222,19 +1609,25 @@ class Interpreter:
             t = TVal(frozenset(), mod.mode)
             return SeqVal((SeqVal((UNKNOWN, t), (UNKNOWN, t)),)) if name == "named_buffers" else SeqVal((t,))
         if name == "to_empty":
+            # new storage for every parameter, in place: fake under an active region,
+            # real (uninitialised) outside it, whatever the module held before
             region = st.active_region()
             if region is not None:
-                return ModuleVal(None, region.mode, mod.cls, mod.attrs)
-            return mod
-        if name in ("to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval", "type", "share_memory", "apply"):
-            if name == "to" and (_is_meta(args) or _is_meta(list(kwargs.values()))):
-                return ModuleVal(None, None, mod.cls, mod.attrs)
+                mod.mode = region.mode
+            elif mod.meta or (mod.origin is None and mod.mode is not None):
+                if mod.origin is None:
+                    mod.origin = Origin("module", "module", e.lineno)
+                mod.mode, mod.meta = None, False
             return mod
         if name == "requires_grad_":
-            if args and isinstance(args[0], ConstVal) and args[0].value is False or _kw_false(kwargs, "requires_grad"):
-                new = ModuleVal(None, mod.mode, mod.cls, mod.attrs)
-                self.rebind(e.func.value, new, st)
-                return new
+            # in place, on every parameter: the module (and what was taken from it) is
+            # frozen or unfrozen from here on
+            off = (args and isinstance(args[0], ConstVal) and args[0].value is False) or _kw_false(kwargs, "requires_grad")
+            _set_requires_grad(mod, not off)
+            return mod
+        if name in N.MODULE_SELF_METHODS:
+            if name == "to" and (_is_meta(args) or _is_meta(list(kwargs.values()))):
+                mod.meta = True
             return mod
         if name in ("register_parameter", "register_buffer") and len(args) >= 2 and isinstance(args[0], ConstVal):
             mod.attrs[str(args[0].value)] = args[1]
@@ -1286,6 +1679,9 @@ class Interpreter:
     def call_qualname(self, e, q, args, kwargs, st):
         if q.startswith("builtins."):
             return self.call_builtin(e, q[9:], args, kwargs, st)
+        known = self.call_table(e, q, args, kwargs, st)
+        if known is not None:
+            return known
         if q in N.FAKE_TENSOR_MODE:
             v = kwargs.get("allow_non_fake_inputs", ConstVal(False))
             allow = bool(v.value) if isinstance(v, ConstVal) else None
@@ -1309,7 +1705,8 @@ class Interpreter:
         if q in N.SET_GRAD_ENABLED:
             if args and isinstance(args[0], ConstVal):
                 return CtxVal("grad_on" if args[0].value else "grad_off")
-            return CtxVal("null")
+            # unknown: grad may be off, so no gradient claim holds (a strict mode still crashes)
+            return CtxVal("grad_off")
         if q in N.NULL_CONTEXT:
             return CtxVal("null")
         if q in N.EXIT_STACK:
@@ -1337,13 +1734,8 @@ class Interpreter:
                 desc = f'make_fx(tracing_mode="{tm}"' + (", _allow_non_fake_inputs=True)" if allow else ")")
                 return TracedFn(args[0], ModeVal(allow, e.lineno, desc, None))
             return UNKNOWN
-        if q == "functools.partial" and args:
+        if q in N.PARTIAL and args:
             return PartialVal(args[0], tuple(args[1:]), dict(kwargs))
-        if q in N.DEEPCOPY:
-            src = args[0] if args else UNKNOWN
-            if st.fake_copy is not None:
-                return _fake_copy(src, st.fake_copy)
-            return src
         if q in N.FUNCTIONAL_CALL:
             # the module itself is not an operand: its state comes from the dict
             return self.op(e, _operands(e, args, kwargs)[1:], st)
@@ -1368,21 +1760,7 @@ class Interpreter:
         if q.startswith("torch.optim.") and q.rsplit(".", 1)[-1][:1].isupper():
             return OptimizerVal(args[0] if args else UNKNOWN)
         if _is_nn_module_class(q):
-            region = st.active_region()
-            if region is not None:
-                return ModuleVal(None, region.mode)
-            if _is_meta(list(kwargs.values())):
-                return ModuleVal(None, None)
-            mod = ModuleVal(Origin("module", "module", e.lineno), None)
-            last = q.rsplit(".", 1)[-1]
-            mod.origin.param_names = _known_params(last, kwargs)
-            if last in _CONTAINER_MODULES:
-                children = [x for a in list(args) + list(kwargs.values()) for x in _flatten(a)]
-                if not any(x.real_rg() for x in children):
-                    mod.origin = None
-            elif last in _PARAMLESS_MODULES:
-                mod.origin = None
-            return mod
+            return self.new_module(e, q, args, kwargs, st)
         if q.startswith("torch.") and _is_torch_op(q):
             operands = _operands(e, args, {k: v for k, v in kwargs.items() if k != "out"})
             diff = q not in N.NON_DIFFERENTIABLE_FUNCS
@@ -1391,7 +1769,7 @@ class Interpreter:
                 region = st.active_region()
                 if region is not None:
                     return TVal(frozenset(), region.mode)
-                if _kw_true(kwargs, "requires_grad") and not _is_meta(list(kwargs.values())):
+                if _kw_true(kwargs, "requires_grad") and not _is_meta(list(kwargs.values())) and not st.meta_device:
                     return TVal(frozenset([Origin("tensor", "tensor", e.lineno)]))
                 return TVal()
             res = self.op(e, operands, st, differentiable=diff)
@@ -1399,6 +1777,81 @@ class Interpreter:
                 return TVal(res.origins | {Origin("tensor", "tensor", e.lineno)})
             return res
         return UNKNOWN
+
+    def call_table(self, e, q, args, kwargs, st):
+        """Calls whose meaning is a row of ``torch_tables`` (None: not one of them)."""
+        first = args[0] if args else UNKNOWN
+        if q in N.DEEPCOPY:
+            return self.deepcopy(e, first, st)
+        if q in N.IMPORT_MODULE:
+            return ModRef(first.value) if isinstance(first, ConstVal) and isinstance(first.value, str) else UNKNOWN
+        if q in N.DEVICE_CONTEXT:
+            return CtxVal("meta_device") if _is_meta(args[:1] + [kwargs.get("type", UNKNOWN)]) else UNKNOWN
+        if q in N.MODULE_KEEPING_TRANSFORMS:
+            if isinstance(first, (ModuleVal, FuncVal, BoundMethod, PartialVal, MaybeVal, InstanceVal)):
+                return first  # the result runs the same module, with its real parameters
+            return DecoratorVal() if not args else UNKNOWN
+        if q in N.EXPORT:
+            return ExportedProgramVal(first)
+        if q in N.SKIP_INIT:
+            return self.call_value(e, first, list(args[1:]), kwargs, st, func_expr=None)
+        for kind, qs in N.FUNC_TRANSFORMS.items():
+            if q in qs:
+                argnums = kwargs.get("argnums", args[1] if len(args) > 1 else ConstVal(0))
+                return TransformVal(kind, first, argnums.value if isinstance(argnums, ConstVal) else None)
+        if _is_module_factory(q):
+            return self.new_module(e, q, args, kwargs, st, torch_layer=False)
+        if q in N.DATACLASS_FIELD:
+            return FieldVal(kwargs.get("default"), kwargs.get("default_factory"))
+        if q in N.DATACLASS:
+            if isinstance(first, ClassVal):
+                first.dataclass = True
+                return first
+            return DecoratorVal("dataclass")
+        if q in N.WRAPS:
+            return DecoratorVal()
+        if q in N.UPDATE_WRAPPER:
+            return first
+        return None
+
+    def deepcopy(self, e, src, st):
+        """copy.deepcopy: under an active allow-mode region (or FakeCopyMode) the copy
+        is fake; a real requires-grad value copied while a default mode is active
+        crashes (HAZARD 11)."""
+        region = st.active_region()
+        if region is not None and src.real_rg():
+            if st.allow_of(region.mode) is False:
+                return self.op(e, [(src, e.args[0] if e.args else None)], st, differentiable=False)
+            return _fake_copy(src, region.mode)
+        if st.fake_copy is not None:
+            return _fake_copy(src, st.fake_copy)
+        if isinstance(src, ModuleVal) and src.origin is not None:
+            copy = ModuleVal(Origin(src.origin.name, "module", e.lineno, param_names=src.origin.param_names),
+                             src.mode, src.cls, dict(src.attrs), src.meta)
+            copy.origin.disabled = src.origin.disabled
+            return copy
+        return src
+
+    def new_module(self, e, q, args, kwargs, st, torch_layer=True):
+        """A module built by a known constructor or factory: fake inside a region, meta
+        on the meta device, else real with requires-grad parameters."""
+        region = st.active_region()
+        if region is not None:
+            return ModuleVal(None, region.mode)
+        mod = ModuleVal(Origin("module", "module", e.lineno), None)
+        if st.meta_device or _is_meta(list(kwargs.values())):
+            mod.meta = True
+        if not torch_layer:
+            return mod
+        last = q.rsplit(".", 1)[-1]
+        mod.origin.param_names = _known_params(last, kwargs)
+        if last in N.CONTAINER_MODULES:
+            children = [x for a in list(args) + list(kwargs.values()) for x in _flatten(a)]
+            if not any(x.real_rg() or (isinstance(x, ModuleVal) and x.meta) for x in children):
+                mod.origin = None
+        elif last in N.PARAMLESS_MODULES:
+            mod.origin = None
+        return mod
 
     def call_builtin(self, e, name, args, kwargs, st):
         if name in ("list", "tuple", "set", "sorted", "reversed", "iter", "frozenset"):
@@ -1408,6 +1861,22 @@ class Interpreter:
             if isinstance(a, SeqVal):
                 return SeqVal(a.items, a.elts if name in ("list", "tuple") else None)
             return SeqVal((self.iter_item(a),))
+        if name == "super":
+            fv = st.fv
+            cls = args[0] if args and isinstance(args[0], ClassVal) else (fv.cls if fv is not None else None)
+            self_val = args[1] if len(args) > 1 else None
+            if self_val is None and fv is not None and not isinstance(fv.node, ast.Lambda):
+                params = list(fv.node.args.posonlyargs) + list(fv.node.args.args)
+                self_val = st.scope.vars.get(params[0].arg) if params else None
+            if isinstance(cls, ClassVal) and self_val is not None:
+                return SuperVal(cls, self_val)
+            return UNKNOWN
+        if name == "type" and len(args) == 1 and isinstance(args[0], (InstanceVal, ModuleVal)) and args[0].cls is not None:
+            return args[0].cls
+        if name == "dict" and not args and kwargs:
+            return _dict_val(list(kwargs), list(kwargs.values()))
+        if name == "dict" and len(args) == 1 and isinstance(args[0], SeqVal) and args[0].keys is not None and not kwargs:
+            return args[0]
         if name == "dict":
             items = []
             for a in args:
@@ -1459,7 +1928,7 @@ class Interpreter:
                     whole[id(x)] = v
             else:
                 flat.append((v, ex))
-        if mode is None and not st.dispatch_off:
+        if mode is None:  # (a fake operand dispatches to its own mode, even with dispatch off)
             for v, _ in flat:
                 m = v.fake_mode()
                 if m is not None:
@@ -1474,15 +1943,27 @@ class Interpreter:
         grad = differentiable and st.grad_enabled
         fake_ex = None
         if route == "leaked-mix":
-            fake_ex = next((ex for v, ex in flat if ex is not None and v.fake_mode() is mode and dotted_name(ex)), None)
+            # the expression that names the leaked fake tensor itself (never a container
+            # of it: `inputs.fake_mode` on a tuple does not exist)
+            starred = {id(a.value) for a in getattr(node, "args", ()) if isinstance(a, ast.Starred)}
+            fake_ex = next((ex for v, ex in flat if ex is not None and id(v) not in whole and isinstance(v, TVal)
+                            and id(ex) not in starred
+                            and v.fake_mode() is mode and dotted_name(ex)), None)
         if mode is not None:
             allow = st.allow_of(mode)
+            # every link known: the region is entered on this path, what it allows is
+            # known, and the operand is a real requires-grad value on every path
+            region_may = bool(st.may) or region.may or allow is None
             new = []
             for v, ex in flat:
-                for origin in v.real_rg():
+                origins = v.real_rg()
+                if not origins:
+                    continue
+                may = region_may or not v.proven_rg()
+                for origin in origins:
                     if origin.disabled:
                         continue
-                    rec = self.record(node, origin, whole.get(id(v), v), ex, region, route, allow, st, grad, fake_ex)
+                    rec = self.record(node, origin, whole.get(id(v), v), ex, region, route, allow, st, grad, fake_ex, may)
                     if rec is not None:
                         new.append(rec)
             return TVal(frozenset(), mode, (leaks | frozenset(new)) if grad else frozenset())
@@ -1492,21 +1973,23 @@ class Interpreter:
                 origins |= v.real_rg()
         return TVal(origins, None, leaks if grad else frozenset(), derived=bool(origins))
 
-    def record(self, node, origin, value, expr, region, route, allow, st, grad, fake_ex=None):
+    def record(self, node, origin, value, expr, region, route, allow, st, grad, fake_ex=None, may=False):
         crash = allow is False
         if not crash and not grad:
             return None
         key = (id(node), id(origin))
         rec = self.records.get(key)
+        if rec is not None and rec.may and not may:
+            rec.may = False  # proven on this path
         if rec is None:
             if expr is None and isinstance(node, ast.Call):
                 expr = None
                 text = self._text(node.func)
             else:
                 text = self._text(expr) if expr is not None else origin.name
-            rec = LeakRecord(node, origin, text, region, route, crash)
+            rec = LeakRecord(node, origin, text, region, route, crash, may=may)
             rec.value_kind = (
-                "module" if isinstance(value, ModuleVal)
+                "module" if _is_module_value(value)
                 else "parameter" if origin.kind in ("module", "parameter")
                 else "container" if isinstance(value, SeqVal) else "tensor"
             )
@@ -1515,7 +1998,11 @@ class Interpreter:
             else:
                 rec.fix_plan = self._fix_plan(node, expr, value, origin, region, st)
             self.records[key] = rec
-        if crash:
+        elif rec.fix_plan is not None and route != "leaked-mix" and expr is not None:
+            # the same value leaks again in this op (`w["a"] * w["b"]`): its fix must
+            # convert this expression too (the plan's uses are shared per region)
+            self._fix_plan(node, expr, value, origin, region, st)
+        if crash and not may:
             raise Crashed()
         return rec
 
@@ -1534,7 +2021,7 @@ class Interpreter:
                 return None
             _, call, exprs, values = site
             for ex, val in zip(exprs, values):
-                if ex is not None and origin in val.real_rg() and not isinstance(val, ModuleVal):
+                if ex is not None and origin in val.real_rg() and not isinstance(val, (ModuleVal, MaybeVal)):
                     expr, value = ex, val
                     node = call
                     break
@@ -1542,6 +2029,8 @@ class Interpreter:
                 return None
             kind = None
         else:
+            if isinstance(value, MaybeVal):
+                return None  # one of several values: no single conversion is proven to fit
             kind = "module" if isinstance(value, ModuleVal) else None
             if kind == "module" and not (isinstance(node, ast.Call) and (node.func is expr or getattr(node.func, "value", None) is expr)):
                 return None
@@ -1618,30 +2107,95 @@ class Interpreter:
 
 
 # ----------------------------------------------------------------- helpers
-_PARAMLESS_MODULES = frozenset(
-    {
-        "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "Identity", "Flatten",
-        "Unflatten", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
-        "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool2d", "MSELoss",
-        "CrossEntropyLoss", "L1Loss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "Softplus", "LeakyReLU",
-        "ELU", "Hardtanh", "ReLU6", "Mish", "Hardswish", "Upsample", "PixelShuffle", "Module",
-    }
-)
-_CONTAINER_MODULES = frozenset({"Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
+def _c3_mro(cv):
+    """C3 linearization over the in-file classes among the bases (others are opaque)."""
+    seqs = [list(b.mro or (b,)) for b in cv.bases if isinstance(b, ClassVal)]
+    seqs.append([b for b in cv.bases if isinstance(b, ClassVal)])
+    out = [cv]
+    while True:
+        seqs = [q for q in seqs if q]
+        if not seqs:
+            return tuple(out)
+        for q in seqs:
+            head = q[0]
+            if not any(any(head is x for x in t[1:]) for t in seqs):
+                break
+        else:  # inconsistent hierarchy (a TypeError at run time): depth-first order
+            rest = []
+            for q in seqs:
+                rest.extend(c for c in q if not any(c is x for x in out + rest))
+            return tuple(out + rest)
+        out.append(head)
+        for q in seqs:
+            if q and q[0] is head:
+                q.pop(0)
+
+
+def _is_none_const(v):
+    return isinstance(v, ConstVal) and v.value is None
+
+
+def _mark_may_regions(regions, before):
+    """Regions entered in a branch whose test is unknown, still entered after it:
+    after the ``if`` they are entered on some paths only."""
+    for r in regions:
+        if not any(r is b for b in before):
+            r.may = True
+
+
+def _is_module_value(v):
+    if isinstance(v, MaybeVal):
+        opts = [o for o in v.options if not _is_none_const(o)]
+        return bool(opts) and all(isinstance(o, ModuleVal) for o in opts)
+    return isinstance(v, ModuleVal)
+
+
+def _dict_val(keys, values):
+    """A dict with constant keys (later keys win, as in Python)."""
+    ks, vs = [], []
+    for k, v in zip(keys, values):
+        try:
+            hash(k)
+        except TypeError:
+            return SeqVal(tuple(values))
+        if k in ks:
+            i = ks.index(k)
+            del ks[i], vs[i]
+        ks.append(k)
+        vs.append(v)
+    return SeqVal(tuple(vs), tuple(vs), tuple(ks))
+
+
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
 
 
 def _is_nn_module_class(q):
-    if q in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+    if q in N.NN_MODULE_BASE:
         return True
     if not q.startswith("torch.nn."):
         return False
     parts = q[len("torch.nn."):].split(".")
     if not parts[-1][:1].isupper():
         return False
-    if parts[0] in ("utils", "functional", "init", "parameter", "attention", "common_types"):
+    if parts[0] in N.NN_NON_MODULE_SUBPACKAGES:
         return False
-    return parts[-1] not in ("Parameter", "UninitializedParameter", "Buffer", "UninitializedBuffer")
+    return parts[-1] not in N.NN_NON_MODULE_CLASSES
+
+
+def _is_module_factory(q):
+    """A third-party call that returns a real module (torchvision.models.resnet18,
+    timm.create_model, transformers' from_pretrained / from_config)."""
+    for prefix, how in N.MODULE_FACTORIES:
+        if how == "exact":
+            if q == prefix:
+                return True
+        elif q.startswith(prefix):
+            rest = q[len(prefix):].split(".")
+            if how == "lower" and len(rest) == 1 and rest[0][:1].islower():
+                return True
+            if how == "loader" and len(rest) == 2 and rest[0][:1].isupper() and rest[1] in N.LOADER_METHODS:
+                return True
+    return False
 
 
 def _is_torch_op(q):
@@ -1659,6 +2213,60 @@ _SOURCE_RE = re.compile(r"requires_grad|Parameter|parameters\(|\bnn\.|Module\b|t
 
 
 _CALL_RE = re.compile(r"\b(\w+)\s*\(")
+_WORD_RE = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def _module_classes(v, depth=0):
+    """A module class of the file, or a container of them (a registry)."""
+    if isinstance(v, ClassVal):
+        return v.is_module
+    if isinstance(v, (SeqVal, MaybeVal)) and depth < 2:
+        return any(_module_classes(x, depth + 1) for x in (v.items if isinstance(v, SeqVal) else v.options))
+    return False
+
+
+def _hot_in_code(node, text, hot_re):
+    """Does a hot word of ``text`` (the unit's lines, from its first decorator) occur
+    where running the unit can evaluate it? Annotations are never evaluated (nor by
+    this interpreter), docstrings and comments are not code: a unit that names a
+    fake mode only there (``fake_mode: FakeTensorMode | None``) cannot open a region
+    by itself, so it is analysed on its own only when it calls one that can."""
+    first = min([node.lineno] + [dec.lineno for dec in node.decorator_list])
+    spans = []  # (start line, start col, end line, end col): columns in UTF-8 bytes
+    for n in ast.walk(node):
+        t = type(n)
+        if t is ast.arg or t is ast.AnnAssign:
+            a = n.annotation
+        elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+            a = n.returns
+        elif t is ast.Expr and type(n.value) is ast.Constant and isinstance(n.value.value, str):
+            a = n.value
+        else:
+            continue
+        if a is not None:
+            spans.append((a.lineno, a.col_offset, a.end_lineno, a.end_col_offset))
+    lines = text.split("\n")
+    starts = [0]
+    for ln in lines:
+        starts.append(starts[-1] + len(ln) + 1)
+    import bisect
+
+    for m in hot_re.finditer(text):
+        i = bisect.bisect_right(starts, m.start()) - 1
+        line = lines[i]
+        col = m.start() - starts[i]
+        prefix = line[:col]
+        h = prefix.find("#")
+        if h >= 0 and not any(q in prefix[:h] for q in ("'", '"')):
+            continue  # in a comment
+        lineno = first + i
+        bcol = len(prefix.encode("utf-8")) if not prefix.isascii() else col
+        bend = bcol + len(m.group().encode("utf-8"))
+        if not any(
+            (sl, sc) <= (lineno, bcol) and (lineno, bend) <= (el, ec) for sl, sc, el, ec in spans
+        ):
+            return True
+    return False
 
 
 def _called_names(text):
@@ -1681,6 +2289,27 @@ def _interesting(v, depth=0):
     return False
 
 
+def _set_requires_grad(v, on, depth=0):
+    """``module.requires_grad_(on)``: every parameter of the module, its submodules'
+    included (attributes of modules of the file), is switched."""
+    if isinstance(v, ModuleVal):
+        if v.origin is not None:
+            v.origin.disabled = not on
+            if on:
+                v.origin.frozen.clear()
+        if depth < 4:
+            for x in v.attrs.values():
+                if isinstance(x, (ModuleVal, TVal, SeqVal)):
+                    _set_requires_grad(x, on, depth + 1)
+    elif isinstance(v, TVal):
+        for o in v.origins:
+            if o.kind in ("parameter", "module"):
+                o.disabled = not on
+    elif isinstance(v, SeqVal) and depth < 4:
+        for x in v.items:
+            _set_requires_grad(x, on, depth + 1)
+
+
 def _disable_module_origins(v):
     """``p.requires_grad_(False)`` over a module's parameters (a loop over
     ``model.parameters()``), or over each of its known parameters by name
@@ -1689,6 +2318,8 @@ def _disable_module_origins(v):
     for o in v.origins:
         if o.kind == "module":
             o.disabled = True
+            if o.owner is not None:
+                _set_requires_grad(o.owner, False)
         elif o.parent is not None and o.param is not None:
             o.disabled = True
             parent = o.parent
@@ -1697,16 +2328,11 @@ def _disable_module_origins(v):
                 parent.disabled = True
 
 
-_WEIGHT_AND_BIAS = ("Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
-                    "ConvTranspose3d", "Bilinear", "LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d",
-                    "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "RMSNorm")
-
-
 def _known_params(cls_name, kwargs):
     """The parameter names of common torch.nn layers (None when not known)."""
-    if cls_name in ("Embedding", "EmbeddingBag", "PReLU"):
+    if cls_name in N.WEIGHT_ONLY_MODULES:
         return frozenset({"weight"})
-    if cls_name in _WEIGHT_AND_BIAS:
+    if cls_name in N.WEIGHT_AND_BIAS_MODULES:
         names = {"weight", "bias"}
         for flag in ("bias", "elementwise_affine", "affine"):
             v = kwargs.get(flag)
@@ -1759,13 +2385,6 @@ def _flatten(v, depth=0):
     return [v]
 
 
-_STAR_EXPORTS = {
-    "torch._subclasses.fake_tensor": ("FakeTensorMode", "FakeCopyMode", "unset_fake_temporarily"),
-    "torch._subclasses": ("FakeTensorMode",),
-    "torch.fx.experimental.proxy_tensor": ("make_fx",),
-}
-
-
 def _sets_requires_grad(body, name):
     for n in ast.walk(ast.Module(body=list(body), type_ignores=[])):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "requires_grad_":
@@ -1787,11 +2406,25 @@ def _is_tensorish(v):
 
 
 def _truth(v):
+    """bool(v) when Python's answer is known: constants, objects without
+    ``__bool__``/``__len__`` (modes, context managers, functions, classes), literals."""
     if isinstance(v, ConstVal):
         try:
             return bool(v.value)
         except Exception:
             return None
+    if isinstance(v, (ModeVal, CtxVal, ExitStackVal, FuncVal, ClassVal, BoundMethod, PartialVal, TracedFn,
+                      TransformVal, OptimizerVal, DecoratorVal)):
+        return True
+    if isinstance(v, InstanceVal):
+        cls = v.cls
+        if all(isinstance(b, ClassVal) for c in cls.mro for b in c.bases) and not (
+            cls.lookup_method("__bool__") or cls.lookup_method("__len__")
+        ):
+            return True
+        return None
+    if isinstance(v, SeqVal) and v.elts is not None:
+        return bool(v.elts)
     return None
 
 
@@ -1812,13 +2445,27 @@ def _is_meta(vals):
     return False
 
 
-def _fake_copy(v, mode):
-    if isinstance(v, ModuleVal):
-        return ModuleVal(None, mode, v.cls, dict(v.attrs))
+def _with_taint(v, leaks):
+    if isinstance(v, TVal):
+        return TVal(v.origins, v.mode, v.leaks | leaks, v.derived)
     if isinstance(v, SeqVal):
-        items = tuple(_fake_copy(x, mode) for x in v.items)
-        elts = tuple(_fake_copy(x, mode) for x in v.elts) if v.elts is not None else None
-        return SeqVal(items, elts)
+        items = tuple(_with_taint(x, leaks) for x in v.items)
+        elts = tuple(_with_taint(x, leaks) for x in v.elts) if v.elts is not None else None
+        return SeqVal(items, elts, v.keys)
+    return v
+
+
+def _fake_copy(v, mode, depth=0):
+    """What ``from_tensor`` / a deepcopy under a fake mode gives: the same structure,
+    every tensor (and every submodule's parameter) fake."""
+    if isinstance(v, ModuleVal):
+        attrs = {k: (_fake_copy(x, mode, depth + 1) if depth < 4 and isinstance(x, (ModuleVal, TVal, SeqVal)) else x)
+                 for k, x in v.attrs.items()}
+        return ModuleVal(None, mode, v.cls, attrs)
+    if isinstance(v, SeqVal):
+        items = tuple(_fake_copy(x, mode, depth + 1) for x in v.items)
+        elts = tuple(_fake_copy(x, mode, depth + 1) for x in v.elts) if v.elts is not None else None
+        return SeqVal(items, elts, v.keys)
     if isinstance(v, (TVal, MaybeVal)) or v is UNKNOWN:
         return TVal(frozenset(), mode)
     return v

@@ -33,3 +33,5 @@ class Leak:
     sink: str | None = None  # ".backward()", "torch.autograd.grad"
     sink_line: int | None = None
     fix: object | None = field(default=None, compare=False)  # a fix plan, see fakegrad_lint.fix_builders
+    # other values that leak at the same place (one finding stands for them all)
+    also: list = field(default_factory=list, compare=False)

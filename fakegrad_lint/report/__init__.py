@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from fakegrad_lint.findings import Applicability, Finding, ToolError
+from fakegrad_lint.findings import Finding, ToolError, applies
 
 #: Formats the command line accepts (each is a module in this package).
 FORMATS: tuple[str, ...] = ("text", "concise", "json", "json-lines", "sarif", "github")
@@ -108,12 +108,7 @@ class ReportContext:
 
     def is_fixable(self, finding: Finding) -> bool:
         """Whether ``finding`` has a fix applicable at the current safety level."""
-        fix = finding.fix
-        if fix is None or not fix.edits:
-            return False
-        if fix.applicability is Applicability.SAFE:
-            return True
-        return fix.applicability is Applicability.UNSAFE and self.unsafe_fixes
+        return applies(finding.fix, unsafe=self.unsafe_fixes)
 
     @property
     def fixable_count(self) -> int:

@@ -3,7 +3,8 @@
 ``filename`` is the absolute path (as ruff prints it); ``location`` and
 ``end_location`` are ``{"row", "column"}`` with both 1-based; ``fix`` is null or
 ``{"applicability", "message", "edits": [{"content", "location", "end_location"}]}``;
-``noqa_row`` is the row a ``# noqa`` for the diagnostic belongs on; ``cell`` is
+``no_fix`` is null or why the finding has no fix (a planned fix that failed
+its proof: ``"re-linted, the finding is still there"``); ``noqa_row`` is the row a ``# noqa`` for the diagnostic belongs on; ``cell`` is
 the 1-based notebook cell or null. With ``--statistics`` the output is instead a
 list of ``{"code", "name", "count", "fixable"}``.
 """
@@ -41,6 +42,7 @@ def diagnostic(f: Finding) -> dict:
         "fix": fix,
         "location": _loc(f.location),
         "message": f.message,
+        "no_fix": f.no_fix,
         "noqa_row": noqa_row(f),
         "url": rule_info(f.code).url,
     }

@@ -1,7 +1,8 @@
 """The default human format, like ruff's ``full`` output.
 
 ``path:row:col: CODE [*] message`` with a 1-based column; ``[*]`` marks a fix
-applicable at the current safety level. Under it, only when asked
+applicable at the current safety level. A finding whose planned fix was not
+proved gets ``  no fix: reason`` on the next line. Under it, only when asked
 (``ctx.show_source``: stdout is a terminal, or ``--color always``), the source
 line with a caret. Then the summary lines.
 """
@@ -127,6 +128,8 @@ def render(ctx: ReportContext) -> str:
     if ctx.mode not in ("fix-only", "add-noqa"):
         for f in ctx.findings:
             out.append(_header(ctx, f))
+            if f.no_fix:
+                out.append(f"  no fix: {f.no_fix}")
             if ctx.show_source:
                 out.extend(_snippet(ctx, f))
         if out and out[-1] != "" and not ctx.quiet:

@@ -1,0 +1,111 @@
+"""tests/score_unseen.py: hits need the marker's line and code; any finding in a safe unit counts."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+
+import score_unseen
+
+FAKE_LINTER = textwrap.dedent(
+    """
+    import json, os, sys
+    # Report the canned findings that lie under the paths given (relative to the cwd).
+    canned = json.load(open(os.environ["CANNED"]))
+    roots = [os.path.realpath(p) for p in sys.argv[1:]]
+    out = [f for f in canned if any(os.path.realpath(f["filename"]) == r or
+           os.path.realpath(f["filename"]).startswith(r + os.sep) for r in roots)]
+    print(json.dumps(out))
+    sys.exit(1 if out else 0)
+    """
+)
+
+
+def finding(path, row, code="FGL001"):
+    return {"code": code, "message": "m", "filename": str(path), "location": {"row": row, "column": 1}}
+
+
+def make_corpus(tmp_path):
+    unseen = tmp_path / "unseen"
+    unseen.mkdir()
+    (unseen / "hazard_a.py").write_text("x = 1\ny = x  # FGL001\n")
+    (unseen / "hazard_b.py").write_text("x = 1\ny = x  # FGL002\n")
+    (unseen / "safe_c.py").write_text("x = 1\n")
+    (unseen / "safe_d.py").write_text("x = 1\n")
+    projects = tmp_path / "projects"
+    for name, marker in (("hazard_p", "  # FGL001"), ("safe_q", "")):
+        (projects / name / "pkg").mkdir(parents=True)
+        (projects / name / "project.json").write_text(json.dumps({"entry": "main.py", "runtime": "clean"}))
+        (projects / name / "pkg" / "__init__.py").write_text("V = 1\n")
+        (projects / name / "main.py").write_text(f"import pkg\nprint(pkg.V){marker}\n")
+    return unseen, projects
+
+
+def run(tmp_path, monkeypatch, capsys, canned):
+    unseen, projects = make_corpus(tmp_path)
+    linter = tmp_path / "fake_linter.py"
+    linter.write_text(FAKE_LINTER)
+    canned_path = tmp_path / "canned.json"
+    canned_path.write_text(json.dumps(canned(unseen, projects)))
+    monkeypatch.setenv("CANNED", str(canned_path))
+    code = score_unseen.main(
+        [
+            "--cmd",
+            f"{sys.executable} {linter}",
+            "--unseen-dir",
+            str(unseen),
+            "--projects-dir",
+            str(projects),
+            "--format",
+            "json",
+        ]
+    )
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_scores_hits_misses_and_false_positives(tmp_path, monkeypatch, capsys):
+    def canned(unseen, projects):
+        return [
+            finding(unseen / "hazard_a.py", 2),  # hit
+            finding(unseen / "hazard_b.py", 2, "FGL001"),  # right line, wrong code: a miss
+            finding(unseen / "safe_c.py", 1, "FGL004"),  # opt-in rule: not a false positive
+            finding(unseen / "safe_d.py", 1, "FGL003"),  # false positive
+            finding(projects / "hazard_p" / "main.py", 2),  # hit, found by running in the folder
+            finding(projects / "safe_q" / "pkg" / "__init__.py", 1, "FGL002"),  # false positive
+        ]
+
+    code, summary = run(tmp_path, monkeypatch, capsys, canned)
+    assert code == 1
+    assert summary["groups"] == {
+        "file": {"hazards": 2, "hazards_flagged": 1, "safe": 2, "safe_flagged": 1},
+        "project": {"hazards": 1, "hazards_flagged": 1, "safe": 1, "safe_flagged": 1},
+    }
+    assert [(m["unit"], len(m["reported"])) for m in summary["misses"]] == [("hazard_b.py", 1)]
+    assert [fp["unit"] for fp in summary["false_positives"]] == ["safe_d.py", "safe_q"]
+
+
+def test_perfect_score_exits_zero(tmp_path, monkeypatch, capsys):
+    def canned(unseen, projects):
+        return [
+            finding(unseen / "hazard_a.py", 2),
+            finding(unseen / "hazard_b.py", 2, "FGL002"),
+            finding(projects / "hazard_p" / "main.py", 2),
+        ]
+
+    code, summary = run(tmp_path, monkeypatch, capsys, canned)
+    assert code == 0 and not summary["misses"] and not summary["false_positives"]
+
+
+def test_command_without_json_is_an_error(tmp_path, capsys):
+    unseen, projects = make_corpus(tmp_path)
+    code = score_unseen.main(
+        ["--cmd", f"{sys.executable} -c \"print('hello')\"", "--unseen-dir", str(unseen), "--projects-dir", str(projects)]
+    )
+    assert code == 2
+    assert "no JSON on stdout" in capsys.readouterr().err
+    code = score_unseen.main(
+        ["--cmd", f"{sys.executable} -c pass", "--unseen-dir", str(unseen), "--projects-dir", str(projects)]
+    )
+    assert code == 2
+    assert "no JSON on stdout" in capsys.readouterr().err

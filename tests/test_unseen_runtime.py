@@ -1,0 +1,111 @@
+"""Runtime agreement of the unseen corpus (``fixtures/unseen/*.py`` and ``fixtures/projects/*/``).
+
+These programs were written without reading the analyzer and labelled by running
+them. Here each one runs again with real torch (``tests/oracle.py``):
+
+- a single file named ``hazard_*`` must end ``hazard`` or ``crash``, one named
+  ``safe_*`` must end ``clean``; its docstring's ``Runtime: ...`` line names the exact
+  outcome, and its markers agree (FGL002 markers for a crash, FGL001/FGL003 for a
+  hazard, none in a safe program);
+- a project's ``project.json`` ``runtime`` names the outcome, its folder name
+  starts with ``hazard_`` or ``safe_`` accordingly, and the markers over all of its
+  ``.py`` files agree in the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+import oracle  # noqa: E402
+from markers import FIXTURES_DIR, expected_markers  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+UNSEEN_DIR = FIXTURES_DIR / "unseen"
+PROJECTS_DIR = FIXTURES_DIR / "projects"
+SCRIPTS = sorted(UNSEEN_DIR.glob("*.py"))
+PROJECTS = sorted(p for p in PROJECTS_DIR.iterdir() if (p / "project.json").is_file()) if PROJECTS_DIR.is_dir() else []
+RUNTIME_RE = re.compile(r"^Runtime: (hazard|crash|clean)\.", re.MULTILINE)
+
+
+def docstring_runtime(path: Path) -> str | None:
+    m = RUNTIME_RE.search(path.read_text(encoding="utf-8").split('"""')[1])
+    return m.group(1) if m else None
+
+
+def marker_codes(paths) -> set[str]:
+    return {code for p in paths for _, code in expected_markers(p)}
+
+
+def check_labels(name: str, want: str, codes: set[str]) -> None:
+    prefix_ok = name.startswith("safe_") if want == "clean" else name.startswith("hazard_")
+    assert prefix_ok, f"{name}: the prefix disagrees with the outcome {want}"
+    default_codes = codes & {"FGL001", "FGL002", "FGL003"}
+    if want == "clean":
+        assert not default_codes, f"{name}: a safe program carries markers {sorted(default_codes)}"
+    elif want == "crash":
+        assert "FGL002" in default_codes, f"{name}: a crash needs an FGL002 marker"
+    else:
+        assert default_codes & {"FGL001", "FGL003"}, f"{name}: a hazard needs an FGL001/FGL003 marker"
+        assert "FGL002" not in default_codes, f"{name}: FGL002 marks a crash, torch says hazard"
+
+
+@pytest.fixture(scope="module")
+def script_results():
+    return oracle.run_fixtures(SCRIPTS, jobs=2)
+
+
+@pytest.fixture(scope="module")
+def project_results():
+    return oracle.run_projects(PROJECTS, jobs=2)
+
+
+def test_corpus_size():
+    hazards = [p for p in SCRIPTS if p.name.startswith("hazard_")]
+    assert len(SCRIPTS) >= 48 and len(hazards) >= len(SCRIPTS) // 3
+    assert len(PROJECTS) >= 16
+    assert sum(p.name.startswith("safe_") for p in PROJECTS) >= len(PROJECTS) // 2 - 1
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=[p.name for p in SCRIPTS])
+def test_unseen_script_outcome(script_results, path):
+    res = script_results[str(path)]
+    assert res.outcome != "error", f"{path.name} failed to run:\n{res.detail}"
+    want = docstring_runtime(path)
+    assert want is not None, f"{path.name}: no 'Runtime: ...' line in the docstring"
+    assert res.outcome == want, f"{path.name}: docstring says {want}, torch says {res.outcome} ({res.detail})"
+    check_labels(path.name, want, marker_codes([path]))
+    if res.outcome != "crash":
+        assert res.stdout.strip(), f"{path.name} printed nothing"
+
+
+@pytest.mark.parametrize("folder", PROJECTS, ids=[p.name for p in PROJECTS])
+def test_unseen_project_outcome(project_results, folder):
+    meta = json.loads((folder / "project.json").read_text(encoding="utf-8"))
+    assert (folder / meta["entry"]).is_file(), f"{folder.name}: entry {meta['entry']} missing"
+    res = project_results[str(folder)]
+    assert res.outcome != "error", f"{folder.name} failed to run:\n{res.detail}"
+    want = meta["runtime"]
+    assert res.outcome == want, f"{folder.name}: project.json says {want}, torch says {res.outcome} ({res.detail})"
+    check_labels(folder.name, want, marker_codes(sorted(folder.rglob("*.py"))))
+
+
+def test_project_runner_isolates_sys_path(tmp_path):
+    """The oracle's project runner puts the folder first on sys.path and makes it the cwd."""
+    proj = tmp_path / "proj"
+    (proj / "pkg").mkdir(parents=True)
+    (proj / "pkg" / "__init__.py").write_text("from .mod import VALUE\n")
+    (proj / "pkg" / "mod.py").write_text("VALUE = 41\n")
+    (proj / "markers.py").write_text("WHO = 'project'\n")  # shadows tests/markers.py in the runner
+    (proj / "main.py").write_text(
+        "import os, pkg, markers\nprint(pkg.VALUE + 1, markers.WHO, os.path.basename(os.getcwd()))\n"
+    )
+    (proj / "project.json").write_text(json.dumps({"entry": "main.py", "runtime": "clean"}))
+    res = oracle.run_project(proj)
+    assert (res.outcome, res.stdout) == ("clean", "42 project proj\n"), res.detail
