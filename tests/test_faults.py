@@ -224,6 +224,24 @@ def test_diff_of_cr_only_files_applies_with_patch(tmp_path):
         assert b"\n" not in p.read_bytes() and b"fake_mode.from_tensor(x)" in p.read_bytes()
 
 
+def test_cr_only_notebook_cells(tmp_path):
+    def notebook(source: str) -> str:
+        cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": source}
+        return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+    silenced = tmp_path / "silenced.ipynb"
+    silenced.write_text(notebook(_cr(HAZARD.replace("(x * 2).sum()", "(x * 2).sum()  # noqa: FGL001"))))
+    for flags in ([], ["--select", "ALL"], ["--report-unused-noqa"]):
+        assert run_cli("--output-format", "concise", *flags, str(silenced)) == (0, "", "")
+    added = tmp_path / "added.ipynb"
+    added.write_text(notebook(_cr(HAZARD)))
+    assert run_cli("--add-noqa", str(added))[0] == 0
+    once = added.read_bytes()
+    assert run_cli("--add-noqa", str(added))[0] == 0 and added.read_bytes() == once
+    source = json.loads(once)["cells"][0]["source"]
+    assert source.count("# noqa: FGL001") == 1 and "\n" not in source
+
+
 def test_noqa_scan_rows_match_for_every_newline():
     text = "a = 1  # noqa\nb = '''x\ny'''  # noqa: FGL002\nc = 1 + \\\n    2\nd = 4  # noqa: FGL001\n"
     want = noqa.scan(text)
