@@ -165,6 +165,7 @@ def _noqa_drops(line_text: str, code: str) -> bool:
 
 def _static_findings(files: list[str], codes: frozenset[str]) -> tuple[list, list[str]]:
     from fakegrad_lint.checker import check_source
+    from fakegrad_lint.findings import display_path
     from fakegrad_lint.sourcefile import SourceError, read_source
 
     findings, errors = [], []
@@ -173,13 +174,13 @@ def _static_findings(files: list[str], codes: frozenset[str]) -> tuple[list, lis
             src = read_source(path)
             found = check_source(src.text, path)
         except SourceError as exc:
-            errors.append(f"{path}: error: {exc}")
+            errors.append(f"{display_path(path)}: error: {exc}")
             continue
         except SyntaxError as exc:
-            errors.append(f"{path}: error: cannot parse: {exc.msg} (line {exc.lineno})")
+            errors.append(f"{display_path(path)}: error: cannot parse: {exc.msg} (line {exc.lineno})")
             continue
         except ValueError as exc:
-            errors.append(f"{path}: error: cannot parse: {exc}")
+            errors.append(f"{display_path(path)}: error: cannot parse: {exc}")
             continue
         found = [f for f in found if f.code in codes]
         try:  # the project's noqa rules (tokenize-based) when available
@@ -426,14 +427,16 @@ def _match(findings, records):
 
 
 def _display(path: str, spellings: dict) -> str:
+    from fakegrad_lint.findings import display_path
+
     real = _real(path)
     if real in spellings:
-        return spellings[real]
+        return display_path(spellings[real])
     try:
         rel = os.path.relpath(path)
     except ValueError:
-        return path
-    return path if rel.startswith(os.pardir) else rel
+        return display_path(path)
+    return display_path(path if rel.startswith(os.pardir) else rel)
 
 
 def _report(items, missed, spellings, fmt: str) -> list[dict]:
@@ -576,7 +579,9 @@ def main(argv: list[str]) -> int:
     objs = _report(items, missed, spellings, ns.output_format)
 
     exit_rec = next((r for r in records if r.get("type") == "exit"), None)
-    what = ns.script or (f"-m {ns.module}" if ns.module else "pytest")
+    from fakegrad_lint.findings import display_path
+
+    what = display_path(ns.script) if ns.script else (f"-m {ns.module}" if ns.module else "pytest")
     if timed_out:
         status_text = f"{what} timed out after {ns.timeout:g} s (process group killed)"
     elif exit_rec is not None:

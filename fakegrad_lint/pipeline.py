@@ -114,6 +114,14 @@ def time_limit(seconds: float | None):
         signal.signal(signal.SIGALRM, old)
 
 
+def disarm_alarm() -> None:
+    """Cancel the per-file alarm: called right before a fixed file is written,
+    so a timeout can never cut a write short nor report a file that was
+    written as skipped (the work is done; only the write is left)."""
+    if hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 def syntax_error_reason(exc: SyntaxError) -> str:
     where = []
     if exc.lineno:
@@ -329,6 +337,7 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
         if new_text != text:
             from fakegrad_lint.sourcefile import write_atomic
 
+            disarm_alarm()
             write_atomic(path, sf.encode(new_text), expected=sf.raw)
         result.added_noqa = added
         return
@@ -345,7 +354,9 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
 
                 # expected: a file changed by someone else since it was read
                 # is left alone (and reported), never overwritten.
-                write_atomic(path, sf.encode(outcome.text), expected=sf.raw)
+                data = sf.encode(outcome.text)
+                disarm_alarm()
+                write_atomic(path, data, expected=sf.raw)
                 text = outcome.text
         result.fixed = len(outcome.applied)
         if mode == "fix-only":

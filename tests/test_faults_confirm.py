@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_faults import _alive as alive
 
 pytestmark = [
     pytest.mark.slow,
@@ -45,14 +46,6 @@ def confirm(tmp: Path, script: str, *args: str, timeout: float = 180) -> subproc
         [sys.executable, "-m", "fakegrad_lint", "confirm", "s.py", *args],
         cwd=tmp, capture_output=True, text=True, timeout=timeout,
     )
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
-        return False
 
 
 def pids(tmp: Path) -> list[int]:
