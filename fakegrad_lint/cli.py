@@ -108,6 +108,8 @@ def build_parser():
     out.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                      help="colour and source snippets in text output (auto: when stdout is a terminal and NO_COLOR is unset)")
     out.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
+    out.add_argument("--show-trace", action="store_true",
+                     help="text output: print each finding's chain (source, region, op, backward) under it")
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings (2 still means errors)")
     cfg = parser.add_argument_group("configuration and files")
     cfg.add_argument("--config", metavar="PATH", help="the pyproject.toml to use (instead of searching for one)")
@@ -230,6 +232,9 @@ def _check(args) -> int:
         from fakegrad_lint.cache import open_cache
 
         cache = open_cache(True, config_path, args.cache_dir)
+    from fakegrad_lint.analysis.project import set_run_roots
+
+    set_run_roots(args.paths or ["."])
     result = pipeline.run(found.files, st.codes_for, options, jobs=args.jobs, cache=cache)
 
     errors = list(found.errors) + result.all_errors
@@ -275,6 +280,7 @@ def _check(args) -> int:
         statistics=args.statistics,
         quiet=args.quiet,
         show_fixes=args.show_fixes,
+        show_trace=args.show_trace,
         files_checked=result.files_checked,
         source_provider=source_provider,
     )

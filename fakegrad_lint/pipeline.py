@@ -74,6 +74,9 @@ class FileResult:
     # error, unreadable file): such results are never cached.
     cacheable: bool = True
     cached: bool = False  # served from the cache
+    # {path: sha256} of the other project modules the analysis read (whole-project
+    # analysis): the cached result holds only while they are unchanged
+    deps: dict = field(default_factory=dict)
 
 
 class FileTimeout(BaseException):
@@ -156,17 +159,23 @@ def lint_text(
     codes: frozenset[str],
     *,
     tree: ast.Module | None = None,
+    deps: dict | None = None,
 ) -> list[Finding]:
     """The findings to report for ``text``: every rule's findings, restricted to
     ``codes``, minus those a ``# noqa`` silences, plus FGL100 (unused noqa) when
-    enabled. Raises SyntaxError/ValueError when the text does not parse."""
+    enabled. Raises SyntaxError/ValueError when the text does not parse.
+    ``deps`` receives the project modules the analysis read (see check_source)."""
     from fakegrad_lint import checker, noqa
 
     report_unused = UNUSED_NOQA_CODE in codes
-    if may_contain_fake_region(text):
+    if may_contain_fake_region(text) or _reaches_region(text, path):
         if tree is None:
             tree = parse(text, path)
-        findings = [f for f in checker.check_source(text, path, tree=tree) if f.code in codes]
+        if deps is not None:
+            found = checker.check_source(text, path, tree=tree, deps=deps)
+        else:
+            found = checker.check_source(text, path, tree=tree)
+        findings = [f for f in found if f.code in codes]
     else:
         findings = []
     if report_unused and not may_have_fgl_noqa(text):
@@ -179,12 +188,27 @@ def lint_text(
     return kept
 
 
-def needs_work(text: str, codes: frozenset[str]) -> bool:
+def _reaches_region(text: str, path: str | None) -> bool:
+    """The prefilter's project side: a file that names no fake mode but imports a
+    module of its project that can reach one (see analysis/project.py)."""
+    if not path or "import" not in text or path.startswith("<"):
+        return False
+    from fakegrad_lint.analysis.project import reaches_region
+
+    try:
+        return reaches_region(path, text)
+    except (OSError, ValueError, RecursionError):
+        return False
+
+
+def needs_work(text: str, codes: frozenset[str], path: str | None = None) -> bool:
     """The parent's prefilter: can this file produce anything to report?"""
     if may_contain_fake_region(text):
         return True
     # FGL100 keeps the prefilter: it can only report a ``# noqa: FGL...``
-    return UNUSED_NOQA_CODE in codes and may_have_fgl_noqa(text)
+    if UNUSED_NOQA_CODE in codes and may_have_fgl_noqa(text):
+        return True
+    return _reaches_region(text, path)
 
 
 def _is_notebook(path: str) -> bool:
@@ -241,7 +265,7 @@ def _cache_lookup(path: str, sf: SourceFile, key: str, options: Options, cache) 
 def _process_and_store(path: str, codes: frozenset[str], options: Options, sf: SourceFile, cache, key: str) -> FileResult:
     result = _process_file(path, codes, options, sf)
     if result.cacheable:
-        cache.put(key, result.findings, result.errors)
+        cache.put(key, result.findings, result.errors, deps=result.deps)
     return result
 
 
@@ -320,7 +344,7 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
     if _is_notebook(path):
         _process_notebook(result, path, codes, options, sf)
         return
-    if not needs_work(text, codes):
+    if not needs_work(text, codes, path):
         return
 
     def lint(t: str) -> list[Finding]:
@@ -328,7 +352,7 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
 
     mode = options.mode
     if mode == "check":
-        findings = lint(text)
+        findings = lint_text(text, path, codes, deps=result.deps if _genuine_checker() else None)
     elif mode == "add-noqa":
         from fakegrad_lint.noqa import add_noqa
 
@@ -554,7 +578,7 @@ def _run_here(paths, codes_for, options: Options, jobs: int, bar: Progress, cach
         if st:
             st.read(sf)
         codes = codes_for(path)
-        if not (_is_notebook(path) or needs_work(sf.text, codes)):
+        if not (_is_notebook(path) or needs_work(sf.text, codes, path)):
             bar.step()
             continue
         if st:
@@ -638,7 +662,7 @@ def _scan_chunk(items, options: Options | None, cache, stats: bool, failed: str 
             continue
         if st:
             st.read(sf)
-        if _is_notebook(path) or needs_work(sf.text, codes):
+        if _is_notebook(path) or needs_work(sf.text, codes, path):
             if failed is None:
                 r = process_file(path, codes, options, sf, cache)
             else:

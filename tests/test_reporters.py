@@ -99,7 +99,7 @@ def test_concise_statistics_is_the_text_table_without_summary():
 # ---------------------------------------------------------------------------
 # json-lines
 
-JSON_KEYS = {"code", "message", "filename", "location", "end_location", "fix", "url", "noqa_row", "cell", "no_fix"}
+JSON_KEYS = {"code", "message", "filename", "location", "end_location", "fix", "url", "noqa_row", "cell", "no_fix", "trace"}
 
 
 def test_json_lines_is_the_json_format_one_object_per_line():

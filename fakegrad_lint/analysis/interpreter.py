@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import ast
 import builtins
+import os
 import re
 
 from fakegrad_lint.analysis import torch_tables as N
-from fakegrad_lint.analysis.leaks import Leak, Route, Verdict
+from fakegrad_lint.analysis.leaks import Leak, Route, Step, Verdict
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.positions import PositionMap
+from fakegrad_lint.analysis import project as P
+from fakegrad_lint.analysis import values as _values
 from fakegrad_lint.analysis.values import (
     UNKNOWN,
     BoundMethod,
@@ -43,6 +46,7 @@ from fakegrad_lint.analysis.values import (
     ModuleVal,
     OptimizerVal,
     Origin,
+    ProjModVal,
     Region,
     SeqVal,
     SuperVal,
@@ -190,10 +194,20 @@ def _contains_yield(fn, lines):
 
 
 class Interpreter:
-    def __init__(self, tree: ast.Module, source: str):
+    def __init__(self, tree: ast.Module, source: str, project=None, filename: str | None = None):
         self.tree = tree
         self.source = source
         self.pos = PositionMap(source)
+        self._main_pos = self.pos
+        self.main_path = os.path.abspath(filename) if project is not None and filename else None
+        # whole-project analysis (see analysis/project.py): imports of project
+        # modules run those modules; ``ctx`` is the module whose code runs now
+        self.project = project
+        self.deps: dict = {}  # path -> content hash of every project module loaded
+        self._modules: dict = {}  # path -> ProjModVal
+        self._entries: list = []  # (from ctx, call site, statement, is_load) per crossing into another module
+        self._ctx_entry_rx: dict = {}
+        self._opens_memo: dict = {}
         self.records: dict = {}  # (id(node), id(origin)) -> LeakRecord
         self.steps = 0
         self.exhausted = False
@@ -207,9 +221,15 @@ class Interpreter:
         self.defs: dict = {}  # def node -> its FuncVal before decorators (standalone analysis runs it)
         self._matter: dict = {}
         self._entry_rx = None
+        name, is_pkg = P.module_name_of(filename) if project is not None and filename else ("__main__", False)
+        self.main = ProjModVal(name, is_pkg, None, self.module_scope)
+        self.ctx = self.main
+        self._scope_ctx: dict = {self.module_scope: self.main}
+        _values.CURRENT_FILE[0] = None
 
     # ------------------------------------------------------------------ driver
     def run(self) -> list[Leak]:
+        _values.CURRENT_FILE[0] = None
         st = State(self.module_scope)
         stopped = False
         for i, stmt in enumerate(self.tree.body):
@@ -235,6 +255,8 @@ class Interpreter:
                 hot.add(name)
             elif isinstance(val, FuncVal) and val.contextmanager:
                 hot.add(name)
+            elif self.project is not None and self._opens_region(val):
+                hot.add(name)  # a function, class or module of the project that can open a region
         units = []  # (FuncVal, ClassVal or None, text)
         for d in self.tree.body:
             val = mvars.get(getattr(d, "name", None))
@@ -281,6 +303,153 @@ class Interpreter:
             self.instances[cls] = inst
         return inst
 
+    # ------------------------------------------------------- project modules
+    def _switch(self, ctx):
+        """Run the code of ``ctx`` (a ProjModVal) from now on: positions and
+        texts come from its file."""
+        self.ctx = ctx
+        self.pos = ctx.mf.pos if ctx.mf is not None else self._main_pos
+        _values.CURRENT_FILE[0] = ctx if ctx is not self.main else None
+
+    def _lines_of(self, fv):
+        ctx = self._scope_ctx.get(getattr(fv.scope, "module", None))
+        if ctx is None or ctx is self.main or ctx.mf is None:
+            return self._main_pos.lines
+        return ctx.mf.pos.lines
+
+    def _load_module(self, name):
+        """The namespace of project module ``name`` after running its body once
+        (None when ``name`` is not a module of the project)."""
+        path = self.project.find(name)
+        if path is None:
+            return None
+        if self.main_path is not None and os.path.abspath(path) == self.main_path:
+            return self.main
+        mv = self._modules.get(path)
+        if mv is not None:
+            return mv
+        if len(self._modules) >= P.MAX_MODULES or len(self._entries) > MAX_DEPTH or self.exhausted:
+            return None
+        if "." in name:
+            self._load_module(name.rsplit(".", 1)[0])  # a package's __init__ runs first
+        mf = P.load(path)
+        if mf is None:
+            return None
+        scope = Scope()
+        scope.func_node = mf.tree
+        scope.vars["__name__"] = ConstVal(name)
+        mv = ProjModVal(name, os.path.basename(path) == "__init__.py", mf, scope)
+        self._modules[path] = mv
+        self._scope_ctx[scope] = mv
+        self.deps[path] = mf.sha
+        if "." in name:
+            parent = self._modules.get(self.project.find(name.rsplit(".", 1)[0]) or "")
+            if parent is not None and name.rsplit(".", 1)[1] not in parent.scope.vars:
+                parent.scope.vars[name.rsplit(".", 1)[1]] = mv
+        prev = self.ctx
+        self._entries.append((prev, None, None, True, (), {}))
+        self._switch(mv)
+        try:
+            st = State(scope)
+            st.depth = len(self._entries)
+            for i, stmt in enumerate(mf.tree.body):
+                st.cur = (mf.tree.body, i)
+                try:
+                    self.exec_stmt(stmt, st)
+                except (Crashed, _BlockExit, YieldReached):
+                    break
+        finally:
+            self._entries.pop()
+            self._switch(prev)
+        return mv
+
+    def _module_attr(self, mv, attr):
+        v = mv.scope.vars.get(attr)
+        if v is not None:
+            return v
+        sub = self._load_module(f"{mv.name}.{attr}")
+        return sub if sub is not None else UNKNOWN
+
+    def _import_project(self, alias, st):
+        """``import a.b.c [as m]`` of a project module: True when bound here."""
+        full = self._load_module(alias.name)
+        if full is None:
+            return False
+        if alias.asname:
+            st.scope.assign(alias.asname, full)
+        else:
+            top = alias.name.split(".")[0]
+            st.scope.assign(top, self._load_module(top) or self._namespace(top))
+        return True
+
+    def _namespace(self, name):
+        """A namespace package (a folder without ``__init__.py``): its attributes
+        are its submodules."""
+        ns = self._modules.get(("namespace", name))
+        if ns is None:
+            ns = self._modules[("namespace", name)] = ProjModVal(name, True, None, Scope())
+        return ns
+
+    def _import_from_project(self, s, st):
+        """``from X import a, b`` where X (absolute or relative) is a project
+        module or package: True when bound here."""
+        ctx = self.ctx
+        base = P.absolute_name(ctx.name, ctx.is_pkg, s.module, s.level)
+        if base is None:
+            return False
+        mv = self._load_module(base)
+        if mv is None:
+            # a namespace package (no __init__.py): `from pkg import mod`
+            subs = {a.name: self._load_module(f"{base}.{a.name}") for a in s.names if a.name != "*"}
+            if not subs or any(v is None for v in subs.values()):
+                return False
+            for a in s.names:
+                st.scope.assign(a.asname or a.name, subs[a.name])
+            return True
+        for a in s.names:
+            if a.name == "*":
+                for k, v in list(mv.scope.vars.items()):
+                    if not k.startswith("_"):
+                        st.scope.assign(k, v)
+                continue
+            st.scope.assign(a.asname or a.name, self._module_attr(mv, a.name))
+        return True
+
+    def _opens_region(self, val, depth=0):
+        """Can this project value (a module, or a function or class of another
+        module) open a fake region? By the text of its definition, and of the
+        functions of its module it calls."""
+        if isinstance(val, ProjModVal):
+            return val is not self.main and val.mf is not None and bool(self._entry_re(val).search(val.mf.source))
+        if not isinstance(val, (FuncVal, ClassVal)) or depth > 4:
+            return False
+        ctx = self._scope_ctx.get(getattr(val.scope, "module", None))
+        if ctx is None or ctx is self.main or ctx.mf is None:
+            return False
+        memo = self._opens_memo
+        if val.node in memo:
+            return memo[val.node]
+        memo[val.node] = False
+        n = val.node
+        text = "\n".join(ctx.mf.pos.lines[n.lineno - 1 : n.end_lineno])
+        hit = bool(self._entry_re(ctx).search(text))
+        if not hit:
+            for name in _called_names(text):
+                target = ctx.scope.vars.get(name)
+                if target is not None and target is not val and self._opens_region(target, depth + 1):
+                    hit = True
+                    break
+        memo[val.node] = hit
+        return hit
+
+    def _main_entry(self):
+        """The innermost call made by the linted file's code into another module
+        of the project (None when the current code was not reached from it)."""
+        for prev, site, stmt, is_load, args, kwargs in reversed(self._entries):
+            if prev is self.main:
+                return None if is_load else (site, stmt, args, kwargs)
+        return None
+
     def _run_standalone(self, fv, self_val):
         st = State(self.module_scope)
         args = []
@@ -313,8 +482,12 @@ class Interpreter:
             else:
                 verdict = Verdict.FORWARD_ONLY
             node = rec.node
-            start = self.pos.char_pos(node.lineno, node.col_offset)
-            end = self.pos.char_pos(node.end_lineno, node.end_col_offset)
+            value_text = rec.value_text
+            if rec.file is not None:
+                # the op runs in another module: report where this file's code calls into it
+                node, value_text = self._entry_node(rec)
+            start = self._main_pos.char_pos(node.lineno, node.col_offset)
+            end = self._main_pos.char_pos(node.end_lineno, node.end_col_offset)
             sink, sink_line = (rec.sinks[0] if rec.sinks else (None, None))
             route = Route.LEAKED_MIX if rec.route == "leaked-mix" else Route.IN_REGION
             leak = Leak(
@@ -322,13 +495,16 @@ class Interpreter:
                 route=route,
                 start=start,
                 end=end,
-                value=rec.value_text,
+                value=value_text,
                 value_kind=rec.value_kind,
                 mode=rec.region.mode.desc,
                 mode_line=rec.region.mode.line,
                 sink=sink,
                 sink_line=sink_line,
                 fix=rec.fix_plan if verdict is not Verdict.FORWARD_ONLY else None,
+                trace=self._trace(rec, node),
+                mode_path=self._rel(_path_of(rec.region.mode.file)),
+                sink_path=self._rel(_path_of(rec.sink_sites[0][2])) if rec.sink_sites else None,
             )
             if rec.fix_plan is not None and rec.origin.grad_reads:
                 leak.fix = None if verdict is Verdict.FORWARD_ONLY else _with_grad_reads(rec.fix_plan, rec.origin.grad_reads)
@@ -343,6 +519,77 @@ class Interpreter:
             elif leak.value != prev.value:
                 prev.also.append(leak.value)
         return sorted(best.values(), key=lambda l: l.start)
+
+    def _rel(self, path):
+        """A project module's path for messages: relative to the linted file's folder."""
+        if path is None or self.main_path is None:
+            return None
+        rel = os.path.relpath(path, os.path.dirname(self.main_path))
+        return rel.replace(os.sep, "/")
+
+    def _entry_node(self, rec):
+        """(node, text of the value) where the linted file's code hands the real
+        value to the other module: the call (or statement) that leads there."""
+        site, stmt = rec.entry[:2]
+        if site is not None:
+            call, exprs, values = site
+            for ex, val in zip(exprs, values):
+                if ex is not None and rec.origin in val.real_rg():
+                    return call, self._main_text(ex)
+            return call, rec.value_text
+        return stmt, rec.value_text
+
+    def _main_text(self, expr):
+        pos, self.pos = self.pos, self._main_pos
+        try:
+            return self._text(expr)
+        finally:
+            self.pos = pos
+
+    def _trace(self, rec, reported):
+        """The chain of a leak as data: source, call into another module, region, leak, sink."""
+
+        def pos_of(ctx):
+            return ctx.mf.pos if ctx is not None and ctx.mf is not None else self._main_pos
+
+        def node_step(kind, message, node, ctx):
+            pm = pos_of(ctx)
+            return Step(kind, message, _path_of(ctx), pm.char_pos(node.lineno, node.col_offset),
+                        pm.char_pos(node.end_lineno, node.end_col_offset))
+
+        def line_step(kind, message, line, ctx):
+            pm = pos_of(ctx)
+            if not 1 <= line <= len(pm.lines):
+                return None
+            text = pm.lines[line - 1]
+            col = len(text) - len(text.lstrip())
+            return Step(kind, message, _path_of(ctx), (line, col), (line, len(text.rstrip())))
+
+        steps = []
+        o = rec.origin
+        src = line_step("source", f"real requires-grad {o.kind} `{o.name}` made here", o.line, o.file)
+        if src is not None:
+            steps.append(src)
+        if rec.file is not None:
+            steps.append(node_step("call", f"the real value enters `{_values_name(rec)}` ({rec.file.name}) here", reported, None))
+        region = rec.region
+        allow = "allows non-fake inputs" if region.allow else "strict: a real input raises" if region.allow is False else "allow_non_fake_inputs unknown"
+        rmsg = f"{region.mode.desc} entered here ({allow})"
+        w = region.with_node
+        rfile = region.file
+        if isinstance(w, (ast.With, ast.AsyncWith)):
+            item = w.items[region.item_index] if 0 <= region.item_index < len(w.items) else None
+            steps.append(node_step("region", rmsg, item.context_expr if item is not None else w, rfile))
+        else:
+            line = w.header_end if isinstance(w, PseudoWith) else region.mode.line
+            step = line_step("region", rmsg, line, rfile)
+            if step is not None:
+                steps.append(step)
+        steps.append(node_step("leak", f"`{rec.value_text}` reaches a fake op", rec.node, rec.file))
+        if rec.sink_sites:
+            desc, snode, sctx = rec.sink_sites[0]
+            steps.append(node_step("sink", f"`{desc}` runs the backward here", snode, sctx))
+        return tuple(steps)
 
     # -------------------------------------------------------------- statements
     def exec_block(self, stmts, st):
@@ -372,7 +619,10 @@ class Interpreter:
         elif t is ast.AugAssign:
             left = self.eval(s.target, st)
             right = self.eval(s.value, st)
-            val = self.binop(s, [(left, s.target), (right, s.value)], st)
+            if isinstance(left, SeqVal) and isinstance(right, SeqVal):
+                val = SeqVal(left.items + right.items)  # `layers += [nn.Linear(...)]`
+            else:
+                val = self.binop(s, [(left, s.target), (right, s.value)], st)
             self.assign(s.target, val, st, s)
         elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
             fv = self.make_function(s, st)
@@ -415,13 +665,17 @@ class Interpreter:
             raise _BlockExit()
         elif t is ast.Import:
             for alias in s.names:
+                if self.project is not None and self._import_project(alias, st):
+                    continue
                 if alias.asname:
                     st.scope.assign(alias.asname, ModRef(alias.name))
                 else:
                     top = alias.name.split(".")[0]
                     st.scope.assign(top, ModRef(top))
         elif t is ast.ImportFrom:
-            if s.level == 0 and s.module:
+            if self.project is not None and self._import_from_project(s, st):
+                pass
+            elif s.level == 0 and s.module:
                 for alias in s.names:
                     if alias.name == "*":
                         for name in N.STAR_EXPORTS.get(s.module, ()):
@@ -454,6 +708,8 @@ class Interpreter:
     def exec_if(self, s, st):
         test = self.eval(s.test, st)
         truth = _truth(test)
+        if truth is None and self.ctx is not self.main and _is_main_guard(s.test):
+            truth = False  # an imported module's `if __name__ == "__main__":` never runs
         if truth is True:
             self.exec_block(s.body, st)
             return
@@ -919,7 +1175,25 @@ class Interpreter:
                 inst.meta = st.meta_device
         return inst
 
-    def call_function(self, fv, args, kwargs, st, run_generator=False, site=None, force=False, propagate=True):
+    def call_function(self, fv, args, kwargs, st, *more, **options):
+        """Run ``fv`` (see ``_call_function``); a function of another project
+        module runs with that module's file as the current one."""
+        ctx = self._scope_ctx.get(getattr(fv.scope, "module", None)) if self.project is not None else None
+        if ctx is None or ctx is self.ctx:
+            return self._call_function(fv, args, kwargs, st, *more, **options)
+        # the function belongs to another module of the project: run it there
+        stmt = st.cur[0][st.cur[1]] if st.cur is not None else None
+        site = options.get("site", more[1] if len(more) > 1 else None)
+        prev = self.ctx
+        self._entries.append((prev, site, stmt, False, args, kwargs))
+        self._switch(ctx)
+        try:
+            return self._call_function(fv, args, kwargs, st, *more, **options)
+        finally:
+            self._entries.pop()
+            self._switch(prev)
+
+    def _call_function(self, fv, args, kwargs, st, run_generator=False, site=None, force=False, propagate=True):
         """Run ``fv`` on the values; ``force``: even when nothing of interest goes in
         (decorators, dunder methods); ``propagate``: contexts it enters and does not
         leave stay entered in the caller, as in Python."""
@@ -928,7 +1202,7 @@ class Interpreter:
             return UNKNOWN
         if fv.contextmanager and not run_generator:
             return CtxVal("gen", (fv, list(args), dict(kwargs)))
-        if not (force or st.regions or self._may_matter(node) or any(_interesting(a) for a in args)
+        if not (force or st.regions or self._may_matter(node, self._lines_of(fv)) or any(_interesting(a) for a in args)
                 or any(_interesting(v) for v in kwargs.values())):
             return UNKNOWN  # outside any region, nothing of interest in or out: skip the body
         is_gen = self._func_contains_yield.get(node)
@@ -990,48 +1264,61 @@ class Interpreter:
             vals = tuple(v for _, v in rest)
             scope.vars[a.kwarg.arg] = SeqVal(vals, vals, tuple(k for k, _ in rest))
 
-    def _entry_aliases(self):
+    def _entry_aliases(self, scope=None):
         """Local names bound by imports to a way into a fake region (``FTM`` in
         ``from torch._subclasses.fake_tensor import FakeTensorMode as FTM``, ``ft``
         in ``import torch._subclasses.fake_tensor as ft``)."""
         out = set()
-        for name, val in self.module_scope.vars.items():
+        for name, val in (scope or self.module_scope).vars.items():
             if isinstance(val, ModRef) and (
                 _ENTRY_RE.search(val.qualname) or val.qualname in ("torch._subclasses", "torch._subclasses.fake_tensor")
             ):
                 out.add(name)
         return out
 
-    def _entry_re(self):
+    def _entry_re(self, ctx=None):
+        ctx = ctx or self.ctx
+        if ctx is not self.main:
+            rx = self._ctx_entry_rx.get(ctx)
+            if rx is None:
+                words = set(ENTRY_WORDS) | self._entry_aliases(ctx.scope)
+                rx = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(words))))
+                self._ctx_entry_rx[ctx] = rx
+            return rx
         if self._entry_rx is None:
             words = set(ENTRY_WORDS) | self._entry_aliases()
             self._entry_rx = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(words))))
         return self._entry_rx
 
-    def _may_matter(self, node):
+    def _may_matter(self, node, lines=None, ctx=None):
         """Can running this function's body outside a region matter? Only if its
         text can open a region or make a real requires-grad value."""
         flag = self._matter.get(node)
         if flag is None:
-            lines = self.pos.lines
+            ctx = ctx or self.ctx
+            lines = lines or self.pos.lines
             text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
-            flag = bool(self._entry_re().search(text) or _SOURCE_RE.search(text))
+            flag = bool(self._entry_re(ctx).search(text) or _SOURCE_RE.search(text))
             if not flag:
                 # names a module-level value of interest (a registry of module classes)
-                mvars = self.module_scope.vars
+                mvars = ctx.scope.vars
                 flag = any(_interesting(mvars[w]) or _module_classes(mvars[w])
                            for w in set(_WORD_RE.findall(text)) if w in mvars)
             if not flag:
-                # calls an in-file function that matters (by name)
+                # calls a function of its module that matters (by name)
                 for name in _called_names(text):
-                    target = self.module_scope.vars.get(name)
-                    # an in-file function or class by that name, or a method of a class of the file
-                    targets = [target.node] if isinstance(target, (FuncVal, ClassVal)) else []
-                    targets += self.method_index.get(name, [])
-                    for t in targets:
+                    target = ctx.scope.vars.get(name)
+                    # a function or class by that name, or a method of a class of the file
+                    cands = []
+                    if isinstance(target, (FuncVal, ClassVal)):
+                        cands.append((target.node, self._lines_of(target),
+                                      self._scope_ctx.get(getattr(target.scope, "module", None), ctx)))
+                    if ctx is self.main:
+                        cands += [(t, None, ctx) for t in self.method_index.get(name, [])]
+                    for t, tlines, tctx in cands:
                         if t is not node and self._matter.get(t, None) is not False:
                             self._matter[node] = False  # guard recursion
-                            if self._may_matter(t):
+                            if self._may_matter(t, tlines, tctx):
                                 flag = True
                                 break
                     if flag:
@@ -1249,6 +1536,8 @@ class Interpreter:
     def attribute(self, e, obj, attr, st):
         if isinstance(obj, ModRef):
             return ModRef(f"{obj.qualname}.{attr}")
+        if isinstance(obj, ProjModVal):
+            return self._module_attr(obj, attr)
         if isinstance(obj, MaybeVal):
             out = None
             for o in obj.options:
@@ -1345,6 +1634,8 @@ class Interpreter:
             recv = self.eval(func.value, st)
             if isinstance(recv, ModRef):
                 return self.call_qualname(e, f"{recv.qualname}.{func.attr}", args, kwargs, st)
+            if isinstance(recv, ProjModVal):
+                return self.call_value(e, self._module_attr(recv, func.attr), args, kwargs, st)
             return self.call_method(e, recv, func.attr, args, kwargs, st)
         callee = self.eval(func, st)
         return self.call_value(e, callee, args, kwargs, st)
@@ -1978,6 +2269,17 @@ class Interpreter:
         if not crash and not grad:
             return None
         key = (id(node), id(origin))
+        entry = None
+        if self.ctx is not self.main:
+            # code of another project module: reported where the linted file calls into it
+            entry = self._main_entry()
+            if entry is None or not (origin.file is None or _carries(list(entry[2]) + list(entry[3].values()), origin)):
+                # not reached from the linted file, or the real value does not come
+                # from it: a hazard of the other module, reported when that one is linted
+                if crash:
+                    raise Crashed()
+                return None
+            key += (id(entry[0][0]) if entry[0] is not None else id(entry[1]),)
         rec = self.records.get(key)
         if rec is not None and rec.may and not may:
             rec.may = False  # proven on this path
@@ -1993,7 +2295,10 @@ class Interpreter:
                 else "parameter" if origin.kind in ("module", "parameter")
                 else "container" if isinstance(value, SeqVal) else "tensor"
             )
-            if route == "leaked-mix":
+            if entry is not None:
+                rec.file, rec.entry = self.ctx, entry
+                rec.fix_plan = None
+            elif route == "leaked-mix":
                 rec.fix_plan = self._leaked_fix_plan(node, expr, value, fake_ex)
             else:
                 rec.fix_plan = self._fix_plan(node, expr, value, origin, region, st)
@@ -2097,6 +2402,7 @@ class Interpreter:
             if wanted is not None and rec.origin not in wanted:
                 continue
             rec.sinks.append((desc, node.lineno))
+            rec.sink_sites.append((desc, node, self.ctx if self.ctx is not self.main else None))
 
     def _text(self, expr):
         seg = self.pos.segment(expr) if hasattr(expr, "lineno") else None
@@ -2476,5 +2782,54 @@ def _with_grad_reads(plan, lines):
     return plan
 
 
-def analyze_module(tree: ast.Module, source: str) -> list[Leak]:
-    return Interpreter(tree, source).run()
+def _carries(values, origin, depth=0):
+    """Does one of ``values`` hold the real value ``origin`` (directly, in a
+    container, or in an attribute of an object)?"""
+    for v in values:
+        if origin in v.real_rg():
+            return True
+        if depth < 3:
+            if isinstance(v, (InstanceVal, ModuleVal)) and _carries(list(v.attrs.values()), origin, depth + 1):
+                return True
+            if isinstance(v, SeqVal) and _carries(list(v.items), origin, depth + 1):
+                return True
+            if isinstance(v, MaybeVal) and _carries(list(v.options), origin, depth + 1):
+                return True
+            if isinstance(v, BoundMethod) and _carries([v.self_val], origin, depth + 1):
+                return True
+    return False
+
+
+def _path_of(ctx):
+    """The file of a project module context (None: the linted file)."""
+    return ctx.mf.path if ctx is not None and getattr(ctx, "mf", None) is not None else None
+
+
+def _values_name(rec):
+    site = rec.entry[0] if rec.entry else None
+    if site is not None and isinstance(site[0], ast.Call):
+        return dotted_name(site[0].func) or rec.value_text
+    return rec.value_text
+
+
+def _is_main_guard(test):
+    """``__name__ == "__main__"``"""
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
+
+
+def analyze_module(tree: ast.Module, source: str, project=None, filename: str | None = None, deps: dict | None = None) -> list[Leak]:
+    interp = Interpreter(tree, source, project, filename)
+    try:
+        return interp.run()
+    finally:
+        _values.CURRENT_FILE[0] = None
+        if deps is not None:
+            deps.update(interp.deps)

@@ -11,6 +11,15 @@ import ast
 from dataclasses import dataclass, field
 
 
+# The project module whose code the interpreter is running (None: the linted
+# file). Origins and regions remember it, for the trace of a finding.
+CURRENT_FILE: list = [None]
+
+
+def _current_file():
+    return CURRENT_FILE[0]
+
+
 class Value:
     """Base: an unknown value."""
 
@@ -54,6 +63,7 @@ class Origin:
     frozen: set = field(default_factory=set)  # parameters switched off one by one
     disabled: bool = False  # requires_grad switched off (e.g. every parameter frozen)
     owner: object = None  # the ModuleVal of a module of the file (its submodules are its parameters too)
+    file: object = field(default_factory=_current_file)  # project module it was made in (None: the linted file)
 
 
 @dataclass(eq=False)
@@ -70,6 +80,9 @@ class LeakRecord:
     fix_plan: object = None
     value_kind: str = "tensor"  # "tensor", "parameter", "module", "container"
     may: bool = False  # some link is only possible (a may value, a may region): never a default finding
+    file: object = None  # project module of ``node`` (None: the linted file)
+    entry: object = None  # when ``file`` is set: (call node, arg exprs, arg values, statement) in the linted file
+    sink_sites: list = field(default_factory=list)  # (description, node, project module or None)
 
 
 @dataclass(eq=False)
@@ -81,6 +94,7 @@ class ModeVal(Value):
     desc: str
     node: ast.AST | None = None  # the constructor call, when known
     conditional: bool = False  # chosen by a conditional expression (`... if FLAG else nullcontext()`)
+    file: object = field(default_factory=_current_file)  # project module that made it (None: the linted file)
 
     def __repr__(self):
         return f"Mode({self.desc}, allow={self.allow})"
@@ -96,6 +110,7 @@ class Region:
     uses: dict = field(default_factory=dict)  # (fix kind, value text) -> expressions that leak it here
     may: bool = False  # entered on some paths only (a context chosen by an unknown condition or key)
     func_node: object = None  # the function whose code entered it (None: implicit)
+    file: object = field(default_factory=_current_file)  # project module that entered it (None: the linted file)
 
 
 @dataclass(frozen=True, eq=False)
@@ -398,3 +413,17 @@ def union(a: Value, b: Value) -> Value:
     if len(opts) > 6:
         opts = opts[:6]
     return MaybeVal(tuple(opts), each=True)
+
+
+class ProjModVal(Value):
+    """A project module as the interpreter sees it: its namespace (the module
+    scope its body ran in) and the file it comes from. Also the interpreter's
+    notion of "the file being run" (``Interpreter.ctx``)."""
+
+    __slots__ = ("name", "is_pkg", "mf", "scope")
+
+    def __init__(self, name, is_pkg, mf, scope):
+        self.name, self.is_pkg, self.mf, self.scope = name, is_pkg, mf, scope
+
+    def __repr__(self):
+        return f"ProjMod({self.name})"

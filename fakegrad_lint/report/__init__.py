@@ -89,6 +89,7 @@ class ReportContext:
     statistics: bool = False
     quiet: bool = False
     show_fixes: bool = False  # --show-fixes: list the fixes applied per file
+    show_trace: bool = False  # --show-trace: a "source L5, region L7, backward L9" line per finding (text)
     files_checked: int = 0
     # filename (as in Finding.filename) [, cell] -> source lines without terminators;
     # for a notebook, the lines of the cell. Set by the pipeline; a default reads the file.

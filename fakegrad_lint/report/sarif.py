@@ -147,10 +147,39 @@ def _result(f: Finding, index: dict[str, int], levels: dict[str, str], root: Pat
                 "properties": {"applicability": f.fix.applicability.value},
             }
         ]
+    if f.trace:
+        result["codeFlows"] = [_code_flow(f, root)]
     if f.cell is not None:
         # Rows are relative to the notebook cell; say so rather than mislead.
         result["properties"] = {"cell": f.cell}
     return result
+
+
+# SARIF's well-known threadFlowLocation kinds for each step of a trace
+_STEP_KINDS = {"source": ["acquire", "taint"], "call": ["call"], "region": ["enter", "scope"],
+               "leak": ["taint"], "sink": ["call", "release"]}
+
+
+def _code_flow(f: Finding, root: Path) -> dict:
+    """The trace as one thread flow (GitHub code scanning shows it as a path)."""
+    locations = []
+    for i, t in enumerate(f.trace):
+        loc: dict = {
+            "location": {
+                "physicalLocation": {
+                    "artifactLocation": artifact_location(t.filename, root),
+                    "region": _region(t.location, t.end_location),
+                },
+                "message": {"text": f"{t.kind}: {t.message}"},
+            },
+            "kinds": _STEP_KINDS.get(t.kind, []),
+            "executionOrder": i + 1,
+            "properties": {"step": t.kind},
+        }
+        if t.cell is not None:
+            loc["properties"]["cell"] = t.cell
+        locations.append(loc)
+    return {"message": {"text": f.message}, "threadFlows": [{"locations": locations}]}
 
 
 def build(ctx: ReportContext) -> dict:

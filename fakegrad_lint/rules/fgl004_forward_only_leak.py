@@ -1,11 +1,11 @@
 from fakegrad_lint.analysis.leaks import Leak, Verdict
-from fakegrad_lint.rules.base import Rule
+from fakegrad_lint.rules.base import Rule, where
 
 
 def _message(leak: Leak) -> str:
     return (
         f"real requires-grad {leak.value_kind} `{leak.value}` enters {leak.mode} "
-        f"(line {leak.mode_line}); no backward follows today, but one added later will "
+        f"({where(leak.mode_line, leak.mode_path)}); no backward follows today, but one added later will "
         f"leave a FakeTensor in its .grad"
     )
 
