@@ -525,4 +525,3 @@ def _torch_module_name(tree, pos, before_line: int):
         first = tree.body[0] if tree.body else None
         line = min([first.lineno] + [d.lineno for d in getattr(first, "decorator_list", [])]) if first else 1
     return "torch", Edit(Location(line, 0), Location(line, 0), "import torch\n")
-
