@@ -543,7 +543,7 @@ def test_timeout_inside_set_name_is_a_timeout(tmp_path, monkeypatch):
     path = tmp_path / "slow.py"
     path.write_text(HAZARD)
 
-    def lint(text, path, codes, tree=None):
+    def lint(text, path, codes, tree=None, **kwargs):
         class Slow:
             def __set_name__(self, owner, name):
                 while True:
