@@ -406,6 +406,25 @@ def test_gitignore_many_stars_does_not_hang(tmp_path):
     assert not m.match("a" * 40) and m.match("a" * 40 + "x")
 
 
+def test_gitignore_regex_and_automaton_agree():
+    # few wildcards: a regex (fast); many: the automaton (linear); same answers
+    import random
+
+    assert discover.GlobMatcher("*a" * 20 + "b", anchored=True)._regex is None
+    assert discover.GlobMatcher("*.py", anchored=False)._regex is not None
+    rng = random.Random(15)
+    alphabet = "ab/*?[]!-\\."
+    for _ in range(3000):
+        pattern = "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 8)))
+        for anchored in (True, False):
+            m = discover.GlobMatcher(pattern, anchored)
+            if m._regex is None:
+                continue
+            for _ in range(4):
+                path = "".join(rng.choice("ab/.-*?[]") for _ in range(rng.randrange(0, 8)))
+                assert m._regex_match(path) == m._automaton_match(path), (pattern, anchored, path)
+
+
 GIT_CASES = [
     ("*.py", ["a.py", "d/a.py", "a.pyc", "d/e/x.py"]),
     ("/top.py", ["top.py", "d/top.py"]),
