@@ -12,7 +12,16 @@ entries). The code runs in a subprocess with a timeout; its process group is
 killed when the time is up.
 
 Exit status: 1 when a hazard or crash was confirmed or missed, 0 otherwise,
-2 for tool errors (target not found, timeout, torch or CUDA missing).
+2 for tool errors (target not found, timeout, torch or CUDA missing) and for a
+run that could not report (it crashed, was killed, called ``os._exit`` or
+closed the report pipe before the final record).
+
+User code (the script, the module, the tests, and the package ``__init__``
+that looking up ``-m pkg.mod`` needs) runs only in child processes, under
+the timeout. The records come through an inherited pipe, never a file the
+script could delete. Every process the run started is killed when it ends
+(its process group, and through the child subreaper on Linux, every
+descendant, also in another session or left running by a script that exited).
 
 This module never imports torch (the child process does).
 """
