@@ -70,6 +70,13 @@ def test_confirmed_hazard_missed_helper_and_confirmed_crash_json(tmp_path):
         """
         def train_shapes(model, x):
             with FakeTensorMode(allow_non_fake_inputs=True):
+                out = model(x)  # train entry
+                out.sum().backward()
+            return tuple(out.shape)
+
+
+        def probe(model, x):
+            with FakeTensorMode(allow_non_fake_inputs=True):
                 out = model(x)  # helper entry
                 out.sum().backward()
             return tuple(out.shape)
@@ -78,13 +85,15 @@ def test_confirmed_hazard_missed_helper_and_confirmed_crash_json(tmp_path):
     script = write(
         tmp_path / "main.py",
         """
-        from helper import train_shapes
+        from helper import probe, train_shapes
 
         x = torch.randn(4, 3, requires_grad=True)
         with FakeTensorMode(allow_non_fake_inputs=True):
             y = (x * 2).sum()  # hazard
             y.backward()
         print(train_shapes(nn.Linear(3, 2), torch.randn(4, 3)))  # call
+        built = eval("nn.Linear(3, 2)")  # a model the static side cannot know
+        print(probe(built, torch.randn(4, 3)))
         w = torch.randn(3, 3, requires_grad=True)
         with FakeTensorMode():
             z = w @ torch.randn(3, 5)  # crash
@@ -97,13 +106,14 @@ def test_confirmed_hazard_missed_helper_and_confirmed_crash_json(tmp_path):
     got = {(o["status"], o["kind"], os.path.basename(o["filename"]), o["line"], o.get("code")) for o in objs}
     assert got == {
         ("confirmed", "hazard", "main.py", line_of(script, "# hazard"), "FGL001"),
+        ("confirmed", "hazard", "main.py", line_of(script, "# call"), "FGL001"),  # whole-project analysis
         ("missed", "hazard", "helper.py", line_of(helper, "# helper entry"), None),
         ("confirmed", "crash", "main.py", line_of(script, "# crash"), "FGL002"),
     }
     for o in objs:
         assert set(o) >= {"status", "kind", "filename", "line", "code", "message"}
     missed = next(o for o in objs if o["status"] == "missed")
-    assert "Parameter" in missed["message"] and missed["sink_line"] == line_of(helper, "out.sum().backward()")
+    assert "Parameter" in missed["message"] and missed["sink_line"] == line_of(helper, "# helper entry") + 1
     # the script's AssertionError is reported, not a tool error; its status is mentioned
     assert "exited with status 1" in proc.stderr and "AssertionError" in proc.stderr
 
