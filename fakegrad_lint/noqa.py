@@ -30,6 +30,7 @@ _NOQA_RE = re.compile(
     re.IGNORECASE,
 )
 _CODE_RE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
+_FGL_CODE_RE = re.compile(r"FGL[0-9]+")  # a code of this tool (codes are upper-cased)
 # A comment that is only ``# fakegrad-lint: noqa`` (or flake8's ``# flake8: noqa``),
 # optionally with codes: the whole file, like ruff's ``# ruff: noqa``.
 _FILE_NOQA_RE = re.compile(
@@ -178,7 +179,7 @@ def apply(text: str, findings: list[Finding], *, report_unused: bool = False, fi
         for row, d in sorted(nmap.directives.items()):
             if d.codes is None:
                 continue
-            fgl = [c for c in d.codes if c.startswith("FGL")]
+            fgl = [c for c in d.codes if _FGL_CODE_RE.fullmatch(c)]
             dead = [c for c in fgl if c not in used.get(row, set())]
             if not dead:
                 continue
