@@ -155,7 +155,7 @@ def parse(text: str, path: str) -> ast.Module:
 def _parser_limit(exc: MemoryError) -> ParserLimit:
     detail = f": {exc}" if str(exc) else ""
     return ParserLimit(
-        f"too complex for Python's parser (CPython stops with MemoryError{detail}: the code nests too deeply)"
+        f"too complex for Python's parser (CPython stops with MemoryError{detail}: nested too deeply or too large for it)"
     )
 
 
