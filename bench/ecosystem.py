@@ -399,6 +399,7 @@ def main(argv=None) -> int:
     ap.add_argument("--download", action="store_true", help="pip download and unpack the pinned wheels first")
     ap.add_argument("--no-packages", action="store_true", help="only the folders given, no pinned packages")
     ap.add_argument("--only", default="", help="comma-separated tree names to run (of those found)")
+    ap.add_argument("--skip", default="", help="comma-separated tree names to leave out")
     ap.add_argument("--baseline", default=BASELINE)
     ap.add_argument("--update-baseline", action="store_true",
                     help="record the findings in the baseline (new ones as unreviewed)")
@@ -416,6 +417,9 @@ def main(argv=None) -> int:
     if args.only:
         wanted = {s.strip() for s in args.only.split(",")}
         trees = {k: v for k, v in trees.items() if k in wanted}
+    if args.skip:
+        unwanted = {s.strip() for s in args.skip.split(",")}
+        trees = {k: v for k, v in trees.items() if k not in unwanted}
     if not trees:
         print("no trees to lint", file=sys.stderr)
         return 2
