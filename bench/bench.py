@@ -155,7 +155,7 @@ def fake_files(tree: str) -> list[str]:
         if p.endswith(".ipynb"):
             continue
         try:
-            if pipeline.needs_work(read_source(p).text, DEFAULT_CODES):
+            if pipeline.needs_work(read_source(p).text, DEFAULT_CODES, p):
                 out.append(p)
         except SourceError:
             pass

@@ -2689,10 +2689,48 @@ def _hot_in_code(node, text, hot_re):
     where running the unit can evaluate it? Annotations are never evaluated (nor by
     this interpreter), docstrings and comments are not code: a unit that names a
     fake mode only there (``fake_mode: FakeTensorMode | None``) cannot open a region
-    by itself, so it is analysed on its own only when it calls one that can."""
+    by itself, so it is analysed on its own only when it calls one that can.
+    The signature's annotations are checked first, so that a unit that names a
+    fake mode only there does not need its body (parsed on first use)."""
+    import bisect
+
     first = min([node.lineno] + [dec.lineno for dec in node.decorator_list])
-    spans = []  # (start line, start col, end line, end col): columns in UTF-8 bytes
-    for n in ast.walk(node):
+    lines = text.split("\n")
+    starts = [0]
+    for ln in lines:
+        starts.append(starts[-1] + len(ln) + 1)
+    hits = []  # (line, start col, end col) of the matches in code, columns in UTF-8 bytes
+    for m in hot_re.finditer(text):
+        i = bisect.bisect_right(starts, m.start()) - 1
+        line = lines[i]
+        col = m.start() - starts[i]
+        prefix = line[:col]
+        h = prefix.find("#")
+        if h >= 0 and not any(q in prefix[:h] for q in ("'", '"')):
+            continue  # in a comment
+        bcol = len(prefix.encode("utf-8")) if not prefix.isascii() else col
+        hits.append((first + i, bcol, bcol + len(m.group().encode("utf-8"))))
+
+    def outside(hits, spans):
+        return [
+            (ln, c0, c1)
+            for ln, c0, c1 in hits
+            if not any((sl, sc) <= (ln, c0) and (ln, c1) <= (el, ec) for sl, sc, el, ec in spans)
+        ]
+
+    def span(a):
+        return (a.lineno, a.col_offset, a.end_lineno, a.end_col_offset)
+
+    args = node.args
+    header = [span(x.annotation) for x in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+              if x is not None and x.annotation is not None]
+    if node.returns is not None:
+        header.append(span(node.returns))
+    hits = outside(hits, header)
+    if not hits:
+        return False
+    spans = []
+    for n in ast.walk(node):  # the body too: annotations of locals and nested defs, docstrings
         t = type(n)
         if t is ast.arg or t is ast.AnnAssign:
             a = n.annotation
@@ -2703,29 +2741,8 @@ def _hot_in_code(node, text, hot_re):
         else:
             continue
         if a is not None:
-            spans.append((a.lineno, a.col_offset, a.end_lineno, a.end_col_offset))
-    lines = text.split("\n")
-    starts = [0]
-    for ln in lines:
-        starts.append(starts[-1] + len(ln) + 1)
-    import bisect
-
-    for m in hot_re.finditer(text):
-        i = bisect.bisect_right(starts, m.start()) - 1
-        line = lines[i]
-        col = m.start() - starts[i]
-        prefix = line[:col]
-        h = prefix.find("#")
-        if h >= 0 and not any(q in prefix[:h] for q in ("'", '"')):
-            continue  # in a comment
-        lineno = first + i
-        bcol = len(prefix.encode("utf-8")) if not prefix.isascii() else col
-        bend = bcol + len(m.group().encode("utf-8"))
-        if not any(
-            (sl, sc) <= (lineno, bcol) and (lineno, bend) <= (el, ec) for sl, sc, el, ec in spans
-        ):
-            return True
-    return False
+            spans.append(span(a))
+    return bool(outside(hits, spans))
 
 
 def _called_names(text):
