@@ -44,7 +44,6 @@ FIX_CASES_MIN_FIXED = 0.86
 KNOWN_UNFIXED = {
     "contextmanager_yields_nothing.py": "the helper yields no mode object to call from_tensor on",
     "flag_loop_both_branches.py": "the mode is conditional on a loop variable",
-    "lambda_in_block.py": "the leaf is read in a lambda inside the block, which the fix does not rename",
 }
 
 
