@@ -92,6 +92,24 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class TraceStep:
+    """One link of a finding's chain (see ``Finding.trace``).
+
+    ``kind``: "source" (where the real requires-grad value was made), "call"
+    (where it enters a helper of another module), "region" (where the fake
+    region was entered), "leak" (the op), "sink" (the backward / grad).
+    ``filename`` is the file of the step (the finding's own file or another
+    module of the project); positions follow the convention above."""
+
+    kind: str
+    message: str
+    filename: str
+    location: Location
+    end_location: Location
+    cell: int | None = None  # notebooks: the cell the location refers to
+
+
+@dataclass(frozen=True)
 class Finding:
     code: str
     message: str
@@ -103,6 +121,8 @@ class Finding:
     # then relative to the cell). None for plain files.
     cell: int | None = None
     extra: dict = field(default_factory=dict, compare=False, hash=False)
+    # The chain that proves the finding: source, region, leak, sink (in order).
+    trace: tuple[TraceStep, ...] = field(default=(), compare=False, hash=False)
     # Why the finding has no fix although the analysis planned one (the fix failed
     # its proof, or could not be built): "the fixed text does not parse", ...
     no_fix: str | None = field(default=None, compare=False, hash=False)

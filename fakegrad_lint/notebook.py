@@ -503,7 +503,19 @@ def to_cells(f: Finding, program: NotebookProgram, layout: Layout) -> Finding:
         fix=fix,
         cell=number,
         extra=extra,
+        trace=tuple(_step_to_cells(t, f.filename, program, layout) for t in f.trace),
     )
+
+
+def _step_to_cells(t, filename: str, program: NotebookProgram, layout: Layout):
+    """A trace step in the notebook itself gets its cell and cell-relative rows."""
+    if t.filename != filename:
+        return t
+    k, start = layout.locate_loose(t.location)
+    k_end, end = layout.locate_loose(t.end_location)
+    if k_end != k:
+        end = Location(layout.counts[k] + 1, 0)
+    return replace(t, location=start, end_location=end, cell=program.parts[k].cell.number)
 
 
 def _cell_syntax_error(exc: SyntaxError, layout: Layout, program: NotebookProgram) -> SyntaxError:

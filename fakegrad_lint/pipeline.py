@@ -20,7 +20,6 @@ import os
 import signal
 import sys
 import threading
-import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
@@ -74,6 +73,10 @@ class FileResult:
     # error, unreadable file): such results are never cached.
     cacheable: bool = True
     cached: bool = False  # served from the cache
+    fixed_text: str | None = None  # fix modes, .py files: the text after the fixes, when it changed
+    # {path: sha256} of the other project modules the analysis read (whole-project
+    # analysis): the cached result holds only while they are unchanged
+    deps: dict = field(default_factory=dict)
 
 
 class FileTimeout(BaseException):
@@ -131,15 +134,21 @@ class ParserLimit(Exception):
 
 
 def parse(text: str, path: str) -> ast.Module:
+    """The module's AST, with function bodies parsed when the analysis first reads
+    them (:mod:`fakegrad_lint.lazyparse`; the same AST as ``ast.parse`` once read)."""
+    from fakegrad_lint import lazyparse
+
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes etc.
-            return ast.parse(text, filename=path)
+        return lazyparse.parse(text, path)
     except MemoryError as exc:
-        detail = f": {exc}" if str(exc) else ""
-        raise ParserLimit(
-            f"too complex for Python's parser (CPython stops with MemoryError{detail}: the code nests too deeply)"
-        ) from None
+        raise _parser_limit(exc) from None
+
+
+def _parser_limit(exc: MemoryError) -> ParserLimit:
+    detail = f": {exc}" if str(exc) else ""
+    return ParserLimit(
+        f"too complex for Python's parser (CPython stops with MemoryError{detail}: the code nests too deeply)"
+    )
 
 
 def lint_text(
@@ -148,17 +157,29 @@ def lint_text(
     codes: frozenset[str],
     *,
     tree: ast.Module | None = None,
+    deps: dict | None = None,
 ) -> list[Finding]:
     """The findings to report for ``text``: every rule's findings, restricted to
     ``codes``, minus those a ``# noqa`` silences, plus FGL100 (unused noqa) when
-    enabled. Raises SyntaxError/ValueError when the text does not parse."""
+    enabled. Raises SyntaxError/ValueError when the text does not parse.
+    ``deps`` receives the project modules the analysis read (see check_source)."""
     from fakegrad_lint import checker, noqa
 
     report_unused = UNUSED_NOQA_CODE in codes
-    if may_contain_fake_region(text):
+    if may_contain_fake_region(text) or _reaches_region(text, path):
         if tree is None:
             tree = parse(text, path)
-        findings = [f for f in checker.check_source(text, path, tree=tree) if f.code in codes]
+        if deps is not None:
+            found = checker.check_source(text, path, tree=tree, deps=deps)
+        else:
+            found = checker.check_source(text, path, tree=tree)
+        from fakegrad_lint.lazyparse import raise_deferred
+
+        try:
+            raise_deferred(tree)  # a syntax error in a body the analysis read
+        except MemoryError as exc:
+            raise _parser_limit(exc) from None
+        findings = [f for f in found if f.code in codes]
     else:
         findings = []
     if report_unused and not may_have_fgl_noqa(text):
@@ -171,12 +192,27 @@ def lint_text(
     return kept
 
 
-def needs_work(text: str, codes: frozenset[str]) -> bool:
+def _reaches_region(text: str, path: str | None) -> bool:
+    """The prefilter's project side: a file that names no fake mode but imports a
+    module of its project that can reach one (see analysis/project.py)."""
+    if not path or "import" not in text or path.startswith("<"):
+        return False
+    from fakegrad_lint.analysis.project import reaches_region
+
+    try:
+        return reaches_region(path, text)
+    except (OSError, ValueError, RecursionError):
+        return False
+
+
+def needs_work(text: str, codes: frozenset[str], path: str | None = None) -> bool:
     """The parent's prefilter: can this file produce anything to report?"""
     if may_contain_fake_region(text):
         return True
     # FGL100 keeps the prefilter: it can only report a ``# noqa: FGL...``
-    return UNUSED_NOQA_CODE in codes and may_have_fgl_noqa(text)
+    if UNUSED_NOQA_CODE in codes and may_have_fgl_noqa(text):
+        return True
+    return _reaches_region(text, path)
 
 
 def _is_notebook(path: str) -> bool:
@@ -233,7 +269,7 @@ def _cache_lookup(path: str, sf: SourceFile, key: str, options: Options, cache) 
 def _process_and_store(path: str, codes: frozenset[str], options: Options, sf: SourceFile, cache, key: str) -> FileResult:
     result = _process_file(path, codes, options, sf)
     if result.cacheable:
-        cache.put(key, result.findings, result.errors)
+        cache.put(key, result.findings, result.errors, deps=result.deps)
     return result
 
 
@@ -312,7 +348,7 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
     if _is_notebook(path):
         _process_notebook(result, path, codes, options, sf)
         return
-    if not needs_work(text, codes):
+    if not needs_work(text, codes, path):
         return
 
     def lint(t: str) -> list[Finding]:
@@ -320,7 +356,7 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
 
     mode = options.mode
     if mode == "check":
-        findings = lint(text)
+        findings = lint_text(text, path, codes, deps=result.deps if _genuine_checker() else None)
     elif mode == "add-noqa":
         from fakegrad_lint.noqa import add_noqa
 
@@ -338,6 +374,7 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
         outcome = fixes.fix_text(text, lint, unsafe=options.unsafe_fixes, max_iterations=options.max_fix_iterations)
         findings = list(outcome.remaining)
         if outcome.changed:
+            result.fixed_text = outcome.text
             if mode == "diff":
                 result.diff = fixes.unified_diff(path, text, outcome.text)
             else:
@@ -533,7 +570,7 @@ def _run_here(paths, codes_for, options: Options, jobs: int, bar: Progress, cach
         if st:
             st.read(sf)
         codes = codes_for(path)
-        if not (_is_notebook(path) or needs_work(sf.text, codes)):
+        if not (_is_notebook(path) or needs_work(sf.text, codes, path)):
             bar.step()
             continue
         if st:
@@ -617,7 +654,7 @@ def _scan_chunk(items, options: Options | None, cache, stats: bool, failed: str 
             continue
         if st:
             st.read(sf)
-        if _is_notebook(path) or needs_work(sf.text, codes):
+        if _is_notebook(path) or needs_work(sf.text, codes, path):
             if failed is None:
                 r = process_file(path, codes, options, sf, cache)
             else:

@@ -34,6 +34,8 @@ if str(TESTS_DIR) not in sys.path:
 from markers import fixture_paths
 from regen_golden import BASE_ARGS, cli
 
+pytestmark = pytest.mark.slow  # runs every fixed fixture and case with real torch: about 30 s; `pytest -m slow` (.ci/run runs it)
+
 CASES_DIR = TESTS_DIR / "data" / "fix_cases"
 CASES = sorted(CASES_DIR.glob("*.py"))
 

@@ -18,12 +18,16 @@ from __future__ import annotations
 
 import ast
 import builtins
+import os
 import re
 
 from fakegrad_lint.analysis import torch_tables as N
-from fakegrad_lint.analysis.leaks import Leak, Route, Verdict
+from fakegrad_lint.analysis.context import CallSite, DispatchContext
+from fakegrad_lint.analysis.leaks import Leak, Route, Step, Verdict
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.positions import PositionMap
+from fakegrad_lint.analysis import project as P
+from fakegrad_lint.analysis import values as _values
 from fakegrad_lint.analysis.values import (
     UNKNOWN,
     BoundMethod,
@@ -43,6 +47,7 @@ from fakegrad_lint.analysis.values import (
     ModuleVal,
     OptimizerVal,
     Origin,
+    ProjModVal,
     Region,
     SeqVal,
     SuperVal,
@@ -53,6 +58,7 @@ from fakegrad_lint.analysis.values import (
     join,
     union,
 )
+from fakegrad_lint.lazyparse import LAZY_DEF_TYPES
 from fakegrad_lint.prefilter import ENTRY_WORDS
 
 MAX_DEPTH = 6
@@ -123,49 +129,48 @@ class Scope:
 
 
 class State:
-    __slots__ = ("scope", "regions", "grad_enabled", "dispatch_off", "patched", "fake_copy", "returns", "depth", "stack", "self_val", "sites", "cur",
-                 "may", "meta_device", "fv")
+    """Where the interpreter is: the scope, the dispatch context (one immutable
+    value, ``ctx``) and the call stack."""
+
+    __slots__ = ("scope", "ctx", "returns", "depth", "stack", "self_val", "sites", "cur", "fv")
 
     def __init__(self, scope):
         self.scope = scope
-        self.regions: list[Region] = []
-        self.grad_enabled = True
-        self.dispatch_off = 0
-        self.patched: set = set()
-        self.fake_copy = None
+        self.ctx = DispatchContext()
         self.returns: list = []
         self.depth = 0
         self.stack: tuple = ()
         self.self_val = None
-        self.sites: tuple = ()  # (caller func node, call node, arg exprs, arg values) per descent
+        self.sites: tuple[CallSite, ...] = ()  # one per descent into a function
         self.cur = None  # (block, index) of the statement being executed
-        self.may = 0  # > 0: running a path that only may be taken (one option of a may value)
-        self.meta_device = False  # inside `with torch.device("meta"):`
         self.fv = None  # the FuncVal being run
 
     def child(self, scope):
         c = State(scope)
-        c.regions = self.regions
-        c.grad_enabled = self.grad_enabled
-        c.dispatch_off = self.dispatch_off
-        c.patched = self.patched
-        c.fake_copy = self.fake_copy
+        c.ctx = self.ctx
         c.depth = self.depth + 1
         c.stack = self.stack
         c.sites = self.sites
-        c.may = self.may
-        c.meta_device = self.meta_device
         return c
 
+    # the fields of the context, read (and replaced) by name
+    regions = property(lambda self: self.ctx.regions)
+    patched = property(lambda self: self.ctx.patched)
+    grad_enabled = property(lambda self: self.ctx.grad_enabled,
+                            lambda self, v: setattr(self, "ctx", self.ctx.but(grad_enabled=v)))
+    dispatch_off = property(lambda self: self.ctx.dispatch_off,
+                            lambda self, v: setattr(self, "ctx", self.ctx.but(dispatch_off=v)))
+    fake_copy = property(lambda self: self.ctx.fake_copy,
+                         lambda self, v: setattr(self, "ctx", self.ctx.but(fake_copy=v)))
+    meta_device = property(lambda self: self.ctx.meta_device,
+                           lambda self, v: setattr(self, "ctx", self.ctx.but(meta_device=v)))
+    may = property(lambda self: self.ctx.may, lambda self, v: setattr(self, "ctx", self.ctx.but(may=v)))
+
     def active_region(self):
-        if self.regions and not self.dispatch_off:
-            return self.regions[-1]
-        return None
+        return self.ctx.active_region()
 
     def allow_of(self, mode):
-        return True if mode in self.patched else mode.allow
-
-
+        return self.ctx.allow_of(mode)
 
 
 def _const_kw(call, name, default=None):
@@ -190,10 +195,20 @@ def _contains_yield(fn, lines):
 
 
 class Interpreter:
-    def __init__(self, tree: ast.Module, source: str):
+    def __init__(self, tree: ast.Module, source: str, project=None, filename: str | None = None):
         self.tree = tree
         self.source = source
         self.pos = PositionMap(source)
+        self._main_pos = self.pos
+        self.main_path = os.path.abspath(filename) if project is not None and filename else None
+        # whole-project analysis (see analysis/project.py): imports of project
+        # modules run those modules; ``ctx`` is the module whose code runs now
+        self.project = project
+        self.deps: dict = {}  # path -> content hash of every project module loaded
+        self._modules: dict = {}  # path -> ProjModVal
+        self._entries: list = []  # (from ctx, call site, statement, is_load) per crossing into another module
+        self._ctx_entry_rx: dict = {}
+        self._opens_memo: dict = {}
         self.records: dict = {}  # (id(node), id(origin)) -> LeakRecord
         # id(For node) -> the expression naming the real module its loop draws from
         # (`for layer in model.children()` -> `model`): the fix copies that module
@@ -210,10 +225,18 @@ class Interpreter:
         self.defs: dict = {}  # def node -> its FuncVal before decorators (standalone analysis runs it)
         self._matter: dict = {}
         self._entry_rx = None
+        name, is_pkg = P.module_name_of(filename) if project is not None and filename else ("__main__", False)
+        self.main = ProjModVal(name, is_pkg, None, self.module_scope)
+        self.ctx = self.main
+        self._scope_ctx: dict = {self.module_scope: self.main}
+        _values.CURRENT_FILE[0] = None
 
     # ------------------------------------------------------------------ driver
     def run(self) -> list[Leak]:
+        _values.CURRENT_FILE[0] = None
         st = State(self.module_scope)
+        # the file runs as a script (how its hazards show): `if __name__ == "__main__":` is taken
+        self.module_scope.vars["__name__"] = ConstVal("__main__")
         stopped = False
         for i, stmt in enumerate(self.tree.body):
             if stopped and not isinstance(stmt, _DEFINITIONS):
@@ -238,6 +261,8 @@ class Interpreter:
                 hot.add(name)
             elif isinstance(val, FuncVal) and val.contextmanager:
                 hot.add(name)
+            elif self.project is not None and self._opens_region(val):
+                hot.add(name)  # a function, class or module of the project that can open a region
         units = []  # (FuncVal, ClassVal or None, text)
         for d in self.tree.body:
             val = mvars.get(getattr(d, "name", None))
@@ -284,6 +309,153 @@ class Interpreter:
             self.instances[cls] = inst
         return inst
 
+    # ------------------------------------------------------- project modules
+    def _switch(self, ctx):
+        """Run the code of ``ctx`` (a ProjModVal) from now on: positions and
+        texts come from its file."""
+        self.ctx = ctx
+        self.pos = ctx.mf.pos if ctx.mf is not None else self._main_pos
+        _values.CURRENT_FILE[0] = ctx if ctx is not self.main else None
+
+    def _lines_of(self, fv):
+        ctx = self._scope_ctx.get(getattr(fv.scope, "module", None))
+        if ctx is None or ctx is self.main or ctx.mf is None:
+            return self._main_pos.lines
+        return ctx.mf.pos.lines
+
+    def _load_module(self, name):
+        """The namespace of project module ``name`` after running its body once
+        (None when ``name`` is not a module of the project)."""
+        path = self.project.find(name)
+        if path is None:
+            return None
+        if self.main_path is not None and os.path.abspath(path) == self.main_path:
+            return self.main
+        mv = self._modules.get(path)
+        if mv is not None:
+            return mv
+        if len(self._modules) >= P.MAX_MODULES or len(self._entries) > MAX_DEPTH or self.exhausted:
+            return None
+        if "." in name:
+            self._load_module(name.rsplit(".", 1)[0])  # a package's __init__ runs first
+        mf = P.load(path)
+        if mf is None:
+            return None
+        scope = Scope()
+        scope.func_node = mf.tree
+        scope.vars["__name__"] = ConstVal(name)
+        mv = ProjModVal(name, os.path.basename(path) == "__init__.py", mf, scope)
+        self._modules[path] = mv
+        self._scope_ctx[scope] = mv
+        self.deps[path] = mf.sha
+        if "." in name:
+            parent = self._modules.get(self.project.find(name.rsplit(".", 1)[0]) or "")
+            if parent is not None and name.rsplit(".", 1)[1] not in parent.scope.vars:
+                parent.scope.vars[name.rsplit(".", 1)[1]] = mv
+        prev = self.ctx
+        self._entries.append((prev, None, None, True, (), {}))
+        self._switch(mv)
+        try:
+            st = State(scope)
+            st.depth = len(self._entries)
+            for i, stmt in enumerate(mf.tree.body):
+                st.cur = (mf.tree.body, i)
+                try:
+                    self.exec_stmt(stmt, st)
+                except (Crashed, _BlockExit, YieldReached):
+                    break
+        finally:
+            self._entries.pop()
+            self._switch(prev)
+        return mv
+
+    def _module_attr(self, mv, attr):
+        v = mv.scope.vars.get(attr)
+        if v is not None:
+            return v
+        sub = self._load_module(f"{mv.name}.{attr}")
+        return sub if sub is not None else UNKNOWN
+
+    def _import_project(self, alias, st):
+        """``import a.b.c [as m]`` of a project module: True when bound here."""
+        full = self._load_module(alias.name)
+        if full is None:
+            return False
+        if alias.asname:
+            st.scope.assign(alias.asname, full)
+        else:
+            top = alias.name.split(".")[0]
+            st.scope.assign(top, self._load_module(top) or self._namespace(top))
+        return True
+
+    def _namespace(self, name):
+        """A namespace package (a folder without ``__init__.py``): its attributes
+        are its submodules."""
+        ns = self._modules.get(("namespace", name))
+        if ns is None:
+            ns = self._modules[("namespace", name)] = ProjModVal(name, True, None, Scope())
+        return ns
+
+    def _import_from_project(self, s, st):
+        """``from X import a, b`` where X (absolute or relative) is a project
+        module or package: True when bound here."""
+        ctx = self.ctx
+        base = P.absolute_name(ctx.name, ctx.is_pkg, s.module, s.level)
+        if base is None:
+            return False
+        mv = self._load_module(base)
+        if mv is None:
+            # a namespace package (no __init__.py): `from pkg import mod`
+            subs = {a.name: self._load_module(f"{base}.{a.name}") for a in s.names if a.name != "*"}
+            if not subs or any(v is None for v in subs.values()):
+                return False
+            for a in s.names:
+                st.scope.assign(a.asname or a.name, subs[a.name])
+            return True
+        for a in s.names:
+            if a.name == "*":
+                for k, v in list(mv.scope.vars.items()):
+                    if not k.startswith("_"):
+                        st.scope.assign(k, v)
+                continue
+            st.scope.assign(a.asname or a.name, self._module_attr(mv, a.name))
+        return True
+
+    def _opens_region(self, val, depth=0):
+        """Can this project value (a module, or a function or class of another
+        module) open a fake region? By the text of its definition, and of the
+        functions of its module it calls."""
+        if isinstance(val, ProjModVal):
+            return val is not self.main and val.mf is not None and bool(self._entry_re(val).search(val.mf.source))
+        if not isinstance(val, (FuncVal, ClassVal)) or depth > 4:
+            return False
+        ctx = self._scope_ctx.get(getattr(val.scope, "module", None))
+        if ctx is None or ctx is self.main or ctx.mf is None:
+            return False
+        memo = self._opens_memo
+        if val.node in memo:
+            return memo[val.node]
+        memo[val.node] = False
+        n = val.node
+        text = "\n".join(ctx.mf.pos.lines[n.lineno - 1 : n.end_lineno])
+        hit = bool(self._entry_re(ctx).search(text))
+        if not hit:
+            for name in _called_names(text):
+                target = ctx.scope.vars.get(name)
+                if target is not None and target is not val and self._opens_region(target, depth + 1):
+                    hit = True
+                    break
+        memo[val.node] = hit
+        return hit
+
+    def _main_entry(self):
+        """The innermost call made by the linted file's code into another module
+        of the project (None when the current code was not reached from it)."""
+        for prev, site, stmt, is_load, args, kwargs in reversed(self._entries):
+            if prev is self.main:
+                return None if is_load else (site, stmt, args, kwargs)
+        return None
+
     def _run_standalone(self, fv, self_val):
         st = State(self.module_scope)
         args = []
@@ -316,8 +488,12 @@ class Interpreter:
             else:
                 verdict = Verdict.FORWARD_ONLY
             node = rec.node
-            start = self.pos.char_pos(node.lineno, node.col_offset)
-            end = self.pos.char_pos(node.end_lineno, node.end_col_offset)
+            value_text = rec.value_text
+            if rec.file is not None:
+                # the op runs in another module: report where this file's code calls into it
+                node, value_text = self._entry_node(rec)
+            start = self._main_pos.char_pos(node.lineno, node.col_offset)
+            end = self._main_pos.char_pos(node.end_lineno, node.end_col_offset)
             sink, sink_line = (rec.sinks[0] if rec.sinks else (None, None))
             route = Route.LEAKED_MIX if rec.route == "leaked-mix" else Route.IN_REGION
             leak = Leak(
@@ -325,27 +501,99 @@ class Interpreter:
                 route=route,
                 start=start,
                 end=end,
-                value=rec.value_text,
+                value=value_text,
                 value_kind=rec.value_kind,
                 mode=rec.region.mode.desc,
                 mode_line=rec.region.mode.line,
                 sink=sink,
                 sink_line=sink_line,
                 fix=rec.fix_plan if verdict is not Verdict.FORWARD_ONLY else None,
+                trace=self._trace(rec, node),
+                mode_path=self._rel(_path_of(rec.region.mode.file)),
+                sink_path=self._rel(_path_of(rec.sink_sites[0][2])) if rec.sink_sites else None,
             )
             if rec.fix_plan is not None and rec.origin.grad_reads:
                 leak.fix = None if verdict is Verdict.FORWARD_ONLY else _with_grad_reads(rec.fix_plan, rec.origin.grad_reads)
             if any(desc == ".grad assignment" for desc, _ in rec.sinks):
                 leak.fix = None  # the computed gradients are written to the real tensor whatever it is converted to
-            key = (start, route)
+            # one leak per place, route and value: `a @ b` leaks two values, two
+            # findings (issue 14), each with its own fix
+            key = (start, route, rec.value_text)
             prev = best.get(key)
             if prev is None or order[verdict] > order[prev.verdict]:
-                if prev is not None:
-                    leak.also = [prev.value, *prev.also]
                 best[key] = leak
-            elif leak.value != prev.value:
-                prev.also.append(leak.value)
         return sorted(best.values(), key=lambda l: l.start)
+
+    def _rel(self, path):
+        """A project module's path for messages: relative to the linted file's folder."""
+        if path is None or self.main_path is None:
+            return None
+        rel = os.path.relpath(path, os.path.dirname(self.main_path))
+        return rel.replace(os.sep, "/")
+
+    def _entry_node(self, rec):
+        """(node, text of the value) where the linted file's code hands the real
+        value to the other module: the call (or statement) that leads there."""
+        site, stmt = rec.entry[:2]
+        if site is not None:
+            call, exprs, values = site
+            for ex, val in zip(exprs, values):
+                if ex is not None and rec.origin in val.real_rg():
+                    return call, self._main_text(ex)
+            return call, rec.value_text
+        return stmt, rec.value_text
+
+    def _main_text(self, expr):
+        pos, self.pos = self.pos, self._main_pos
+        try:
+            return self._text(expr)
+        finally:
+            self.pos = pos
+
+    def _trace(self, rec, reported):
+        """The chain of a leak as data: source, call into another module, region, leak, sink."""
+
+        def pos_of(ctx):
+            return ctx.mf.pos if ctx is not None and ctx.mf is not None else self._main_pos
+
+        def node_step(kind, message, node, ctx):
+            pm = pos_of(ctx)
+            return Step(kind, message, _path_of(ctx), pm.char_pos(node.lineno, node.col_offset),
+                        pm.char_pos(node.end_lineno, node.end_col_offset))
+
+        def line_step(kind, message, line, ctx):
+            pm = pos_of(ctx)
+            if not 1 <= line <= len(pm.lines):
+                return None
+            text = pm.lines[line - 1]
+            col = len(text) - len(text.lstrip())
+            return Step(kind, message, _path_of(ctx), (line, col), (line, len(text.rstrip())))
+
+        steps = []
+        o = rec.origin
+        src = line_step("source", f"real requires-grad {o.kind} `{o.name}` made here", o.line, o.file)
+        if src is not None:
+            steps.append(src)
+        if rec.file is not None:
+            steps.append(node_step("call", f"the real value enters `{_values_name(rec)}` ({rec.file.name}) here", reported, None))
+        region = rec.region
+        allow = "allows non-fake inputs" if region.allow else "strict: a real input raises" if region.allow is False else "allow_non_fake_inputs unknown"
+        rmsg = f"{region.mode.desc} entered here ({allow})"
+        w = region.with_node
+        rfile = region.file
+        if isinstance(w, (ast.With, ast.AsyncWith)):
+            item = w.items[region.item_index] if 0 <= region.item_index < len(w.items) else None
+            steps.append(node_step("region", rmsg, item.context_expr if item is not None else w, rfile))
+        else:
+            line = w.header_end if isinstance(w, PseudoWith) else region.mode.line
+            step = line_step("region", rmsg, line, rfile)
+            if step is not None:
+                steps.append(step)
+        steps.append(node_step("leak", f"`{rec.value_text}` reaches a fake op", rec.node, rec.file))
+        if rec.sink_sites:
+            desc, snode, sctx = rec.sink_sites[0]
+            steps.append(node_step("sink", f"`{desc}` runs the backward here", snode, sctx))
+        return tuple(steps)
 
     # -------------------------------------------------------------- statements
     def exec_block(self, stmts, st):
@@ -375,9 +623,12 @@ class Interpreter:
         elif t is ast.AugAssign:
             left = self.eval(s.target, st)
             right = self.eval(s.value, st)
-            val = self.binop(s, [(left, s.target), (right, s.value)], st)
+            if isinstance(left, SeqVal) and isinstance(right, SeqVal):
+                val = SeqVal(left.items + right.items)  # `layers += [nn.Linear(...)]`
+            else:
+                val = self.binop(s, [(left, s.target), (right, s.value)], st)
             self.assign(s.target, val, st, s)
-        elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
+        elif t in _FUNCTION_DEFS:
             fv = self.make_function(s, st)
             st.scope.assign(s.name, fv)
         elif t is ast.ClassDef:
@@ -424,13 +675,17 @@ class Interpreter:
             raise _BlockExit()
         elif t is ast.Import:
             for alias in s.names:
+                if self.project is not None and self._import_project(alias, st):
+                    continue
                 if alias.asname:
                     st.scope.assign(alias.asname, ModRef(alias.name))
                 else:
                     top = alias.name.split(".")[0]
                     st.scope.assign(top, ModRef(top))
         elif t is ast.ImportFrom:
-            if s.level == 0 and s.module:
+            if self.project is not None and self._import_from_project(s, st):
+                pass
+            elif s.level == 0 and s.module:
                 for alias in s.names:
                     if alias.name == "*":
                         for name in N.STAR_EXPORTS.get(s.module, ()):
@@ -463,6 +718,8 @@ class Interpreter:
     def exec_if(self, s, st):
         test = self.eval(s.test, st)
         truth = _truth(test)
+        if truth is None and self.ctx is not self.main and _is_main_guard(s.test):
+            truth = False  # an imported module's `if __name__ == "__main__":` never runs
         if truth is True:
             self.exec_block(s.body, st)
             return
@@ -526,10 +783,11 @@ class Interpreter:
             self.exec_block(s.body, st)
         finally:
             for fn in reversed(undo):
-                fn()
+                fn(st)
 
     def enter(self, cm, st, undo, with_node=None, index=-1, bound=None, expr=None, may=False):
-        """Enter a context manager value; push what it changes and its undo on ``undo``.
+        """Enter a context manager value: ``st.ctx`` becomes the context inside it; its undo,
+        a function of the state that leaves it, goes on ``undo``.
         ``may``: the value is entered on some paths only (its region proves nothing)."""
         if isinstance(cm, MaybeVal):
             opts = [o for o in cm.options if not _is_none_const(o)]
@@ -556,34 +814,31 @@ class Interpreter:
                     name = d
             region = Region(cm, cm.allow, with_node, index, name, may=bool(may or st.may))
             region.func_node = st.scope.func_node
-            st.regions.append(region)
-            regions = st.regions
-            undo.append(lambda: regions.remove(region) if region in regions else None)
+            st.ctx = st.ctx.entering(region)
+            undo.append(lambda s: setattr(s, "ctx", s.ctx.leaving(region)))
             return cm
         if isinstance(cm, CtxVal):
             k = cm.kind
             if k == "grad_off" or k == "grad_on":
                 old = st.grad_enabled
                 st.grad_enabled = k == "grad_on"
-                undo.append(lambda: setattr(st, "grad_enabled", old))
+                undo.append(lambda s: setattr(s, "grad_enabled", old))
             elif k == "unset_fake":
                 st.dispatch_off += 1
-                undo.append(lambda: setattr(st, "dispatch_off", st.dispatch_off - 1))
+                undo.append(lambda s: setattr(s, "dispatch_off", max(0, s.dispatch_off - 1)))
             elif k == "fake_copy":
                 old = st.fake_copy
                 st.fake_copy = cm.target
-                undo.append(lambda: setattr(st, "fake_copy", old))
+                undo.append(lambda s: setattr(s, "fake_copy", old))
             elif k == "patch_allow":
-                if cm.target is not None:
+                if cm.target is not None and cm.target not in st.patched:
                     target = cm.target
-                    added = target not in st.patched
-                    st.patched.add(target)
-                    if added:
-                        undo.append(lambda: st.patched.discard(target))
+                    st.ctx = st.ctx.but(patched=st.patched | {target})
+                    undo.append(lambda s: setattr(s, "ctx", s.ctx.but(patched=s.patched - {target})))
             elif k == "meta_device":
                 old_meta = st.meta_device
                 st.meta_device = True
-                undo.append(lambda: setattr(st, "meta_device", old_meta))
+                undo.append(lambda s: setattr(s, "meta_device", old_meta))
             elif k == "gen":
                 return self.enter_generator(cm, st, undo, with_node, index, bound)
             return UNKNOWN
@@ -591,9 +846,9 @@ class Interpreter:
             marker = []  # undo actions of the contexts entered through this stack
             cm.pushed.append(marker)
 
-            def close(marker=marker):
+            def close(s, marker=marker):
                 for fn in reversed(marker):
-                    fn()
+                    fn(s)
                 marker.clear()
 
             undo.append(close)
@@ -622,17 +877,15 @@ class Interpreter:
                 r.may = r.may or may
         exit_fn = cm.cls.lookup_method("__exit__")
 
-        def leave():
+        def leave(s):
             if exit_fn is not None:
                 try:
-                    self.call_function(exit_fn, [cm, ConstVal(None), ConstVal(None), ConstVal(None)], {}, st,
+                    self.call_function(exit_fn, [cm, ConstVal(None), ConstVal(None), ConstVal(None)], {}, s,
                                        force=True, propagate=True)
                 except (Crashed, YieldReached, _BlockExit):
                     pass
             # what __enter__ opened and __exit__ did not close (unknown to us) ends here
-            for r in list(st.regions):
-                if r not in before:
-                    st.regions.remove(r)
+            s.ctx = s.ctx.but(regions=tuple(r for r in s.regions if r in before))
 
         undo.append(leave)
         return res
@@ -641,31 +894,24 @@ class Interpreter:
         """Enter a @contextmanager helper: run it up to its ``yield`` and keep the
         regions and grad state active there for the body of the ``with``."""
         fv, args, kwargs = cm.target
-        before = list(st.regions)
-        old_grad, old_off, old_patched = st.grad_enabled, st.dispatch_off, set(st.patched)
+        outer = st.ctx
         prev, self._capture_gen = self._capture_gen, fv.node
         try:
             self.call_function(fv, args, kwargs, st, run_generator=True)
         except YieldReached as y:
-            # the generator's own with-blocks were unwound by the exception: re-apply
-            for r in y.regions:
-                if r not in st.regions:
-                    st.regions.append(r)
-                    if r.mode is y.value and with_node is not None:
-                        # the helper yields its mode: the block can bind and use it
-                        r.with_node, r.item_index, r.bound_name = with_node, index, bound
-                        r.func_node = st.scope.func_node
-            st.grad_enabled = y.grad_enabled
-            st.dispatch_off = y.dispatch_off
-            st.patched |= y.patched
-            regions = st.regions
+            # the context at the yield is the context of the block (the exception
+            # unwound the generator's own with-blocks, not what they had entered)
+            for r in y.ctx.regions:
+                if r not in outer.regions and r.mode is y.value and with_node is not None:
+                    # the helper yields its mode: the block can bind and use it
+                    r.with_node, r.item_index, r.bound_name = with_node, index, bound
+                    r.func_node = st.scope.func_node
+            st.ctx = y.ctx.but(patched=outer.patched | y.ctx.patched, may=outer.may)
 
-            def restore():
-                for r in list(regions):
-                    if r not in before:
-                        regions.remove(r)
-                st.grad_enabled, st.dispatch_off = old_grad, old_off
-                st.patched.intersection_update(old_patched)
+            def restore(s):
+                s.ctx = s.ctx.but(regions=tuple(r for r in s.regions if r in outer.regions),
+                                  grad_enabled=outer.grad_enabled, dispatch_off=outer.dispatch_off,
+                                  patched=s.patched & outer.patched)
 
             undo.append(restore)
             return y.value
@@ -928,7 +1174,25 @@ class Interpreter:
                 inst.meta = st.meta_device
         return inst
 
-    def call_function(self, fv, args, kwargs, st, run_generator=False, site=None, force=False, propagate=True):
+    def call_function(self, fv, args, kwargs, st, *more, **options):
+        """Run ``fv`` (see ``_call_function``); a function of another project
+        module runs with that module's file as the current one."""
+        ctx = self._scope_ctx.get(getattr(fv.scope, "module", None)) if self.project is not None else None
+        if ctx is None or ctx is self.ctx:
+            return self._call_function(fv, args, kwargs, st, *more, **options)
+        # the function belongs to another module of the project: run it there
+        stmt = st.cur[0][st.cur[1]] if st.cur is not None else None
+        site = options.get("site", more[1] if len(more) > 1 else None)
+        prev = self.ctx
+        self._entries.append((prev, site, stmt, False, args, kwargs))
+        self._switch(ctx)
+        try:
+            return self._call_function(fv, args, kwargs, st, *more, **options)
+        finally:
+            self._entries.pop()
+            self._switch(prev)
+
+    def _call_function(self, fv, args, kwargs, st, run_generator=False, site=None, force=False, propagate=True):
         """Run ``fv`` on the values; ``force``: even when nothing of interest goes in
         (decorators, dunder methods); ``propagate``: contexts it enters and does not
         leave stay entered in the caller, as in Python."""
@@ -937,7 +1201,7 @@ class Interpreter:
             return UNKNOWN
         if fv.contextmanager and not run_generator:
             return CtxVal("gen", (fv, list(args), dict(kwargs)))
-        if not (force or st.regions or self._may_matter(node) or any(_interesting(a) for a in args)
+        if not (force or st.regions or self._may_matter(node, self._lines_of(fv)) or any(_interesting(a) for a in args)
                 or any(_interesting(v) for v in kwargs.values())):
             return UNKNOWN  # outside any region, nothing of interest in or out: skip the body
         is_gen = self._func_contains_yield.get(node)
@@ -948,7 +1212,7 @@ class Interpreter:
         cst = st.child(scope)
         cst.stack = st.stack + (node,)
         if site is not None:
-            cst.sites = st.sites + ((st.scope.func_node,) + site,)
+            cst.sites = st.sites + (CallSite(st.scope.func_node, *site),)
         cst.fv = fv
         self.bind_args(fv, args, kwargs, scope)
         if fv.grad_off:
@@ -961,9 +1225,13 @@ class Interpreter:
             self.exec_block(node.body, cst)
         except _BlockExit:
             pass
-        if propagate and not run_generator and not fv.grad_off:
-            st.grad_enabled, st.dispatch_off = cst.grad_enabled, cst.dispatch_off
-            st.fake_copy, st.meta_device = cst.fake_copy, cst.meta_device
+        if not run_generator:
+            # what the function entered and did not leave stays entered, as in Python
+            # (its own `@torch.no_grad()` ends with it; its may-paths are its own)
+            ctx = cst.ctx.but(may=st.may)
+            if fv.grad_off or not propagate:
+                ctx = ctx.but(grad_enabled=st.grad_enabled)
+            st.ctx = ctx
         if is_gen and not run_generator:
             return SeqVal(tuple(cst.returns))
         if not cst.returns:
@@ -999,54 +1267,80 @@ class Interpreter:
             vals = tuple(v for _, v in rest)
             scope.vars[a.kwarg.arg] = SeqVal(vals, vals, tuple(k for k, _ in rest))
 
-    def _entry_aliases(self):
+    def _entry_aliases(self, scope=None):
         """Local names bound by imports to a way into a fake region (``FTM`` in
         ``from torch._subclasses.fake_tensor import FakeTensorMode as FTM``, ``ft``
         in ``import torch._subclasses.fake_tensor as ft``)."""
         out = set()
-        for name, val in self.module_scope.vars.items():
+        for name, val in (scope or self.module_scope).vars.items():
             if isinstance(val, ModRef) and (
                 _ENTRY_RE.search(val.qualname) or val.qualname in ("torch._subclasses", "torch._subclasses.fake_tensor")
             ):
                 out.add(name)
         return out
 
-    def _entry_re(self):
+    def _entry_re(self, ctx=None):
+        ctx = ctx or self.ctx
+        if ctx is not self.main:
+            rx = self._ctx_entry_rx.get(ctx)
+            if rx is None:
+                words = set(ENTRY_WORDS) | self._entry_aliases(ctx.scope)
+                rx = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(words))))
+                self._ctx_entry_rx[ctx] = rx
+            return rx
         if self._entry_rx is None:
             words = set(ENTRY_WORDS) | self._entry_aliases()
             self._entry_rx = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(words))))
         return self._entry_rx
 
-    def _may_matter(self, node):
+    def _may_matter(self, node, lines=None, ctx=None):
         """Can running this function's body outside a region matter? Only if its
         text can open a region or make a real requires-grad value."""
         flag = self._matter.get(node)
         if flag is None:
-            lines = self.pos.lines
+            ctx = ctx or self.ctx
+            lines = lines or self.pos.lines
             text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
-            flag = bool(self._entry_re().search(text) or _SOURCE_RE.search(text))
+            flag = bool(self._entry_re(ctx).search(text) or _SOURCE_RE.search(text))
             if not flag:
-                # names a module-level value of interest (a registry of module classes)
-                mvars = self.module_scope.vars
-                flag = any(_interesting(mvars[w]) or _module_classes(mvars[w])
+                # names a module-level value of interest (a registry of module classes,
+                # or of functions that matter)
+                mvars = ctx.scope.vars
+                self._matter[node] = False  # guard recursion
+                flag = any(_interesting(mvars[w]) or _module_classes(mvars[w]) or self._registry_matters(mvars[w], node)
                            for w in set(_WORD_RE.findall(text)) if w in mvars)
             if not flag:
-                # calls an in-file function that matters (by name)
+                # calls a function of its module that matters (by name)
                 for name in _called_names(text):
-                    target = self.module_scope.vars.get(name)
-                    # an in-file function or class by that name, or a method of a class of the file
-                    targets = [target.node] if isinstance(target, (FuncVal, ClassVal)) else []
-                    targets += self.method_index.get(name, [])
-                    for t in targets:
+                    target = ctx.scope.vars.get(name)
+                    # a function or class by that name, or a method of a class of the file
+                    cands = []
+                    if isinstance(target, (FuncVal, ClassVal)):
+                        cands.append((target.node, self._lines_of(target),
+                                      self._scope_ctx.get(getattr(target.scope, "module", None), ctx)))
+                    if ctx is self.main:
+                        cands += [(t, None, ctx) for t in self.method_index.get(name, [])]
+                    for t, tlines, tctx in cands:
                         if t is not node and self._matter.get(t, None) is not False:
                             self._matter[node] = False  # guard recursion
-                            if self._may_matter(t):
+                            if self._may_matter(t, tlines, tctx):
                                 flag = True
                                 break
                     if flag:
                         break
             self._matter[node] = flag
         return flag
+
+    def _registry_matters(self, v, node, depth=0):
+        """A container of functions, one of which matters (a registry of model factories)."""
+        if isinstance(v, SeqVal) and depth < 2:
+            return any(self._registry_matters(x, node, depth + 1) for x in v.items)
+        if isinstance(v, MaybeVal) and depth < 2:
+            return any(self._registry_matters(x, node, depth + 1) for x in v.options)
+        if depth and isinstance(v, FuncVal) and v.node is not node and self._matter.get(v.node, None) is not False:
+            return self._may_matter(v.node, self._lines_of(v),
+                                    self._scope_ctx.get(getattr(v.scope, "module", None), self.ctx))
+        return False
 
     # ------------------------------------------------------------- expressions
     def eval(self, e, st) -> Value:
@@ -1077,6 +1371,9 @@ class Interpreter:
             return self.binop(e, [(v, e.operand)], st)
         if t is ast.Compare:
             vals = [(self.eval(e.left, st), e.left)] + [(self.eval(c, st), c) for c in e.comparators]
+            known = _compare(e.ops, [v for v, _ in vals])
+            if known is not None:
+                return ConstVal(known)
             if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in e.ops):
                 return UNKNOWN
             if any(_is_tensorish(v) for v, _ in vals):
@@ -1167,10 +1464,7 @@ class Interpreter:
     def on_yield(self, v, st):
         if st.stack and self._capture_gen is st.stack[-1]:
             y = YieldReached(st, v)
-            y.regions = list(st.regions)
-            y.grad_enabled = st.grad_enabled
-            y.dispatch_off = st.dispatch_off
-            y.patched = set(st.patched)
+            y.ctx = st.ctx
             raise y
         st.returns.append(v)
 
@@ -1258,6 +1552,8 @@ class Interpreter:
     def attribute(self, e, obj, attr, st):
         if isinstance(obj, ModRef):
             return ModRef(f"{obj.qualname}.{attr}")
+        if isinstance(obj, ProjModVal):
+            return self._module_attr(obj, attr)
         if isinstance(obj, MaybeVal):
             out = None
             for o in obj.options:
@@ -1291,6 +1587,8 @@ class Interpreter:
                 a = cls.lookup_attr(attr)
                 if a is not None:
                     return (a.default or UNKNOWN) if isinstance(a, FieldVal) else a
+            if isinstance(obj, ModuleVal) and obj.cls is None and attr in N.MODULE_WRAPPER_ATTRS:
+                return obj  # DataParallel(m).module, torch.compile(m)._orig_mod: the same parameters
             if isinstance(obj, ModuleVal) and attr in N.MODULE_PARAM_ATTRS:
                 if obj.is_real():
                     return TVal(frozenset([Origin(f"{dotted_name(e) or attr}", "parameter", e.lineno, parent=obj.origin, param=attr)]))
@@ -1354,6 +1652,8 @@ class Interpreter:
             recv = self.eval(func.value, st)
             if isinstance(recv, ModRef):
                 return self.call_qualname(e, f"{recv.qualname}.{func.attr}", args, kwargs, st)
+            if isinstance(recv, ProjModVal):
+                return self.call_value(e, self._module_attr(recv, func.attr), args, kwargs, st)
             return self.call_method(e, recv, func.attr, args, kwargs, st)
         callee = self.eval(func, st)
         return self.call_value(e, callee, args, kwargs, st)
@@ -1458,24 +1758,41 @@ class Interpreter:
         mode = tf.mode
         fake_args = [_fake_copy(a, mode) for a in args]
         region = Region(mode, mode.allow, None, -1, None)
-        region.func_node = None  # type: ignore[attr-defined]
-        st.regions.append(region)
+        st.ctx = st.ctx.entering(region)
         try:
             if isinstance(tf.func, (FuncVal, BoundMethod, ModuleVal)):
                 res = self.call_value(e, tf.func, fake_args, kwargs, st)
             else:
                 res = UNKNOWN
         finally:
-            if region in st.regions:
-                st.regions.remove(region)
+            st.ctx = st.ctx.leaving(region)
         return res
 
     def module_call(self, e, mod, func_expr, args, kwargs, st):
+        fwd = mod.cls.lookup_method("forward") if isinstance(mod, ModuleVal) and mod.cls is not None else None
+        if (isinstance(fwd, FuncVal) and st.active_region() is None and fwd.node not in st.stack
+                and self._forward_opens_region(fwd)):
+            # outside any region, a module of the file whose forward opens one: calling it runs forward
+            return self.call_function(fwd, [mod] + list(args), kwargs, st,
+                                      site=(e, [func_expr] + _arg_exprs(e), [mod] + list(args)))
         operands = [(mod, func_expr)] + _operands(e, args, kwargs)
         return self.op(e, operands, st)
 
+    def _forward_opens_region(self, fv):
+        node = fv.node
+        text = "\n".join(self._lines_of(fv)[node.lineno - 1 : node.end_lineno])
+        return bool(self._entry_re().search(text))
+
     def call_method(self, e, recv, name, args, kwargs, st):
         if isinstance(recv, MaybeVal):
+            opts = [o for o in recv.options if not isinstance(o, ConstVal)]  # a constant has no such method
+            if name == "backward" and opts and all(isinstance(o, TVal) for o in opts):
+                # the sink reaches what is in the graph on every path
+                taints = [o.taint() for o in opts]
+                common = frozenset.union(*taints) if recv.each else frozenset.intersection(*taints)
+                return self.tensor_method(e, TVal(frozenset(), None, common), name, args, kwargs, st)
+            if len(opts) == 1:
+                return self.call_method(e, opts[0], name, args, kwargs, st)
             return self.over_options(recv, lambda o: self.call_method(e, o, name, args, kwargs, st), st)
         if isinstance(recv, (SuperVal, ClassVal)):
             return self.call_value(e, self.attribute(e.func, recv, name, st), args, kwargs, st)
@@ -1500,7 +1817,7 @@ class Interpreter:
             if name == "__exit__":
                 for r in reversed(st.regions):
                     if r.mode is recv:
-                        st.regions.remove(r)
+                        st.ctx = st.ctx.leaving(r)
                         break
                 return UNKNOWN
             return UNKNOWN
@@ -1526,6 +1843,10 @@ class Interpreter:
                     return self.call_function(m, args, kwargs, st)
                 return self.call_function(m, [recv] + list(args), kwargs, st,
                                           site=(e, [e.func.value] + _arg_exprs(e), [recv] + list(args)))
+            return UNKNOWN
+        if isinstance(recv, OptimizerVal):
+            if name == "step" and args:
+                return self.call_value(e, args[0], [], {}, st, func_expr=None)  # step(closure) runs the closure
             return UNKNOWN
         if isinstance(recv, ExitStackVal):
             if name == "enter_context" and args:
@@ -1616,6 +1937,17 @@ class Interpreter:
             return SeqVal((mod,))
         if name in ("named_children", "named_modules"):
             return SeqVal((SeqVal((UNKNOWN, mod), (UNKNOWN, mod)),))
+        if name in N.MODULE_DETACHING_METHODS and real:
+            region = st.active_region()
+            if region is not None and st.allow_of(region.mode) is False:
+                # it detaches every parameter: an op on real tensors under a strict mode
+                # (no fix: the call is not the module's own call that a fix rewrites)
+                try:
+                    self.op(e, [(mod, e.func.value)], st, differentiable=False)
+                finally:
+                    for rec in self.records.values():
+                        if rec.node is e:
+                            rec.fix_plan = None
         if name in ("state_dict", "buffers", "named_buffers"):
             t = TVal(frozenset(), mod.mode)
             return SeqVal((SeqVal((UNKNOWN, t), (UNKNOWN, t)),)) if name == "named_buffers" else SeqVal((t,))
@@ -1639,6 +1971,8 @@ class Interpreter:
         if name in N.MODULE_SELF_METHODS:
             if name == "to" and (_is_meta(args) or _is_meta(list(kwargs.values()))):
                 mod.meta = True
+            if name == "apply" and args:
+                self.call_value(e, args[0], [mod], {}, st, func_expr=None)  # fn(m) for every submodule m
             return mod
         if name in ("register_parameter", "register_buffer") and len(args) >= 2 and isinstance(args[0], ConstVal):
             mod.attrs[str(args[0].value)] = args[1]
@@ -1699,7 +2033,9 @@ class Interpreter:
             desc = "FakeTensorMode(allow_non_fake_inputs=True)" if allow else ("FakeTensorMode()" if allow is False else "FakeTensorMode(...)")
             return ModeVal(allow, e.lineno, desc, e)
         if q in N.DETECT_FAKE_MODE:
-            return ModeVal(False, e.lineno, "detect_fake_mode()", e)
+            # whatever mode the inputs were made in: what it allows is not known here
+            # (torch.export's non-strict mode allows non-fake inputs) unless patched
+            return ModeVal(None, e.lineno, "detect_fake_mode()", e)
         if q in N.FAKE_COPY_MODE:
             return CtxVal("fake_copy", args[0] if args and isinstance(args[0], ModeVal) else None)
         if q in N.UNSET_FAKE:
@@ -1779,7 +2115,7 @@ class Interpreter:
                 # a factory: born fake inside a region, real (maybe requires grad) outside
                 region = st.active_region()
                 if region is not None:
-                    return TVal(frozenset(), region.mode)
+                    return TVal(frozenset(), region.mode, may_fake=region.may or bool(st.may))
                 if _kw_true(kwargs, "requires_grad") and not _is_meta(list(kwargs.values())) and not st.meta_device:
                     return TVal(frozenset([Origin("tensor", "tensor", e.lineno)]))
                 return TVal()
@@ -1801,9 +2137,14 @@ class Interpreter:
         if q in N.MODULE_KEEPING_TRANSFORMS:
             if isinstance(first, (ModuleVal, FuncVal, BoundMethod, PartialVal, MaybeVal, InstanceVal)):
                 return first  # the result runs the same module, with its real parameters
-            return DecoratorVal() if not args else UNKNOWN
+            # `torch.compile(mode=...)`, `torch._dynamo.optimize("eager")`: a decorator that keeps them
+            return DecoratorVal() if not args or isinstance(first, ConstVal) else UNKNOWN
         if q in N.EXPORT:
             return ExportedProgramVal(first)
+        if q in N.CALL_THROUGH:
+            # checkpoint(fn, *args): the function runs on the arguments (its own keywords dropped)
+            return self.call_value(e, first, list(args[1:]), {k: v for k, v in kwargs.items() if k not in N.CALL_THROUGH[q]},
+                                   st, func_expr=e.args[0] if e.args else None)
         if q in N.SKIP_INIT:
             return self.call_value(e, first, list(args[1:]), kwargs, st, func_expr=None)
         for kind, qs in N.FUNC_TRANSFORMS.items():
@@ -1872,6 +2213,10 @@ class Interpreter:
             if isinstance(a, SeqVal):
                 return SeqVal(a.items, a.elts if name in ("list", "tuple") else None)
             return SeqVal((self.iter_item(a),))
+        if name in ("setattr", "object.__setattr__") and len(args) == 3 and isinstance(args[1], ConstVal):
+            if isinstance(args[0], (InstanceVal, ModuleVal, ClassVal)) and isinstance(args[1].value, str):
+                args[0].attrs[args[1].value] = args[2]  # (a frozen dataclass's __post_init__)
+            return UNKNOWN
         if name == "super":
             fv = st.fv
             cls = args[0] if args and isinstance(args[0], ClassVal) else (fv.cls if fv is not None else None)
@@ -1913,6 +2258,10 @@ class Interpreter:
             return UNKNOWN
         if name in ("getattr",) and len(args) >= 2 and isinstance(args[1], ConstVal) and isinstance(args[1].value, str):
             return self.attribute(e, args[0], args[1].value, st)
+        if name in ("getattr",) and len(args) == 2 and isinstance(args[1], MaybeVal):
+            # a name among known strings (a config's entries): each of them, or one of them
+            return self.over_options(args[1], lambda o: (
+                self.attribute(e, args[0], o.value, st) if isinstance(o, ConstVal) and isinstance(o.value, str) else UNKNOWN), st)
         if name in ("max", "min", "abs") and args and any(_is_tensorish(a) for a in args):
             return self.op(e, [(a, None) for a in args], st, differentiable=name == "abs")
         return UNKNOWN
@@ -1945,8 +2294,8 @@ class Interpreter:
                 if m is not None:
                     mode = m
                     route = "leaked-mix"
-                    region = Region(m, m.allow, None, -1, None)
-                    region.func_node = None  # type: ignore[attr-defined]
+                    # a value made fake on some paths only proves no leak
+                    region = Region(m, m.allow, None, -1, None, may=not v.proven_fake())
                     break
         leaks = frozenset()
         for v, _ in flat:
@@ -1977,7 +2326,7 @@ class Interpreter:
                     rec = self.record(node, origin, whole.get(id(v), v), ex, region, route, allow, st, grad, fake_ex, may)
                     if rec is not None:
                         new.append(rec)
-            return TVal(frozenset(), mode, (leaks | frozenset(new)) if grad else frozenset())
+            return TVal(frozenset(), mode, (leaks | frozenset(new)) if grad else frozenset(), may_fake=region_may)
         origins = frozenset()
         if grad:
             for v, _ in flat:
@@ -1989,6 +2338,17 @@ class Interpreter:
         if not crash and not grad:
             return None
         key = (id(node), id(origin))
+        entry = None
+        if self.ctx is not self.main:
+            # code of another project module: reported where the linted file calls into it
+            entry = self._main_entry()
+            if entry is None or not (origin.file is None or _carries(list(entry[2]) + list(entry[3].values()), origin)):
+                # not reached from the linted file, or the real value does not come
+                # from it: a hazard of the other module, reported when that one is linted
+                if crash:
+                    raise Crashed()
+                return None
+            key += (id(entry[0][0]) if entry[0] is not None else id(entry[1]),)
         rec = self.records.get(key)
         if rec is not None and rec.may and not may:
             rec.may = False  # proven on this path
@@ -2004,7 +2364,10 @@ class Interpreter:
                 else "parameter" if origin.kind in ("module", "parameter")
                 else "container" if isinstance(value, SeqVal) else "tensor"
             )
-            if route == "leaked-mix":
+            if entry is not None:
+                rec.file, rec.entry = self.ctx, entry
+                rec.fix_plan = None
+            elif route == "leaked-mix":
                 rec.fix_plan = self._leaked_fix_plan(node, expr, value, fake_ex)
             else:
                 rec.fix_plan = self._fix_plan(node, expr, value, origin, region, st)
@@ -2031,10 +2394,10 @@ class Interpreter:
             # a lambda or closure defined in the block reads the real value from outside:
             # the copy hoisted in the block is what it reads instead (it runs in the block)
             pass
-        elif getattr(region, "func_node", None) is not st.scope.func_node:
+        elif region.func_node is not st.scope.func_node:
             # the leak is inside a helper called from the block: convert the argument
             # that carries the real value at the call in the block
-            site = next((x for x in reversed(st.sites) if x[0] is getattr(region, "func_node", None)), None)
+            site = next((x for x in reversed(st.sites) if x.caller is region.func_node), None)
             if site is None:
                 return None
             _, call, exprs, values = site
@@ -2108,8 +2471,8 @@ class Interpreter:
 
     def sink(self, v, desc, node, st, inputs=None):
         leaks = v.taint()
-        if not leaks:
-            return
+        if not leaks or st.may:
+            return  # (a sink on a path that only may be taken proves no hazard)
         wanted = None
         if inputs is not None and inputs is not UNKNOWN:
             wanted = set()
@@ -2124,6 +2487,7 @@ class Interpreter:
             if wanted is not None and rec.origin not in wanted:
                 continue
             rec.sinks.append((desc, node.lineno))
+            rec.sink_sites.append((desc, node, self.ctx if self.ctx is not self.main else None))
 
     def _text(self, expr):
         seg = self.pos.segment(expr) if hasattr(expr, "lineno") else None
@@ -2162,6 +2526,62 @@ def _is_none_const(v):
     return isinstance(v, ConstVal) and v.value is None
 
 
+_KNOWN_OBJECTS = (ModeVal, CtxVal, ExitStackVal, FuncVal, ClassVal, BoundMethod, PartialVal, TracedFn, TransformVal,
+                  OptimizerVal, DecoratorVal, InstanceVal, ModuleVal, TVal, SeqVal, ExportedProgramVal, FieldVal)
+_CMP = {
+    ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
+}
+
+
+def _is_none_test(v):
+    """``v is None``: True, False, or None when not known."""
+    if isinstance(v, ConstVal):
+        return v.value is None
+    if isinstance(v, _KNOWN_OBJECTS):
+        return False
+    if isinstance(v, MaybeVal):
+        answers = {_is_none_test(o) for o in v.options}
+        return answers.pop() if len(answers) == 1 else None
+    return None
+
+
+def _compare(ops, vals):
+    """A comparison Python can answer from known values (None: not known)."""
+    result = True
+    for op, a, b in zip(ops, vals, vals[1:]):
+        t = type(op)
+        if t in (ast.Is, ast.IsNot):
+            if _is_none_const(b):
+                r = _is_none_test(a)
+            elif _is_none_const(a):
+                r = _is_none_test(b)
+            else:
+                return None
+            if r is None:
+                return None
+            r = r if t is ast.Is else not r
+        elif t in _CMP and isinstance(a, ConstVal) and isinstance(b, ConstVal):
+            try:
+                r = bool(_CMP[t](a.value, b.value))
+            except Exception:
+                return None
+        elif t in (ast.In, ast.NotIn) and isinstance(a, ConstVal) and isinstance(b, SeqVal) and b.elts is not None:
+            keys = b.keys if b.keys is not None else b.elts
+            if b.keys is None and not all(isinstance(x, ConstVal) for x in keys):
+                return None
+            pool = [k for k in keys] if b.keys is not None else [x.value for x in keys]
+            try:
+                r = a.value in pool
+            except Exception:
+                return None
+            r = r if t is ast.In else not r
+        else:
+            return None
+        result = result and r
+    return result
+
+
 def _mark_may_regions(regions, before):
     """Regions entered in a branch whose test is unknown, still entered after it:
     after the ``if`` they are entered on some paths only."""
@@ -2194,6 +2614,8 @@ def _dict_val(keys, values):
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+# with the function definitions whose bodies are parsed on first use (fakegrad_lint.lazyparse)
+_FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, *LAZY_DEF_TYPES)
 
 
 def _defined_in(func, with_node) -> bool:
@@ -2311,7 +2733,7 @@ def _hot_in_code(node, text, hot_re):
         t = type(n)
         if t is ast.arg or t is ast.AnnAssign:
             a = n.annotation
-        elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+        elif t in _FUNCTION_DEFS:
             a = n.returns
         elif t is ast.Expr and type(n.value) is ast.Constant and isinstance(n.value.value, str):
             a = n.value
@@ -2353,8 +2775,10 @@ def _interesting(v, depth=0):
     """Does this value carry anything the rules care about?"""
     if isinstance(v, TVal):
         return bool(v.origins or v.mode is not None or v.leaks)
-    if isinstance(v, (ModuleVal, ModeVal, CtxVal, ExitStackVal, TracedFn, OptimizerVal)):
+    if isinstance(v, (ModuleVal, ModeVal, CtxVal, ExitStackVal, TracedFn, OptimizerVal, TransformVal, ExportedProgramVal)):
         return True
+    if isinstance(v, ClassVal):
+        return v.is_module  # calling it makes a module
     if isinstance(v, (SeqVal, MaybeVal)) and depth < 3:
         items = v.items if isinstance(v, SeqVal) else v.options
         return any(_interesting(x, depth + 1) for x in items)
@@ -2550,5 +2974,54 @@ def _with_grad_reads(plan, lines):
     return plan
 
 
-def analyze_module(tree: ast.Module, source: str) -> list[Leak]:
-    return Interpreter(tree, source).run()
+def _carries(values, origin, depth=0):
+    """Does one of ``values`` hold the real value ``origin`` (directly, in a
+    container, or in an attribute of an object)?"""
+    for v in values:
+        if origin in v.real_rg():
+            return True
+        if depth < 3:
+            if isinstance(v, (InstanceVal, ModuleVal)) and _carries(list(v.attrs.values()), origin, depth + 1):
+                return True
+            if isinstance(v, SeqVal) and _carries(list(v.items), origin, depth + 1):
+                return True
+            if isinstance(v, MaybeVal) and _carries(list(v.options), origin, depth + 1):
+                return True
+            if isinstance(v, BoundMethod) and _carries([v.self_val], origin, depth + 1):
+                return True
+    return False
+
+
+def _path_of(ctx):
+    """The file of a project module context (None: the linted file)."""
+    return ctx.mf.path if ctx is not None and getattr(ctx, "mf", None) is not None else None
+
+
+def _values_name(rec):
+    site = rec.entry[0] if rec.entry else None
+    if site is not None and isinstance(site[0], ast.Call):
+        return dotted_name(site[0].func) or rec.value_text
+    return rec.value_text
+
+
+def _is_main_guard(test):
+    """``__name__ == "__main__"``"""
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
+
+
+def analyze_module(tree: ast.Module, source: str, project=None, filename: str | None = None, deps: dict | None = None) -> list[Leak]:
+    interp = Interpreter(tree, source, project, filename)
+    try:
+        return interp.run()
+    finally:
+        _values.CURRENT_FILE[0] = None
+        if deps is not None:
+            deps.update(interp.deps)

@@ -11,6 +11,15 @@ import ast
 from dataclasses import dataclass, field
 
 
+# The project module whose code the interpreter is running (None: the linted
+# file). Origins and regions remember it, for the trace of a finding.
+CURRENT_FILE: list = [None]
+
+
+def _current_file():
+    return CURRENT_FILE[0]
+
+
 class Value:
     """Base: an unknown value."""
 
@@ -28,6 +37,10 @@ class Value:
     def proven_rg(self) -> bool:
         """Is this, on every path, a real value with requires-grad provenance?"""
         return bool(self.real_rg())
+
+    def proven_fake(self) -> bool:
+        """Is this, on every path, a fake value?"""
+        return False
 
 
 class _Unknown(Value):
@@ -54,6 +67,7 @@ class Origin:
     frozen: set = field(default_factory=set)  # parameters switched off one by one
     disabled: bool = False  # requires_grad switched off (e.g. every parameter frozen)
     owner: object = None  # the ModuleVal of a module of the file (its submodules are its parameters too)
+    file: object = field(default_factory=_current_file)  # project module it was made in (None: the linted file)
 
 
 @dataclass(eq=False)
@@ -70,6 +84,9 @@ class LeakRecord:
     fix_plan: object = None
     value_kind: str = "tensor"  # "tensor", "parameter", "module", "container"
     may: bool = False  # some link is only possible (a may value, a may region): never a default finding
+    file: object = None  # project module of ``node`` (None: the linted file)
+    entry: object = None  # when ``file`` is set: (call node, arg exprs, arg values, statement) in the linted file
+    sink_sites: list = field(default_factory=list)  # (description, node, project module or None)
 
 
 @dataclass(eq=False)
@@ -81,6 +98,7 @@ class ModeVal(Value):
     desc: str
     node: ast.AST | None = None  # the constructor call, when known
     conditional: bool = False  # chosen by a conditional expression (`... if FLAG else nullcontext()`)
+    file: object = field(default_factory=_current_file)  # project module that made it (None: the linted file)
 
     def __repr__(self):
         return f"Mode({self.desc}, allow={self.allow})"
@@ -96,6 +114,7 @@ class Region:
     uses: dict = field(default_factory=dict)  # (fix kind, value text) -> expressions that leak it here
     may: bool = False  # entered on some paths only (a context chosen by an unknown condition or key)
     func_node: object = None  # the function whose code entered it (None: implicit)
+    file: object = field(default_factory=_current_file)  # project module that entered it (None: the linted file)
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,6 +127,7 @@ class TVal(Value):
     mode: ModeVal | None = None
     leaks: frozenset = frozenset()
     derived: bool = False  # computed from a requires-grad value (not a leaf)
+    may_fake: bool = False  # made in a region entered on some paths only (fake or real)
 
     def real_rg(self):
         return self.origins if self.mode is None else frozenset()
@@ -117,6 +137,9 @@ class TVal(Value):
 
     def fake_mode(self):
         return self.mode
+
+    def proven_fake(self):
+        return self.mode is not None and not self.may_fake
 
 
 @dataclass(eq=False)
@@ -368,8 +391,9 @@ def join(a: Value, b: Value) -> Value:
     what holds for the result must hold on both paths."""
     if a is b:
         return a
-    if isinstance(a, TVal) and isinstance(b, TVal) and a.mode is b.mode and bool(a.origins) == bool(b.origins):
-        return TVal(a.origins | b.origins, a.mode, a.leaks | b.leaks, a.derived or b.derived)
+    if (isinstance(a, TVal) and isinstance(b, TVal) and a.mode is b.mode and bool(a.origins) == bool(b.origins)
+            and a.leaks == b.leaks and a.may_fake == b.may_fake):
+        return TVal(a.origins | b.origins, a.mode, a.leaks, a.derived or b.derived, a.may_fake)
     opts = []
     for v in (a, b):
         for o in _options(v):
@@ -389,7 +413,7 @@ def union(a: Value, b: Value) -> Value:
     if b is UNKNOWN:
         return a if not isinstance(a, (TVal, SeqVal)) else MaybeVal((a, b), each=True)
     if isinstance(a, TVal) and isinstance(b, TVal) and a.mode is b.mode:
-        return TVal(a.origins | b.origins, a.mode, a.leaks | b.leaks, a.derived or b.derived)
+        return TVal(a.origins | b.origins, a.mode, a.leaks | b.leaks, a.derived or b.derived, a.may_fake and b.may_fake)
     opts = []
     for v in (a, b):
         for o in v.options if isinstance(v, MaybeVal) and v.each else (v,):
@@ -398,3 +422,17 @@ def union(a: Value, b: Value) -> Value:
     if len(opts) > 6:
         opts = opts[:6]
     return MaybeVal(tuple(opts), each=True)
+
+
+class ProjModVal(Value):
+    """A project module as the interpreter sees it: its namespace (the module
+    scope its body ran in) and the file it comes from. Also the interpreter's
+    notion of "the file being run" (``Interpreter.ctx``)."""
+
+    __slots__ = ("name", "is_pkg", "mf", "scope")
+
+    def __init__(self, name, is_pkg, mf, scope):
+        self.name, self.is_pkg, self.mf, self.scope = name, is_pkg, mf, scope
+
+    def __repr__(self):
+        return f"ProjMod({self.name})"

@@ -89,6 +89,7 @@ class ReportContext:
     statistics: bool = False
     quiet: bool = False
     show_fixes: bool = False  # --show-fixes: list the fixes applied per file
+    show_trace: bool = False  # --show-trace: a "source L5, region L7, backward L9" line per finding (text)
     files_checked: int = 0
     # filename (as in Finding.filename) [, cell] -> source lines without terminators;
     # for a notebook, the lines of the cell. Set by the pipeline; a default reads the file.
@@ -157,11 +158,14 @@ def render(format_name: str, ctx: ReportContext) -> str:
 
 
 def use_color(choice: str, stream) -> bool:
-    """``--color auto|always|never``: auto means a terminal and no ``NO_COLOR``."""
+    """``--color auto|always|never``: auto means a non-empty ``FORCE_COLOR``
+    (force-color.org, as ruff), else a terminal and no ``NO_COLOR``."""
     if choice == "always":
         return True
     if choice == "never":
         return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
     if os.environ.get("NO_COLOR"):
         return False
     try:

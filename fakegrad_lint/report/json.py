@@ -5,7 +5,10 @@
 ``{"applicability", "message", "edits": [{"content", "location", "end_location"}]}``;
 ``no_fix`` is null or why the finding has no fix (a planned fix that failed
 its proof: ``"re-linted, the finding is still there"``); ``noqa_row`` is the row a ``# noqa`` for the diagnostic belongs on; ``cell`` is
-the 1-based notebook cell or null. With ``--statistics`` the output is instead a
+the 1-based notebook cell or null; ``trace`` is the chain that proves the
+finding, a list of ``{"kind", "message", "filename", "location",
+"end_location", "cell"}`` (kinds: source, call, region, leak, sink; the
+filename of a step in another module of the project is that module's). With ``--statistics`` the output is instead a
 list of ``{"code", "name", "count", "fixable"}``.
 """
 
@@ -44,6 +47,17 @@ def diagnostic(f: Finding) -> dict:
         "message": f.message,
         "no_fix": f.no_fix,
         "noqa_row": noqa_row(f),
+        "trace": [
+            {
+                "kind": t.kind,
+                "message": t.message,
+                "filename": os.path.abspath(t.filename),
+                "location": _loc(t.location),
+                "end_location": _loc(t.end_location),
+                "cell": t.cell,
+            }
+            for t in f.trace
+        ],
         "url": rule_info(f.code).url,
     }
 

@@ -13,6 +13,14 @@ from typing import Callable
 from fakegrad_lint.analysis.leaks import Leak
 
 
+def where(line, path: str | None) -> str:
+    """``line 7``, or ``utils/memory.py line 7`` when the line is in another module
+    (``path``: relative to the linted file's folder)."""
+    if path is None:
+        return f"line {line}"
+    return f"{path} line {line}"
+
+
 @dataclass(frozen=True)
 class Rule:
     code: str

@@ -1,11 +1,11 @@
 from fakegrad_lint.analysis.leaks import Leak, Route, Verdict
-from fakegrad_lint.rules.base import Rule
+from fakegrad_lint.rules.base import Rule, where
 
 
 def _message(leak: Leak) -> str:
     return (
         f"real requires-grad {leak.value_kind} `{leak.value}` enters {leak.mode} "
-        f"(line {leak.mode_line}) and `{leak.sink}` on line {leak.sink_line} "
+        f"({where(leak.mode_line, leak.mode_path)}) and `{leak.sink}` on {where(leak.sink_line, leak.sink_path)} "
         f"will leave a FakeTensor in its .grad"
     )
 

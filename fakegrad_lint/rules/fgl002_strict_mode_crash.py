@@ -1,11 +1,11 @@
 from fakegrad_lint.analysis.leaks import Leak, Verdict
-from fakegrad_lint.rules.base import Rule
+from fakegrad_lint.rules.base import Rule, where
 
 
 def _message(leak: Leak) -> str:
     return (
         f"real requires-grad {leak.value_kind} `{leak.value}` reaches an op under {leak.mode} "
-        f"(line {leak.mode_line}), which raises `AssertionError: Please convert all Tensors "
+        f"({where(leak.mode_line, leak.mode_path)}), which raises `AssertionError: Please convert all Tensors "
         f"to FakeTensors first`"
     )
 

@@ -1,10 +1,10 @@
 from fakegrad_lint.analysis.leaks import Leak, Route, Verdict
-from fakegrad_lint.rules.base import Rule
+from fakegrad_lint.rules.base import Rule, where
 
 
 def _message(leak: Leak) -> str:
     return (
-        f"a fake tensor that leaked out of {leak.mode} (line {leak.mode_line}) is mixed with "
+        f"a fake tensor that leaked out of {leak.mode} ({where(leak.mode_line, leak.mode_path)}) is mixed with "
         f"real requires-grad {leak.value_kind} `{leak.value}`; `{leak.sink}` on line "
         f"{leak.sink_line} will leave a FakeTensor in its .grad"
     )
