@@ -7,8 +7,10 @@ change invalidates the cache without a version bump), the file's path, the
 codes enabled for it and the file's raw bytes. Only ``check`` runs use it;
 fix, diff and add-noqa runs bypass it.
 
-Value: the file's findings (with their fixes) and its deterministic errors
-(syntax errors), as JSON, one file per entry in
+Value: the file's findings (with their fixes and traces), its deterministic
+errors (syntax errors) and, with whole-project analysis, the other project
+modules its analysis read with their content hashes (an entry whose
+dependencies changed is a miss), as JSON, one file per entry in
 ``<dir>/v1/<2 hex>/<62 hex>.json``. Entries are written to a temporary file in
 the same folder and renamed over the target (``os.replace``), so concurrent
 runs never see half an entry; a reader that finds anything it cannot decode,
@@ -31,9 +33,9 @@ import os
 import sys
 
 from fakegrad_lint import __version__
-from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location, ToolError
+from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location, ToolError, TraceStep
 
-FORMAT = "v1"
+FORMAT = "v2"
 DIR_NAME = ".fakegrad_cache"
 ENV_DIR = "FAKEGRAD_LINT_CACHE_DIR"
 
@@ -43,8 +45,11 @@ _FINGERPRINT_PARTS = (
     "rules",
     "checker.py",
     "prefilter.py",
+    "lazyparse.py",
     "noqa.py",
     "fix_builders.py",
+    "fix_proof.py",
+    "fixes.py",
     "findings.py",
     "pipeline.py",
     "cache.py",
@@ -126,11 +131,13 @@ def _finding_to_json(f: Finding) -> list:
             f.fix.applicability.value,
             [[*_loc(e.start), *_loc(e.end), e.content] for e in f.fix.edits],
         ]
-    return [f.code, f.message, f.filename, *_loc(f.location), *_loc(f.end_location), f.cell, fix, f.extra or {}]
+    trace = [[t.kind, t.message, t.filename, *_loc(t.location), *_loc(t.end_location), t.cell] for t in f.trace]
+    return [f.code, f.message, f.filename, *_loc(f.location), *_loc(f.end_location), f.cell, fix, f.extra or {}, f.no_fix,
+            trace]
 
 
 def _finding_from_json(d: list) -> Finding:
-    code, message, filename, r, c, er, ec, cell, fix, extra = d
+    code, message, filename, r, c, er, ec, cell, fix, extra, no_fix, trace = d
     fx = None
     if fix is not None:
         msg, app, edits = fix
@@ -148,6 +155,10 @@ def _finding_from_json(d: list) -> Finding:
         fix=fx,
         cell=cell,
         extra=dict(extra),
+        no_fix=no_fix,
+        trace=tuple(
+            TraceStep(kind, msg, fn, Location(a, b), Location(c2, d2), tc) for kind, msg, fn, a, b, c2, d2, tc in trace
+        ),
     )
 
 
@@ -194,6 +205,12 @@ class Cache:
                 raise ValueError("foreign or damaged entry")
             findings = [_finding_from_json(d) for d in data["findings"]]
             errors = [ToolError(str(a), str(b)) for a, b in data["errors"]]
+            deps = data.get("deps") or {}
+            if deps:
+                from fakegrad_lint.analysis.project import file_sha
+
+                if any(file_sha(p) != sha for p, sha in deps.items()):
+                    raise ValueError("a project module it depends on changed")
         except Exception:  # missing, unreadable, truncated, garbage: a miss
             self.misses += 1
             return None
@@ -232,8 +249,9 @@ class Cache:
                 pass
             raise
 
-    def put(self, key: str, findings: list[Finding], errors: list[ToolError]) -> bool:
-        """Store an entry; False (and nothing stored) when the folder is not writable."""
+    def put(self, key: str, findings: list[Finding], errors: list[ToolError], deps: dict | None = None) -> bool:
+        """Store an entry; False (and nothing stored) when the folder is not writable.
+        ``deps``: {path: sha256} of the project modules the result depends on."""
         import json
 
         data = {
@@ -241,6 +259,8 @@ class Cache:
             "findings": [_finding_to_json(f) for f in findings],
             "errors": [[e.filename, e.reason] for e in errors],
         }
+        if deps:
+            data["deps"] = dict(deps)
         try:
             payload = json.dumps(data, separators=(",", ":")).encode()
         except (TypeError, ValueError):  # an ``extra`` that JSON cannot hold: do not cache

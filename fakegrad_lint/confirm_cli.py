@@ -22,16 +22,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
-import tempfile
 
-RUNTIME_EXTRA_HINT = "pip install 'fakegrad-lint[runtime]'"
+from fakegrad_lint.runtime import RUNTIME_EXTRA_HINT  # does not import torch
+from fakegrad_lint.runtime.messages import add_tensor
+
 DEFAULT_TIMEOUT = 120.0
 KIND_OF_CODE = {"FGL001": "hazard", "FGL003": "hazard", "FGL002": "crash", "FGL004": "entry"}
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
 
 class _ToolError(Exception):
@@ -60,9 +59,24 @@ def _build_parser() -> argparse.ArgumentParser:
 # -- static side ----------------------------------------------------------------
 
 
-def _resolve_module(name: str) -> str | None:
-    """The file ``python -m name`` would run, found without importing anything when possible."""
+def _resolve_module(name: str, timeout: float = DEFAULT_TIMEOUT) -> str | None:
+    """The file ``python -m name`` would run. Looked up on disk without
+    importing anything; when that does not find it (a module inside a
+    package whose ``__init__`` extends ``__path__``, a zip ...), the lookup
+    runs in a child process under ``timeout``: finding ``pkg.mod`` imports
+    ``pkg``, which is user code and never runs in this process."""
+    found = _module_on_disk(name)
+    if found is not None:
+        return found or None
+    return _module_in_child(name, timeout)
+
+
+def _module_on_disk(name: str) -> str | None:
+    """The file, ``""`` when the module is known not to be runnable (a package
+    without ``__main__.py``), ``None`` when the disk alone cannot tell."""
     parts = name.split(".")
+    if not all(p.isidentifier() for p in parts):
+        return None
     for base in [os.getcwd(), *[p for p in sys.path if p]]:
         cur = base
         for i, part in enumerate(parts):
@@ -72,24 +86,54 @@ def _resolve_module(name: str) -> str | None:
                 cur = pkg
                 if last:
                     main = os.path.join(pkg, "__main__.py")
-                    return main if os.path.isfile(main) else None
+                    return main if os.path.isfile(main) else ""
                 continue
             mod = pkg + ".py"
             if last and os.path.isfile(mod):
                 return mod
             break
-    try:
-        import importlib.util
+    return None
 
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
+
+_FIND_SPEC = (
+    "import sys\n"
+    "if sys.path and sys.path[0] == '': sys.path.pop(0)\n"
+    "import importlib.util, os\n"
+    "sys.path.insert(0, os.getcwd())\n"
+    "try:\n"
+    "    spec = importlib.util.find_spec(sys.argv[1])\n"
+    "except BaseException:\n"
+    "    spec = None\n"
+    "origin = spec.origin if spec is not None and spec.origin else ''\n"
+    "if spec is not None and spec.submodule_search_locations and origin:\n"
+    "    origin = os.path.join(os.path.dirname(origin), '__main__.py')\n"
+    "sys.stdout.flush()\n"
+    "os.write(int(sys.argv[2]), origin.encode('utf-8', 'surrogateescape'))\n"
+)
+
+
+def _module_in_child(name: str, timeout: float) -> str | None:
+    r, w = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _FIND_SPEC, name, str(w)],
+            stdin=subprocess.DEVNULL,
+            stdout=_child_output(),
+            stderr=_child_output(),
+            pass_fds=(w,),
+            start_new_session=True,
+        )
+    except OSError:
+        os.close(r)
+        os.close(w)
         return None
-    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
-        return None
-    if spec.submodule_search_locations:
-        main = os.path.join(os.path.dirname(spec.origin), "__main__.py")
-        return main if os.path.isfile(main) else None
-    return spec.origin
+    os.close(w)
+    data, timed_out, _ = _collect(proc, r, timeout)
+    os.close(r)
+    if timed_out:
+        raise _ToolError(f"{name}: error: looking up the module timed out after {timeout:g} s (its package's __init__ runs)")
+    origin = data.decode("utf-8", "surrogateescape").strip()
+    return origin if origin and os.path.isfile(origin) else None
 
 
 def _test_files(paths: list[str]) -> list[str]:
@@ -109,46 +153,43 @@ def _test_files(paths: list[str]) -> list[str]:
     return out
 
 
-def _noqa_drops(line_text: str, code: str) -> bool:
-    m = _NOQA.search(line_text)
-    if m is None:
-        return False
-    codes = m.group("codes")
-    if not codes:
-        return True
-    return code.upper() in {c.upper() for c in re.split(r"[\s,]+", codes) if c}
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
-def _static_findings(files: list[str], codes: frozenset[str]) -> tuple[list, list[str]]:
-    from fakegrad_lint.checker import check_source
-    from fakegrad_lint.sourcefile import SourceError, read_source
+def project_root(path: str) -> str:
+    """The project a script belongs to: the nearest folder above it with a
+    ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or ``.git``; else its own folder."""
+    start = os.path.dirname(os.path.abspath(path))
+    cur = start
+    while True:
+        if any(os.path.exists(os.path.join(cur, m)) for m in PROJECT_MARKERS):
+            return cur
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            return start
+        cur = parent
 
-    findings, errors = [], []
-    for path in files:
-        try:
-            src = read_source(path)
-            found = check_source(src.text, path)
-        except SourceError as exc:
-            errors.append(f"{path}: error: {exc}")
-            continue
-        except SyntaxError as exc:
-            errors.append(f"{path}: error: cannot parse: {exc.msg} (line {exc.lineno})")
-            continue
-        except ValueError as exc:
-            errors.append(f"{path}: error: cannot parse: {exc}")
-            continue
-        found = [f for f in found if f.code in codes]
-        try:  # the project's noqa rules (tokenize-based) when available
-            from fakegrad_lint import noqa
 
-            found, _ = noqa.apply(src.text, found)
-        except Exception:  # pragma: no cover - minimal fallback
-            lines = src.text.splitlines()
-            found = [
-                f for f in found if not (0 < f.location.row <= len(lines) and _noqa_drops(lines[f.location.row - 1], f.code))
-            ]
-        findings.extend(found)
-    return findings, errors
+def _project_findings(root: str, targets: list[str], select: frozenset[str] | None) -> tuple[list, dict]:
+    """Check the project under ``root`` the way ``fakegrad-lint check ROOT``
+    would (discovery, each file's nearest configuration, ``# noqa``), plus the
+    targets. Returns (findings, {real path: one-line error})."""
+    from fakegrad_lint import discover, pipeline
+    from fakegrad_lint import settings as settings_mod
+
+    def make(table: dict, config_path: str | None):
+        return settings_mod.resolve(table, config_path=config_path, select=sorted(select) if select else None)
+
+    from fakegrad_lint.analysis.project import set_run_roots
+
+    set_run_roots([root])
+    tree = settings_mod.ConfigTree(make)
+    found = discover.discover([root], tree.settings_for(targets[0] if targets else root))
+    seen = {_real(f) for f in found.files}
+    paths = found.files + [t for t in targets if _real(t) not in seen]
+    result = pipeline.run(paths, tree.codes_for, pipeline.Options(mode="check"))
+    errors = {_real(e.filename): str(e) for e in result.all_errors}
+    return result.findings, errors
 
 
 # -- running --------------------------------------------------------------------
@@ -174,49 +215,151 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def _run_child(target_args: list[str], extra: list[str], device: str, timeout: float, events_path: str):
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env["FAKEGRAD_RUNNER_ROOT"] = root
-    cmd = [sys.executable, "-m", "fakegrad_lint.runtime.runner", "--events", events_path, "--device", device, *target_args]
-    if extra:
-        cmd += ["--", *extra]
-    out = _child_output()
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env, start_new_session=True)
+def _drain(fd: int, buf: bytearray) -> bool:
+    """Read what ``fd`` (non-blocking) holds now; True at end of file."""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+        if not chunk:
+            return True
+        buf += chunk
+
+
+def _collect(proc: subprocess.Popen, fd: int, timeout: float) -> tuple[bytes, bool, int]:
+    """Wait for ``proc`` (at most ``timeout`` seconds, then its process group
+    is killed) while reading the report pipe ``fd``. The pipe is never waited
+    on past the child's end: a grandchild that kept it open cannot hang us.
+    Returns (what was read, timed out, exit status)."""
+    import select
+    import time
+
+    os.set_blocking(fd, False)
+    buf = bytearray()
+    eof = False
+    deadline = time.monotonic() + timeout
     timed_out = False
-    try:
-        captured = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+    while proc.poll() is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            timed_out = True
+            break
+        if eof:
+            try:
+                proc.wait(timeout=min(left, 0.5))
+            except subprocess.TimeoutExpired:
+                pass
+            continue
+        ready, _, _ = select.select([fd], [], [], min(left, 0.5))
+        if ready:
+            eof = _drain(fd, buf)
+    if timed_out:
         _kill_group(proc)
-        captured = proc.communicate()
+    try:
+        proc.wait()
     finally:
         if proc.poll() is None:  # pragma: no cover - interrupted
             _kill_group(proc)
             proc.wait()
-    if out is subprocess.PIPE:
-        for chunk in captured:
-            if chunk:
-                sys.stderr.write(chunk.decode("utf-8", "replace"))
-    return proc.returncode, timed_out
+    if not eof:
+        _drain(fd, buf)
+    return bytes(buf), timed_out, proc.returncode
+
+
+def _child_command(target_args: list[str], extra: list[str], device: str, fd: int) -> list[str]:
+    # ``-c`` and not ``-m``: ``python -m`` would put the current folder first on
+    # sys.path, and an ``argparse.py`` there would run inside the runner
+    # before the user's code is even started.
+    boot = (
+        "import sys\n"
+        "if sys.path and sys.path[0] == '': sys.path.pop(0)\n"
+        "import runpy\n"
+        "runpy.run_module('fakegrad_lint.runtime.runner', run_name='__main__', alter_sys=True)\n"
+    )
+    cmd = [sys.executable, "-c", boot, "--events-fd", str(fd), "--device", device, *target_args]
+    if extra:
+        cmd += ["--", *extra]
+    return cmd
+
+
+def _run_child(target_args: list[str], extra: list[str], device: str, timeout: float, project: str | None = None):
+    """Run the runner; returns (records, exit status, timed out, processes
+    left behind and killed).
+
+    The records come through a pipe the child inherits (a temporary file
+    could be deleted by the script). Every process the run started is
+    killed when it ends, whichever way: the process group on timeout, and,
+    through the subreaper (Linux), every descendant, also those that started
+    their own session or were left running by a script that exited."""
+    from fakegrad_lint import _proc
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["FAKEGRAD_RUNNER_ROOT"] = root
+    env["FAKEGRAD_CONFIRM_PID"] = str(os.getpid())
+    if project:
+        env["FAKEGRAD_PROJECT_ROOT"] = project  # the runner lists the project files the run loaded
+    _proc.become_subreaper()
+    before = set(_proc.children_of(os.getpid()))
+    out = _child_output()
+    r, w = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            _child_command(target_args, extra, device, w),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            env=env,
+            start_new_session=True,
+            pass_fds=(w,),
+        )
+    except OSError:
+        os.close(r)
+        os.close(w)
+        raise
+    os.close(w)
+    try:
+        if out is subprocess.PIPE:  # pragma: no cover - no usable stderr
+            import threading
+
+            def relay(stream):
+                for chunk in iter(lambda: stream.read1(65536), b""):
+                    sys.stderr.write(chunk.decode("utf-8", "replace"))
+
+            for stream in (proc.stdout, proc.stderr):
+                threading.Thread(target=relay, args=(stream,), daemon=True).start()
+        data, timed_out, returncode = _collect(proc, r, timeout)
+    finally:
+        os.close(r)
+    left = _proc.kill_descendants(exclude=before)
+    return _parse_records(data), returncode, timed_out, left
+
+
+def _parse_records(data: bytes) -> list[dict]:
+    records = []
+    for line in data.decode("utf-8", "replace").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:  # a line cut short by a kill
+            continue
+        if isinstance(rec, dict):
+            records.append(rec)
+    return records
 
 
 def _read_records(path: str) -> list[dict]:
-    records = []
     try:
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError:  # a line cut short by a kill
-                    continue
+        with open(path, "rb") as fh:
+            return _parse_records(fh.read())
     except OSError:
-        pass
-    return records
+        return []
 
 
 # -- matching and output ----------------------------------------------------------
@@ -236,6 +379,7 @@ def _user_events(records: list[dict]) -> list[dict]:
                 seen[key]["count"] += 1
             else:
                 seen[key] = dict(rec, count=1)
+            add_tensor(seen[key], rec)
     return list(seen.values())
 
 
@@ -292,7 +436,7 @@ def _display(path: str, spellings: dict) -> str:
     return path if rel.startswith(os.pardir) else rel
 
 
-def _report(items, missed, spellings, fmt: str) -> list[dict]:
+def _report(items, missed, spellings, fmt: str, failure: dict | None = None) -> list[dict]:
     out = []
     for f, kind, hit in items:
         obj = {
@@ -306,9 +450,28 @@ def _report(items, missed, spellings, fmt: str) -> list[dict]:
         }
         if hit is not None:
             obj["runtime"] = _event_message(hit) if kind != "entry" else f"entered `{hit.get('op')}` under {hit.get('mode')}"
+            if (_real(hit["filename"]), hit["line"]) != (_real(f.filename), f.location.row):
+                # the op ran deeper (a module's forward): the finding's frame
+                # is where the real value was handed in; keep the inner frame
+                obj["op_filename"] = _display(hit["filename"], spellings)
+                obj["op_line"] = hit["line"]
+                obj["runtime"] += f" (the op ran at {obj['op_filename']}:{hit['line']})"
             if hit.get("sink_line") is not None:
                 obj["sink_filename"] = _display(hit["sink_filename"], spellings)
                 obj["sink_line"] = hit["sink_line"]
+        elif failure is not None:
+            obj["status"] = "script-error"
+            obj["runtime"] = f"not confirmed: the run failed first ({failure['exception']})"
+        out.append(obj)
+    if failure is not None:
+        obj = {
+            "status": "script-error",
+            "kind": "error",
+            "filename": _display(failure.get("exception_filename") or "-", spellings),
+            "line": failure.get("exception_line") or 0,
+            "code": None,
+            "message": failure["exception"],
+        }
         out.append(obj)
     for ev in missed:
         obj = {
@@ -332,10 +495,20 @@ def _print_text(objs: list[dict], summary: str) -> None:
         col = f":{o['column']}" if o.get("column") else ""
         code = f"{o['code']} " if o.get("code") else ""
         line = f"{o['filename']}:{o['line']}{col}: {code}{o['status']} ({o['kind']}): {o['message']}"
-        if o["status"] == "confirmed" and o.get("runtime"):
+        if o["status"] in ("confirmed", "script-error") and o.get("runtime"):
             line += f" [runtime: {o['runtime']}]"
         print(line)
     print(summary)
+
+
+def _how_it_ended(returncode: int | None) -> str:
+    if returncode is not None and returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}, exit status {returncode}"
+    return f"process exit status {returncode}, and the final record is missing"
 
 
 # -- entry point ----------------------------------------------------------------
@@ -374,7 +547,7 @@ def main(argv: list[str]) -> int:
             files = [ns.script]
             target = ["--script", ns.script]
         elif ns.module:
-            path = _resolve_module(ns.module)
+            path = _resolve_module(ns.module, ns.timeout)
             if path is None:
                 raise _ToolError(f"{ns.module}: error: no module named {ns.module!r}")
             files = [path]
@@ -397,18 +570,21 @@ def main(argv: list[str]) -> int:
         _err(f"fakegrad-lint confirm: error: torch is not installed; the runtime checker needs it: {RUNTIME_EXTRA_HINT}")
         return 2
 
-    findings, errors = _static_findings(files, codes)
-    for e in errors:
-        _err(e)
+    first = files[0] if files else os.path.join(os.path.abspath(ns.pytest[0] if ns.pytest else "."), "-")
+    root = project_root(first)
+    try:
+        findings, file_errors = _project_findings(root, files, codes if ns.select else None)
+    except Exception as exc:  # a bad configuration: one line, as check prints it
+        _err(f"fakegrad-lint confirm: error: {exc}")
+        return 2
 
-    with tempfile.TemporaryDirectory(prefix="fakegrad-confirm-") as tmp:
-        events_path = os.path.join(tmp, "events.jsonl")
-        try:
-            returncode, timed_out = _run_child(target, extra, ns.device, ns.timeout, events_path)
-        except OSError as exc:
-            _err(f"fakegrad-lint confirm: error: cannot start {sys.executable}: {exc}")
-            return 2
-        records = _read_records(events_path)
+    try:
+        records, returncode, timed_out, left_behind = _run_child(target, extra, ns.device, ns.timeout, root)
+    except OSError as exc:
+        _err(f"fakegrad-lint confirm: error: cannot start {sys.executable}: {exc}")
+        return 2
+    if left_behind:
+        _err(f"fakegrad-lint confirm: killed {left_behind} process{'es' if left_behind != 1 else ''} the run left behind")
 
     for rec in records:
         if rec.get("type") == "error":
@@ -418,22 +594,42 @@ def main(argv: list[str]) -> int:
             _err(f"fakegrad-lint confirm: error: {reason}")
             return 2
 
+    exit_rec = next((r for r in records if r.get("type") == "exit"), None)
+    # Report the code that ran: the targets, the project modules the run
+    # loaded, and (when the run was cut short) the files on the events' stacks.
+    ran = {_real(p) for p in files}
+    if exit_rec is not None:
+        ran |= {_real(p) for p in exit_rec.get("files") or ()}
+    for rec in records:
+        ran |= {fn for fn, _line in _frames(rec)} if rec.get("filename") else set()
+    findings = [f for f in findings if _real(f.filename) in ran]
+    errors = [msg for path, msg in sorted(file_errors.items()) if path in ran]
+    for e in errors:
+        _err(e)
+    failure = exit_rec if exit_rec is not None and exit_rec.get("exception") else None
+
     items, missed = _match(findings, records)
     spellings = {_real(p): p for p in files}
-    objs = _report(items, missed, spellings, ns.output_format)
+    objs = _report(items, missed, spellings, ns.output_format, failure)
 
-    exit_rec = next((r for r in records if r.get("type") == "exit"), None)
     what = ns.script or (f"-m {ns.module}" if ns.module else "pytest")
     if timed_out:
         status_text = f"{what} timed out after {ns.timeout:g} s (process group killed)"
     elif exit_rec is not None:
         status_text = f"{what} exited with status {exit_rec['status']}"
     else:
-        status_text = f"{what} ended without reporting (process exit status {returncode})"
+        status_text = f"{what} ended without reporting ({_how_it_ended(returncode)}); the results are incomplete"
     n_conf = sum(o["status"] == "confirmed" for o in objs)
     n_nr = sum(o["status"] == "not-reproduced" for o in objs)
     n_missed = sum(o["status"] == "missed" for o in objs)
     summary = f"{n_conf} confirmed, {n_nr} not reproduced, {n_missed} missed; {status_text}"
+    if failure is not None and not timed_out:
+        n_err = sum(o["status"] == "script-error" for o in objs)
+        status = exit_rec.get("status")
+        summary = (
+            f"{n_conf} confirmed, {n_nr} not reproduced, {n_missed} missed, {n_err} script-error; "
+            f"{what} failed with {failure['exception']} (exit status {status})"
+        )
 
     if ns.output_format == "json":
         print(json.dumps(objs, indent=2))
@@ -441,12 +637,18 @@ def main(argv: list[str]) -> int:
     else:
         _print_text(objs, summary)
 
-    if timed_out:
+    if timed_out or exit_rec is None:
+        # A run that could not report (killed, crashed, its report channel
+        # closed by the script) never passes: what it did not say is unknown.
         _err(f"fakegrad-lint confirm: error: {status_text}")
         return 2
     if errors:
         return 2
-    bad = any(o["status"] == "missed" or (o["status"] == "confirmed" and o["kind"] in ("hazard", "crash") and o["code"] != "FGL004") for o in objs)
+    bad = any(
+        o["status"] in ("missed", "script-error")
+        or (o["status"] == "confirmed" and o["kind"] in ("hazard", "crash") and o["code"] != "FGL004")
+        for o in objs
+    )
     return 1 if bad else 0
 
 

@@ -20,7 +20,6 @@ followed.
 from __future__ import annotations
 
 import os
-import re
 import stat
 from dataclasses import dataclass
 
@@ -43,9 +42,53 @@ def source_suffixes() -> tuple[str, ...]:
 # .gitignore
 
 
-def _translate(glob: str) -> str:
-    """A gitignore glob (already stripped of anchoring) -> regex source."""
-    i, n, out = 0, len(glob), []
+# A gitignore glob is compiled to a list of steps and matched by simulating
+# the automaton over the set of live steps, so matching costs at most
+# len(path) * len(pattern) steps whatever the stars (a regex or fnmatch-style
+# backtracking matcher can take exponential time on ``*a*a*a...``).
+_LIT, _ONE, _CLASS, _STAR, _ANY, _OPT = range(6)
+
+
+def _parse_class(glob: str, i: int):
+    """``[...]`` starting at ``glob[i]``: (negated, chars, ranges, next index), or None."""
+    n = len(glob)
+    j = i + 1
+    negated = False
+    if j < n and glob[j] in "!^":
+        negated = True
+        j += 1
+    chars: set[str] = set()
+    ranges: list[tuple[str, str]] = []
+    first = True
+    while j < n and (glob[j] != "]" or first):
+        first = False
+        c = glob[j]
+        if c == "\\" and j + 1 < n:
+            j += 1
+            c = glob[j]
+        if j + 2 < n and glob[j + 1] == "-" and glob[j + 2] != "]":
+            hi = glob[j + 2]
+            if hi == "\\" and j + 3 < n:
+                hi = glob[j + 3]
+                j += 1
+            ranges.append((c, hi))
+            j += 3
+            continue
+        chars.add(c)
+        j += 1
+    if j >= n:
+        return None
+    return negated, frozenset(chars), tuple(ranges), j + 1
+
+
+def _compile_glob(glob: str, anchored: bool) -> list[tuple]:
+    """Steps: (_LIT, c), (_ONE,) any char but ``/``, (_CLASS, negated, chars,
+    ranges), (_STAR,) any run without ``/``, (_ANY,) any run, (_OPT, k) the
+    next k steps are optional (``**/`` = an optional ``<anything>/``)."""
+    steps: list[tuple] = []
+    if not anchored:
+        steps += [(_OPT, 2), (_ANY,), (_LIT, "/")]
+    i, n = 0, len(glob)
     while i < n:
         c = glob[i]
         if c == "*":
@@ -53,48 +96,100 @@ def _translate(glob: str) -> str:
                 before_ok = i == 0 or glob[i - 1] == "/"
                 after = glob[i + 2 : i + 3]
                 if before_ok and after == "/":
-                    out.append("(?:.*/)?")
+                    steps += [(_OPT, 2), (_ANY,), (_LIT, "/")]
                     i += 3
                     continue
                 if before_ok and i + 2 == n:
-                    out.append(".*")
+                    steps.append((_ANY,))
                     i += 2
                     continue
-                out.append("[^/]*")
                 i += 2
-                continue
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            j = i + 1
-            if j < n and glob[j] in "!^":
-                j += 1
-            if j < n and glob[j] == "]":
-                j += 1
-            while j < n and glob[j] != "]":
-                j += 1
-            if j >= n:
-                out.append(re.escape(c))
             else:
-                body = glob[i + 1 : j]
-                if body[:1] in ("!", "^"):
-                    body = "^" + body[1:]
-                body = body.replace("\\", "\\\\")
-                out.append(f"[{body}]")
-                i = j
+                i += 1
+            if not steps or steps[-1] != (_STAR,):  # ** elsewhere and runs of * are one *
+                steps.append((_STAR,))
+            continue
+        if c == "?":
+            steps.append((_ONE,))
+        elif c == "[":
+            parsed = _parse_class(glob, i)
+            if parsed is None:
+                steps.append((_LIT, c))
+            else:
+                negated, chars, ranges, i = parsed
+                steps.append((_CLASS, negated, chars, ranges))
+                continue
         elif c == "\\" and i + 1 < n:
             i += 1
-            out.append(re.escape(glob[i]))
+            steps.append((_LIT, glob[i]))
         else:
-            out.append(re.escape(c))
+            steps.append((_LIT, c))
         i += 1
-    return "".join(out)
+    return steps
+
+
+class GlobMatcher:
+    """A compiled gitignore glob; :meth:`match` is linear in the path length."""
+
+    def __init__(self, glob: str, anchored: bool):
+        self.steps = _compile_glob(glob, anchored)
+
+    def _close(self, states: set[int]) -> set[int]:
+        steps = self.steps
+        todo = list(states)
+        while todo:
+            k = todo.pop()
+            if k >= len(steps):
+                continue
+            kind = steps[k][0]
+            if kind == _OPT:
+                extra = (k + 1, k + 1 + steps[k][1])
+            elif kind in (_STAR, _ANY):
+                extra = (k + 1,)
+            else:
+                continue
+            for e in extra:
+                if e not in states:
+                    states.add(e)
+                    todo.append(e)
+        return states
+
+    def match(self, path: str) -> bool:
+        steps = self.steps
+        end = len(steps)
+        states = self._close({0})
+        for ch in path:
+            nxt: set[int] = set()
+            for k in states:
+                if k >= end:
+                    continue
+                step = steps[k]
+                kind = step[0]
+                if kind == _LIT:
+                    if ch == step[1]:
+                        nxt.add(k + 1)
+                elif kind == _ANY:
+                    nxt.add(k)
+                elif ch == "/":
+                    continue
+                elif kind == _STAR:
+                    nxt.add(k)
+                elif kind == _ONE:
+                    nxt.add(k + 1)
+                elif kind == _CLASS:
+                    _, negated, chars, ranges = step
+                    hit = ch in chars or any(lo <= ch <= hi for lo, hi in ranges)
+                    if hit != negated:
+                        nxt.add(k + 1)
+            if not nxt:
+                return False
+            states = self._close(nxt)
+        return end in states
 
 
 @dataclass
 class _Pattern:
-    regex: re.Pattern
+    regex: GlobMatcher
     negated: bool
     dir_only: bool
 
@@ -125,10 +220,7 @@ class GitIgnore:
                 continue
             anchored = "/" in line
             line = line.lstrip("/")
-            src = _translate(line)
-            if not anchored:
-                src = "(?:.*/)?" + src
-            self.patterns.append(_Pattern(re.compile(src + r"\Z", re.DOTALL), negated, dir_only))
+            self.patterns.append(_Pattern(GlobMatcher(line, anchored), negated, dir_only))
 
     @classmethod
     def load(cls, base: str, path: str) -> "GitIgnore | None":
@@ -243,7 +335,7 @@ def discover(paths: list[str], settings=None, *, respect_gitignore: bool = True)
             errors.append(ToolError(given, exc.strerror or str(exc)))
             continue
         if stat.S_ISDIR(st.st_mode):
-            _walk(given, settings, excluder, suffixes, respect_gitignore, add)
+            _walk(given, settings, excluder, suffixes, respect_gitignore, add, errors)
         elif stat.S_ISREG(st.st_mode):
             if settings.force_exclude and excluder.match_with_parents(os.path.abspath(given)):
                 continue
@@ -253,7 +345,7 @@ def discover(paths: list[str], settings=None, *, respect_gitignore: bool = True)
     return Discovery(sorted(files, key=lambda p: p.replace(os.sep, "/")), errors)
 
 
-def _walk(root: str, settings, excluder, suffixes, respect_gitignore: bool, add) -> None:
+def _walk(root: str, settings, excluder, suffixes, respect_gitignore: bool, add, errors: list[ToolError]) -> None:
     abs_root = os.path.abspath(root)
     if settings.force_exclude and excluder.match_with_parents(abs_root):
         return
@@ -269,7 +361,9 @@ def _walk(root: str, settings, excluder, suffixes, respect_gitignore: bool, add)
         try:
             with os.scandir(absdir) as it:
                 entries = list(it)
-        except OSError:
+        except OSError as exc:
+            # a folder that cannot be read is an error, never a silent skip
+            errors.append(ToolError(_display(shown), f"cannot read directory: {exc.strerror or exc}"))
             continue
         subdirs = []
         for entry in entries:

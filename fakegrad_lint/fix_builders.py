@@ -32,11 +32,15 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.positions import PositionMap
 from fakegrad_lint.findings import Applicability, Edit, Fix, Location
+
+
+class NoFix(Exception):
+    """A planned fix that cannot be built; the message says why (``no fix: ...``)."""
 
 
 @dataclass(eq=False)
@@ -51,6 +55,8 @@ class FixPlan:
     derived: bool = False  # the real value is not a leaf (computed from one)
     conditional: bool = False  # the mode was picked by a conditional expression
     grad_reads: list = field(default_factory=list)
+    # id(For node) -> expression of the real module the loop draws from (see the analysis)
+    loop_modules: dict = field(default_factory=dict)
 
 
 def build_fix(leak, source: str) -> Fix | None:
@@ -60,16 +66,30 @@ def build_fix(leak, source: str) -> Fix | None:
         return _leaked_fix(plan, pos)
     w = plan.with_node
     if not w.body or not plan.uses:
-        return None
+        raise NoFix("the region has no statement to convert the value in")
     header_end = getattr(w, "header_end", None) or max(
         (it.optional_vars or it.context_expr).end_lineno for it in w.items
     )
     one_line = w.body[0].lineno <= header_end
     if one_line and (not isinstance(w, ast.With) or w.body[-1].end_lineno != header_end):
-        return None
-    if _rebound_before_use(w, plan):
-        return None  # the name means something else by the time it leaks
-    taken = _names_in(plan.module_tree)
+        raise NoFix("the region's body shares its line with other code")
+    # every expression the fix rewrites in the block: the hoist goes right above the
+    # statement with the first of them (after whatever the block does to the value first)
+    rewritten = list(plan.uses) if plan.kind == "module" else _with_gradient_reads(plan.uses, w.body, plan.value)
+    first_stmt = _first_use_stmt(w, rewritten)
+    if _rebound_before_use(w, plan, first_stmt.lineno if not one_line else 0) and not one_line:
+        loop_root = _loop_module(w, plan)
+        if loop_root is not None:
+            # a loop variable drawn from a real module (`for layer in model.children()`):
+            # the loop draws from a fake copy of the module instead
+            plan = replace(plan, kind="module-copy", value=dotted_name(loop_root) or "", uses=[loop_root])
+            rewritten = [loop_root]
+            first_stmt = _first_use_stmt(w, rewritten)
+    if _rebound_before_use(w, plan, first_stmt.lineno if not one_line else 0):
+        # the name means something else by the time it leaks
+        raise NoFix(f"`{plan.value}` is rebound in the region before it leaks (a loop or comprehension "
+                    f"variable, an assignment)")
+    taken = _names_in(_scope_of(plan.module_tree, _first_line(w)), pos)
     edits: list[Edit] = []
 
     mode = plan.mode_name
@@ -80,10 +100,10 @@ def build_fix(leak, source: str) -> Fix | None:
         edits.append(Edit(at, at, f"{mode} = "))
     elif mode is None:
         if not w.items:
-            return None
+            raise NoFix("the region's mode has no name to call from_tensor on")
         item = w.items[plan.item_index]
         if item.optional_vars is not None:
-            return None
+            raise NoFix("the mode is bound to a target that is not a plain name")
         mode = _unique("fake_mode", taken)
         end = pos.char_pos(item.context_expr.end_lineno, item.context_expr.end_col_offset)
         edits.append(Edit(Location(*end), Location(*end), f" as {mode}"))
@@ -91,7 +111,7 @@ def build_fix(leak, source: str) -> Fix | None:
     if one_line:
         # `with m: a; b` -> the body moves to its own line under the hoisted copy
         line = pos.lines[w.lineno - 1]
-        indent = re.match(r"[ \t]*", line).group(0) + "    "
+        indent = _indent_of(line) + "    "
         row, col = pos.char_pos(w.body[0].lineno, w.body[0].col_offset)
         start = col
         while start > 0 and line[start - 1] in " \t":
@@ -100,21 +120,63 @@ def build_fix(leak, source: str) -> Fix | None:
         hoist_at = Location(row, start)
         hoist_fmt = "\n{indent}{stmt}"
     else:
-        hoist_line, indent = _hoist_point(w, pos, header_end, mode)
+        hoist_line, indent = _hoist_point(w, pos, header_end, first_stmt)
         hoist_at = Location(hoist_line, 0)
         hoist_fmt = "{indent}{stmt}\n"
     base = re.sub(r"\W+", "_", plan.value.rsplit(".", 1)[-1]).strip("_") or "value"
     base = base.lower() if base.isupper() else base
 
-    if plan.kind == "module":
-        torch_name, import_edit = _torch_module_name(plan.module_tree, pos)
+    if plan.kind == "module-copy":
+        if leak.verdict.value == "crash":
+            raise NoFix("a method of a real module called under a strict mode: a fake copy needs "
+                        "allow_non_fake_inputs=True to be made inside the region")
+        names = _bound_imports(plan.module_tree, _first_line(w))
+        copy_name = names.get(("copy", None))
+        fcm_name = names.get(("torch._subclasses.fake_tensor", "FakeCopyMode"))
+        wanted = []
+        if copy_name is None:
+            copy_name = "copy" if "copy" not in taken else None
+            wanted.append("import copy")
+        if fcm_name is None:
+            fcm_name = "FakeCopyMode" if "FakeCopyMode" not in taken else None
+            wanted.append("from torch._subclasses.fake_tensor import FakeCopyMode")
+        if copy_name is None or fcm_name is None:
+            raise NoFix("`copy` or `FakeCopyMode` names something else in this scope")
+        fake = _unique(f"{base}_fake", taken)
+        stmt = f"with {fcm_name}({mode}):\n{indent}{_Layout(pos).unit}{fake} = {copy_name}.deepcopy({plan.value})"
+        edits.append(Edit(hoist_at, hoist_at, hoist_fmt.format(indent=indent, stmt=stmt)))
+        for node in plan.uses:
+            edits.append(Edit(Location(*pos.char_pos(node.lineno, node.col_offset)),
+                              Location(*pos.char_pos(node.end_lineno, node.end_col_offset)), fake))
+        if wanted:
+            line = _import_line(plan.module_tree, _first_line(w))
+            edits.append(Edit(Location(line, 0), Location(line, 0), "".join(f"{i}\n" for i in wanted)))
+        applicability = Applicability.UNSAFE
+        message = (f"Call `{plan.value}`'s method on a fake copy (`copy.deepcopy` under `FakeCopyMode`): "
+                   f"gradients and state changes land on the copy")
+    elif plan.kind == "module":
+        torch_name, import_edit = _torch_module_name(plan.module_tree, pos, _first_line(w))
         rhs = (f"{{name: {mode}.from_tensor(t) for name, t in "
                f"[*{plan.value}.named_parameters(), *{plan.value}.named_buffers()]}}")
         existing = _existing_hoist(w, pos, rhs)
         state = existing or _unique(f"{base}_fake_state", taken)
         if not existing:
-            edits.append(Edit(hoist_at, hoist_at, hoist_fmt.format(indent=indent, stmt=f"{state} = {rhs}")))
-        edits += [_functional_call_edit(call, plan.value, state, torch_name, pos) for call in plan.uses]
+            stmt = f"{state} = {rhs}"
+            layout = _Layout(pos)
+            if len(indent) + len(stmt) > layout.limit and not one_line:
+                u = layout.unit
+                pairs = f"[*{plan.value}.named_parameters(), *{plan.value}.named_buffers()]"
+                if len(indent + u) + len(f"for name, t in {pairs}") > layout.limit:
+                    i2 = indent + u + u
+                    pairs = (f"[\n{i2}*{plan.value}.named_parameters(),\n{i2}*{plan.value}.named_buffers(),"
+                             f"\n{indent}{u}]")
+                stmt = (f"{state} = {{\n{indent}{u}name: {mode}.from_tensor(t)\n{indent}{u}for name, t in "
+                        f"{pairs}\n{indent}}}")
+            edits.append(Edit(hoist_at, hoist_at, hoist_fmt.format(indent=indent, stmt=stmt)))
+        calls = [_functional_call_edit(call, plan.value, state, torch_name, pos, taken) for call in plan.uses]
+        if any(c is None for c in calls):
+            raise NoFix("a positional argument follows a keyword argument in the module call")
+        edits += calls
         if import_edit is not None:
             edits.append(import_edit)
         applicability = Applicability.UNSAFE
@@ -122,7 +184,7 @@ def build_fix(leak, source: str) -> Fix | None:
     else:
         import_edit = None
         if plan.kind == "container":
-            torch_name, import_edit = _torch_module_name(plan.module_tree, pos)
+            torch_name, import_edit = _torch_module_name(plan.module_tree, pos, _first_line(w))
             rhs = (f"{torch_name}.utils._pytree.tree_map_only({torch_name}.Tensor, lambda t: "
                    f"{mode}.from_tensor(t).detach().requires_grad_(t.requires_grad), {plan.value})")
         elif plan.derived:
@@ -135,7 +197,7 @@ def build_fix(leak, source: str) -> Fix | None:
         fake = existing or _unique(f"{base}_fake", taken)
         if not existing:
             edits.append(Edit(hoist_at, hoist_at, hoist_fmt.format(indent=indent, stmt=f"{fake} = {rhs}")))
-        renames = _with_gradient_reads(plan.uses, w.body, plan.value)
+        renames = rewritten
         later = _with_gradient_reads([], _following(plan.module_tree, w), plan.value)
         for node in renames:
             edits.append(Edit(Location(*pos.char_pos(node.lineno, node.col_offset)),
@@ -146,6 +208,12 @@ def build_fix(leak, source: str) -> Fix | None:
         message = f"Convert `{plan.value}` at the boundary with `{mode}.from_tensor`"
 
     body_lines = (w.body[0].lineno, w.body[-1].end_lineno)
+    if plan.kind in ("module", "module-copy"):
+        read = _module_grad_read(list(w.body) + _following(plan.module_tree, w), plan.value)
+        if read is not None:
+            # the gradients land on the fake copies: what the code reads there changes
+            return Fix(f"{message} (not applied: line {read} reads the gradients of `{plan.value}`'s parameters)",
+                       Applicability.DISPLAY_ONLY, tuple(edits))
     outside_grad = [ln for ln in plan.grad_reads if not body_lines[0] <= ln <= body_lines[1]]
     outside_sink = leak.sink == "torch.autograd.grad" and leak.sink_line is not None and not (
         body_lines[0] <= leak.sink_line <= body_lines[1]
@@ -169,31 +237,121 @@ def build_fix(leak, source: str) -> Fix | None:
     return Fix(message, applicability, tuple(edits))
 
 
-def _hoist_point(w, pos, header_end, mode):
-    """Where the fake copies go: after copies hoisted earlier, above the comments that
-    lead into the first statement of the block."""
+def _first_use_stmt(w, nodes):
+    """The statement of the block that holds the first of ``nodes``."""
+    first = min((n.lineno for n in nodes), default=w.body[0].lineno)
+    for stmt in w.body:
+        if stmt.end_lineno >= first:
+            return stmt
+    return w.body[-1]
+
+
+def _hoist_point(w, pos, header_end, stmt):
+    """Where the fake copies go: right above ``stmt`` (the statement with the first
+    use) and the comments that lead into it; after copies hoisted there earlier."""
     body = list(w.body)
-    i = 0
-    while i < len(body) - 1 and isinstance(body[i], ast.Assign) and f"{mode}.from_tensor(" in pos.segment(body[i]):
-        i += 1
-    stmt = body[i]
+    i = next(k for k, b in enumerate(body) if b is stmt)
     line = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
-    indent = re.match(r"[ \t]*", pos.lines[line - 1]).group(0)
+    indent = _indent_of(pos.lines[line - 1])
     prev_end = body[i - 1].end_lineno if i > 0 else header_end
     while line - 1 > prev_end and pos.lines[line - 2].strip().startswith("#"):
         line -= 1
     return line, indent
 
 
-def _functional_call_edit(call, module, state, torch_name, pos) -> Edit:
-    """``module(a, k=v)`` -> ``torch.func.functional_call(module, state, (a,), {"k": v})``."""
-    arg_texts = [("*" if isinstance(a, ast.Starred) else "") + pos.segment(a.value if isinstance(a, ast.Starred) else a)
-                 for a in call.args]
-    args = "(" + ", ".join(arg_texts) + ("," if len(arg_texts) == 1 else "") + ")"
-    kw_parts = [f"**{pos.segment(kw.value)}" if kw.arg is None else f'"{kw.arg}": {pos.segment(kw.value)}'
-                for kw in call.keywords]
-    new_call = f"{torch_name}.func.functional_call({module}, {state}, {args}"
-    new_call += (", {" + ", ".join(kw_parts) + "})") if kw_parts else ")"
+def _indent_of(line: str) -> str:
+    """The indentation to copy from ``line``. A form feed in it resets the column
+    (Python's tokenizer), so it is dropped from the copy."""
+    return re.match(r"[ \t\x0c]*", line).group(0).replace("\x0c", "")
+
+
+class _Layout:
+    """How the file lays out code: its indentation unit and the line length it keeps
+    to (the longest line it has, between 79 and 120 characters)."""
+
+    def __init__(self, pos):
+        self.pos = pos
+        self.lines = pos.lines
+        longest = max((len(line) for line in self.lines), default=0)
+        self.limit = min(max(longest, 79), 120)
+        self.unit = "    "
+        for line in self.lines:
+            m = re.match(r"[ \t]+(?=\S)", line)
+            if m and not line.lstrip().startswith("#"):
+                self.unit = m.group(0) if m.group(0).startswith("\t") else " " * min(len(m.group(0)), 8)
+                break
+        self._starts = None
+
+    def offset(self, lineno: int, byte_col: int) -> int:
+        """Offset of an ast position in ``"\n".join(lines)``."""
+        if self._starts is None:
+            self._starts, total = [], 0
+            for line in self.lines:
+                self._starts.append(total)
+                total += len(line) + 1
+        row, col = self.pos.char_pos(lineno, byte_col)
+        return self._starts[row - 1] + col
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+def _functional_call_edit(call, module, state, torch_name, pos, taken=frozenset()) -> Edit | None:
+    """``module(a, k=v)`` -> ``torch.func.functional_call(module, state, (a,), dict(k=v))``.
+
+    The arguments are kept as written (comments, line breaks), sliced from the
+    source between the call's parentheses; a call that no longer fits the file's
+    line length is wrapped. None when the arguments cannot be split that way
+    (a positional argument after a keyword)."""
+    layout = _Layout(pos)
+    text = layout.text
+    call_end = layout.offset(call.end_lineno, call.end_col_offset)
+    func_end = layout.offset(call.func.end_lineno, call.func.end_col_offset)
+    paren = text.find("(", func_end)
+    if paren < 0 or paren >= call_end or text[func_end:paren].strip(" \t\n\\)") or text[call_end - 1] != ")":
+        return None
+    close = call_end - 1
+    args, kws = call.args, call.keywords
+    if kws and args and layout.offset(kws[0].lineno, kws[0].col_offset) < layout.offset(args[-1].end_lineno, args[-1].end_col_offset):
+        return None
+    kw_start = layout.offset(kws[0].lineno, kws[0].col_offset) if kws else close
+    positional = text[paren + 1:kw_start]
+    if len(args) == 1:
+        arg_end = layout.offset(args[0].end_lineno, args[0].end_col_offset) - (paren + 1)
+        if not positional[arg_end:].lstrip(" \t\n\\)").startswith(","):
+            # `(x)` is not a tuple: the comma goes right after the argument
+            rest = positional[arg_end:]
+            positional = positional[:arg_end] + "," + rest
+    elif not args:
+        positional = positional if "#" in positional else ""
+    keywords = ""
+    if kws:
+        kw_text = text[kw_start:close]
+        if "dict" not in taken:
+            keywords = f", dict({kw_text})"
+        elif "#" in kw_text:
+            return None
+        else:
+            parts = [f"**{pos.segment(kw.value)}" if kw.arg is None else f'"{kw.arg}": {pos.segment(kw.value)}'
+                     for kw in kws]
+            keywords = ", {" + ", ".join(parts) + "}"
+    if kws and not args and positional.strip() == "":
+        positional = ""
+    new_call = f"{torch_name}.func.functional_call({module}, {state}, ({positional}){keywords})"
+    if "\n" not in new_call and call.lineno == call.end_lineno:
+        line = pos.lines[call.lineno - 1]
+        _, start_col = pos.char_pos(call.lineno, call.col_offset)
+        _, end_col = pos.char_pos(call.end_lineno, call.end_col_offset)
+        if len(line) - (end_col - start_col) + len(new_call) > layout.limit:
+            indent = _indent_of(line)
+            inner = indent + layout.unit
+            parts = [module, state, f"({positional.strip()})"] + ([keywords[2:]] if keywords else [])
+            if len(inner) + len(", ".join(parts)) + 1 <= layout.limit:
+                new_call = f"{torch_name}.func.functional_call(\n{inner}{', '.join(parts)},\n{indent})"
+            else:
+                new_call = f"{torch_name}.func.functional_call(\n" + "".join(
+                    f"{inner}{part},\n" for part in parts) + indent + ")"
     return Edit(Location(*pos.char_pos(call.lineno, call.col_offset)),
                 Location(*pos.char_pos(call.end_lineno, call.end_col_offset)), new_call)
 
@@ -209,13 +367,49 @@ def _leaked_fix(plan, pos) -> Fix | None:
                       Location(*pos.char_pos(node.end_lineno, node.end_col_offset)),
                       f"{mode}.from_tensor({plan.value}){suffix}"),)
     else:
-        torch_name, import_edit = _torch_module_name(plan.module_tree, pos)
+        torch_name, import_edit = _torch_module_name(plan.module_tree, pos, node.lineno)
         state = (f"{{name: {mode}.from_tensor(t) for name, t in "
                  f"[*{plan.value}.named_parameters(), *{plan.value}.named_buffers()]}}")
-        edits = (_functional_call_edit(node, plan.value, state, torch_name, pos),)
+        call = _functional_call_edit(node, plan.value, state, torch_name, pos, _names_in(plan.module_tree, pos))
+        if call is None:
+            raise NoFix("a positional argument follows a keyword argument in the module call")
+        edits = (call,)
         if import_edit is not None:
             edits += (import_edit,)
     return Fix(f"Use a fake copy of `{plan.value}` made by `{mode}`", Applicability.UNSAFE, edits)
+
+
+def _module_grad_read(stmts, module: str) -> int | None:
+    """The first line of ``stmts`` that reads a gradient of ``module``'s parameters:
+    ``module.fc.weight.grad``, or ``p.grad`` for ``p`` drawn from
+    ``module.parameters()`` (``named_parameters``, ``buffers``...) in a loop or a
+    comprehension."""
+    def drawn_from_module(it) -> bool:
+        return isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
+            (dotted_name(it.func.value) or "") == module
+
+    def has_grad(node) -> int | None:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Attribute) and sub.attr == "grad":
+                return sub.lineno
+        return None
+
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Attribute) and node.attr == "grad":
+                name = dotted_name(node.value) or ""
+                if name.startswith(module + "."):
+                    return node.lineno
+            elif isinstance(node, (ast.For, ast.AsyncFor)) and drawn_from_module(node.iter):
+                line = next((ln for b in node.body if (ln := has_grad(b)) is not None), None)
+                if line is not None:
+                    return line
+            elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) and \
+                    any(drawn_from_module(g.iter) for g in node.generators):
+                line = has_grad(node)
+                if line is not None:
+                    return line
+    return None
 
 
 def _following(tree, w):
@@ -253,9 +447,23 @@ def _with_gradient_reads(uses, body, value):
     return out
 
 
-def _rebound_before_use(w, plan) -> bool:
-    """Is the name assigned in the block on a line before one of its leaking uses?
-    (Then the hoisted copy would be of another value, or of an unbound name.)"""
+def _loop_module(w, plan):
+    """The module expression of a loop of the block whose target is the leaking name
+    (``for layer in model.children()`` -> ``model``), when the analysis proved it a
+    real module; else None."""
+    root = plan.value.split(".", 1)[0]
+    for stmt in w.body:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.For, ast.AsyncFor)) and id(node) in plan.loop_modules and \
+                    any(isinstance(t, ast.Name) and t.id == root for t in ast.walk(node.target)):
+                return plan.loop_modules[id(node)]
+    return None
+
+
+def _rebound_before_use(w, plan, from_line: int = 0) -> bool:
+    """Is the name assigned in the block, from ``from_line`` (where the copy is
+    hoisted) on, on a line before one of its leaking uses? (Then the hoisted copy
+    would be of another value, or of an unbound name.)"""
     use_lines = [u.lineno for u in plan.uses]
     last_use = max(use_lines)
 
@@ -275,11 +483,31 @@ def _rebound_before_use(w, plan) -> bool:
         for child in ast.iter_child_nodes(node):
             yield from stores(child)
 
-    return any(line < last_use for stmt in w.body for line in stores(stmt))
+    return any(line == -1 or from_line <= line < last_use for stmt in w.body for line in stores(stmt))
 
 
-def _names_in(tree) -> set:
+def _names_in(tree, pos=None) -> set:
+    """Every name a new binding could clash with: the identifiers of the scope's text
+    (a superset: attributes and words in strings count too, which only makes the
+    chosen name longer), plus, for a function, the module's top-level bindings."""
     out = set()
+    if isinstance(tree, _ScopeNames):
+        for stmt in tree.tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.add(stmt.name)
+            elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                out.update((a.asname or a.name).split(".")[0] for a in stmt.names)
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                for t in ast.walk(stmt) if len(getattr(stmt, "targets", ())) < 50 else ():
+                    if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):
+                        out.add(t.id)
+        tree = tree.func
+    if pos is not None:
+        first = min([tree.lineno] + [d.lineno for d in getattr(tree, "decorator_list", [])]) if hasattr(tree, "lineno") else 1
+        last = getattr(tree, "end_lineno", None) or len(pos.lines)
+        for line in pos.lines[first - 1:last]:
+            out.update(_IDENT_RE.findall(line))
+        return out
     for n in ast.walk(tree):
         if isinstance(n, ast.Name):
             out.add(n.id)
@@ -302,31 +530,109 @@ def _unique(name, taken):
 
 
 def _existing_hoist(w, pos, rhs):
-    """A previous fix's hoisted assignment at the top of the block: reuse its name."""
-    rx = re.compile(rf"\s*(\w+) = {re.escape(rhs)}\s*")
+    """A previous fix's hoisted assignment at the top of the block: reuse its name
+    (whatever the line breaks a wrapped hoist has)."""
+    want = "".join(rhs.split())
     for stmt in w.body:
         if not isinstance(stmt, ast.Assign):
-            break
-        m = rx.fullmatch(pos.segment(stmt))
-        if m:
-            return m.group(1)
+            continue
+        if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and \
+                "".join(pos.segment(stmt.value).split()) == want:
+            return stmt.targets[0].id
     return None
 
 
+def _scope_of(tree, line: int):
+    """The innermost function whose body holds ``line`` (the module when none):
+    a name the fix introduces there must be unique in it, not in the file (a name
+    bound in a function is local to it; the globals it reads are in its own text).
+    Only statements are walked: expressions hold no function definitions a region
+    could sit in."""
+    best = tree
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if not (node.lineno <= line <= node.end_lineno):
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body and node.body[0].lineno <= line:
+            best = node
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(node, name, None)
+            if isinstance(block, list):
+                stack.extend(b for b in block if hasattr(b, "lineno"))
+    if best is tree:
+        return tree
+    return _ScopeNames(best, tree)
 
 
-def _torch_module_name(tree, pos):
-    """The name bound to the ``torch`` module at the top level, or an edit adding it."""
-    last_import = None
+class _ScopeNames:
+    """A function, plus the module's top-level bindings."""
+
+    def __init__(self, func, tree):
+        self.func, self.tree = func, tree
+
+
+_IDENT_RE = re.compile(r"[^\W\d]\w*")
+
+
+def _first_line(w) -> int:
+    """The first line of a region's block a fix can touch (its header, or the
+    statement that enters the mode)."""
+    bind = getattr(w, "bind_stmt", None)
+    if bind is not None:
+        return bind.lineno
+    return getattr(w, "lineno", None) or w.body[0].lineno
+
+
+def _torch_module_name(tree, pos, before_line: int):
+    """The name bound to the ``torch`` module at the top level before ``before_line``,
+    or an edit adding ``import torch`` where it is bound before that line
+    (:func:`_import_line`: never above a shebang, an encoding declaration, the
+    docstring or ``__future__`` imports)."""
     for stmt in tree.body:
+        if stmt.lineno >= before_line:
+            break
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 if alias.name == "torch" or (alias.name.startswith("torch.") and alias.asname is None):
                     return alias.asname or "torch", None
-            last_import = stmt
-        elif isinstance(stmt, ast.ImportFrom):
-            last_import = stmt
-        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and last_import is None:
-            last_import = stmt  # docstring
-    line = (last_import.end_lineno + 1) if last_import is not None else 1
+    line = _import_line(tree, before_line)
     return "torch", Edit(Location(line, 0), Location(line, 0), "import torch\n")
+
+
+def _import_line(tree, before_line: int) -> int:
+    """Where a new import goes so that it is bound before ``before_line``: after the
+    last top-level import above that line, else after the docstring and ``__future__``
+    imports, else above the first statement (below a shebang, an encoding line and
+    leading comments)."""
+    anchor = None
+    for index, stmt in enumerate(tree.body):
+        if stmt.lineno >= before_line:
+            break
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            anchor = stmt
+        elif index == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) \
+                and isinstance(stmt.value.value, str):
+            anchor = stmt  # docstring
+    if anchor is not None:
+        return anchor.end_lineno + 1
+    first = tree.body[0] if tree.body else None
+    return min([first.lineno] + [d.lineno for d in getattr(first, "decorator_list", [])]) if first else 1
+
+
+def _bound_imports(tree, before_line: int) -> dict:
+    """``{(module, name or None): bound name}`` for the top-level imports above
+    ``before_line`` (``import copy`` -> ``("copy", None)``; ``from m import n as k``
+    -> ``("m", "n"): "k"``)."""
+    out = {}
+    for stmt in tree.body:
+        if stmt.lineno >= before_line:
+            break
+        if isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                if a.asname or "." not in a.name:
+                    out[(a.name, None)] = a.asname or a.name
+        elif isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module:
+            for a in stmt.names:
+                out[(stmt.module, a.name)] = a.asname or a.name
+    return out

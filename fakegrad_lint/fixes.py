@@ -28,7 +28,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location
+from fakegrad_lint.findings import Edit, Finding, Fix, Location, applies
 
 __all__ = [
     "EditError",
@@ -208,14 +208,9 @@ def apply_edits(text: str, edits: Iterable[Edit]) -> str:
 
 
 def is_applicable(fix: Fix | None, *, unsafe: bool) -> bool:
-    """Whether ``fix`` may be applied at this safety level (never display-only)."""
-    if fix is None or not fix.edits:
-        return False
-    if fix.applicability is Applicability.SAFE:
-        return True
-    if fix.applicability is Applicability.UNSAFE:
-        return unsafe
-    return False
+    """Whether ``fix`` may be applied at this safety level (never display-only):
+    :func:`fakegrad_lint.findings.applies`."""
+    return applies(fix, unsafe=unsafe)
 
 
 @dataclass
@@ -370,13 +365,42 @@ def unified_diff(path: str, old_text: str, new_text: str, *, context: int = 3) -
     """
     if old_text == new_text:
         return ""
-    old_lines = split_lines(old_text)
-    new_lines = split_lines(new_text)
+    # Lines as ``patch`` sees them: only ``\n`` ends one (a lone ``\r`` stays
+    # inside its line, so a CR-only file is one line to patch), and every diff
+    # line ends in ``\n``, so the next header starts a line.
+    old_lines = _lf_split(old_text)
+    new_lines = _lf_split(new_text)
     out = []
     for line in difflib.unified_diff(
         old_lines, new_lines, fromfile=path, tofile=path, n=context, lineterm="\n"
     ):
         out.append(line)
-        if not line.endswith(("\n", "\r")):
+        if not line.endswith("\n"):
             out.append("\n\\ No newline at end of file\n")
     return "".join(out)
+
+
+# ---------------------------------------------------------------------------
+# one file's text, as the CLI fixes it (for the Fixit and LibCST adapters)
+
+
+def lint_and_fix(text: str, path: str = "<string>", *, unsafe: bool = False, codes=None) -> tuple[list[Finding], FixOutcome]:
+    """The findings ``fakegrad-lint`` reports for ``text`` (default rules, ``# noqa``
+    applied) and the outcome of its ``--fix`` loop at this safety level: exactly
+    what the CLI prints and writes, for adapters that cannot call the CLI."""
+    from fakegrad_lint.pipeline import lint_text
+    from fakegrad_lint.rules import DEFAULT_CODES
+
+    wanted = DEFAULT_CODES if codes is None else frozenset(codes)
+
+    def lint(t: str) -> list[Finding]:
+        return lint_text(t, path, wanted)
+
+    findings = lint(text)
+    if not any(applies(f.fix, unsafe=unsafe) for f in findings):
+        return findings, FixOutcome(text=text, remaining=findings)
+    return findings, fix_text(text, lint, unsafe=unsafe)
+
+
+def _lf_split(text: str) -> list[str]:
+    return [piece for piece in re.split(r"(?<=\n)", text) if piece]

@@ -27,6 +27,8 @@ from fakegrad_lint import __version__
 
 #: Rules that are off unless selected (kept in sync with the catalogue by a test).
 OPT_IN_CODES = ("FGL004",)
+#: Reported (at 1:1) for a file the plugin could not check, so flake8 fails.
+ERROR_CODE = "FGL999"
 
 
 class FakegradChecker:
@@ -42,6 +44,18 @@ class FakegradChecker:
     def add_options(cls, parser: Any) -> None:
         parser.extend_default_ignore(list(OPT_IN_CODES))
 
+    def _findings(self) -> list:
+        source = self._source()
+        # The cheap byte-level prefilter first: most files stop here without
+        # importing the analyzer at all.
+        from fakegrad_lint.prefilter import may_contain_fake_region
+
+        if not may_contain_fake_region(source):
+            return []
+        from fakegrad_lint.checker import check_source
+
+        return check_source(source, self.filename, tree=self.tree, fixes=False)  # flake8 shows no fixes
+
     def _source(self) -> str:
         if self.lines is not None:
             return "".join(self.lines)
@@ -52,21 +66,16 @@ class FakegradChecker:
         return read_source(self.filename).text
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        source = self._source()
-        # The cheap byte-level prefilter first: most files stop here without
-        # importing the analyzer at all.
-        from fakegrad_lint.prefilter import may_contain_fake_region
-
-        if not may_contain_fake_region(source):
-            return
-        from fakegrad_lint.checker import check_source
-
         try:
-            findings = check_source(source, self.filename, tree=self.tree)
-        except Exception as exc:  # an analyzer bug must not abort the whole flake8 run
+            findings = self._findings()
+        except Exception as exc:  # an analyzer bug must not abort the whole flake8 run ...
             if os.environ.get("FAKEGRAD_LINT_DEBUG"):
                 raise
-            sys.stderr.write(f"{self.filename}: error: internal error: {type(exc).__name__}: {exc}\n")
+            # ... nor pass unnoticed: it is a finding (flake8 then exits 1),
+            # as flake8 itself reports a file it cannot parse as E999.
+            reason = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+            sys.stderr.write(f"{self.filename}: error: internal error: {reason}\n")
+            yield 1, 0, f"{ERROR_CODE} fakegrad-lint could not check this file: internal error: {reason}", type(self)
             return
         for f in findings:
             yield f.location.row, f.location.column, f"{f.code} {f.message}", type(self)

@@ -42,7 +42,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location
+from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location, hidden_unsafe
 from fakegrad_lint.sourcefile import SourceError
 
 __all__ = [
@@ -380,6 +380,22 @@ class NotebookProgram:
         return out
 
 
+def _may_matter(nb: Notebook) -> bool:
+    """The prefilter for notebooks (after the JSON is checked): a notebook whose
+    code cells name no fake mode and have no ``# noqa: ...FGL`` directive can
+    report nothing, so its cells are never parsed (building the program parses
+    every cell to find IPython syntax). The program's text is made of the
+    cells' lines (or placeholders for IPython lines), so substring tests on the
+    cells are a superset of the pipeline's prefilter on the program."""
+    from fakegrad_lint.prefilter import ENTRY_WORDS, may_have_fgl_noqa
+
+    for c in nb.cells:
+        t = c.text
+        if any(w in t for w in ENTRY_WORDS) or may_have_fgl_noqa(t):
+            return True
+    return False
+
+
 def build_program(nb: Notebook) -> NotebookProgram:
     boundary = _BOUNDARY
     n = 0
@@ -487,7 +503,19 @@ def to_cells(f: Finding, program: NotebookProgram, layout: Layout) -> Finding:
         fix=fix,
         cell=number,
         extra=extra,
+        trace=tuple(_step_to_cells(t, f.filename, program, layout) for t in f.trace),
     )
+
+
+def _step_to_cells(t, filename: str, program: NotebookProgram, layout: Layout):
+    """A trace step in the notebook itself gets its cell and cell-relative rows."""
+    if t.filename != filename:
+        return t
+    k, start = layout.locate_loose(t.location)
+    k_end, end = layout.locate_loose(t.end_location)
+    if k_end != k:
+        end = Location(layout.counts[k] + 1, 0)
+    return replace(t, location=start, end_location=end, cell=program.parts[k].cell.number)
 
 
 def _cell_syntax_error(exc: SyntaxError, layout: Layout, program: NotebookProgram) -> SyntaxError:
@@ -672,16 +700,21 @@ def _terminated(text: str) -> str:
     return text if not text or text.endswith(("\n", "\r")) else text + "\n"
 
 
-def process(result, path: str, sf, lint: Callable[[str], list[Finding]], options) -> None:
+def process(result, path: str, sf, lint: Callable[[str], list[Finding]], options, *, prefilter: bool = False) -> None:
     """Check (and in a fix mode, fix) the notebook ``sf`` for the pipeline:
     fills ``result`` (a :class:`fakegrad_lint.pipeline.FileResult`) like the
-    pipeline does for a ``.py`` file. Writes only through ``write_atomic``."""
+    pipeline does for a ``.py`` file. Writes only through ``write_atomic``.
+    With ``prefilter`` (``lint`` is the pipeline's, which reports nothing for a
+    program that names no fake mode and has no FGL noqa), a notebook that
+    cannot matter (:func:`_may_matter`) is checked for validity only."""
     from fakegrad_lint import fixes
     from fakegrad_lint.sourcefile import write_atomic
 
     nb = load(sf.raw, path)
+    if not nb.python or (prefilter and not _may_matter(nb)):
+        return
     program = build_program(nb)
-    if not nb.python or not program.parts:
+    if not program.parts:
         return
     mode = options.mode
     text = program.text
@@ -724,11 +757,11 @@ def process(result, path: str, sf, lint: Callable[[str], list[Finding]], options
                     if new != old
                 )
             else:
-                write_atomic(path, render(nb, changed))
+                write_atomic(path, render(nb, changed), expected=sf.raw)
     layout = layout_of.get(new_text) or program.layout(new_text)
     findings = sorted((to_cells(f, program, layout) for f in findings), key=lambda f: f.sort_key)
     result.findings = findings
     if not options.unsafe_fixes:
         result.hidden_unsafe = sum(
-            1 for f in findings if f.fix is not None and f.fix.edits and f.fix.applicability is Applicability.UNSAFE
+            1 for f in findings if hidden_unsafe(f.fix)
         )

@@ -20,13 +20,12 @@ import os
 import signal
 import sys
 import threading
-import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
-from fakegrad_lint.findings import Applicability, Finding, ToolError
-from fakegrad_lint.prefilter import may_contain_fake_region
+from fakegrad_lint.findings import Finding, ToolError, hidden_unsafe
+from fakegrad_lint.prefilter import may_contain_fake_region, may_have_fgl_noqa
 from fakegrad_lint.sourcefile import SourceError, SourceFile, read_source
 
 # A process pool only pays off with enough work: at least PARALLEL_THRESHOLD
@@ -74,6 +73,10 @@ class FileResult:
     # error, unreadable file): such results are never cached.
     cacheable: bool = True
     cached: bool = False  # served from the cache
+    fixed_text: str | None = None  # fix modes, .py files: the text after the fixes, when it changed
+    # {path: sha256} of the other project modules the analysis read (whole-project
+    # analysis): the cached result holds only while they are unchanged
+    deps: dict = field(default_factory=dict)
 
 
 class FileTimeout(BaseException):
@@ -86,7 +89,9 @@ def time_limit(seconds: float | None):
     """Interrupt the body after ``seconds`` with :class:`FileTimeout`.
 
     Uses ``SIGALRM``, so it only works in the main thread on POSIX; elsewhere it
-    does nothing.
+    does nothing. Yields a dict whose ``"fired"`` is True once the alarm went
+    off: Python wraps an exception raised in some places (``__set_name__``,
+    finalizers ...) in another one, and the caller must still see a timeout.
     """
     usable = (
         seconds
@@ -94,17 +99,19 @@ def time_limit(seconds: float | None):
         and hasattr(signal, "setitimer")
         and threading.current_thread() is threading.main_thread()
     )
+    state = {"fired": False}
     if not usable:
-        yield
+        yield state
         return
 
     def on_alarm(signum, frame):
+        state["fired"] = True
         raise FileTimeout()
 
     old = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        yield
+        yield state
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
@@ -120,10 +127,28 @@ def syntax_error_reason(exc: SyntaxError) -> str:
     return f"{type(exc).__name__}: {exc.msg}{suffix}"
 
 
+class ParserLimit(Exception):
+    """CPython's parser gave up on the file (it stops with a bare
+    ``MemoryError`` when expressions nest too deeply, e.g. 100,000 unary
+    minus signs); ``str()`` says so as CPython would."""
+
+
 def parse(text: str, path: str) -> ast.Module:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes etc.
-        return ast.parse(text, filename=path)
+    """The module's AST, with function bodies parsed when the analysis first reads
+    them (:mod:`fakegrad_lint.lazyparse`; the same AST as ``ast.parse`` once read)."""
+    from fakegrad_lint import lazyparse
+
+    try:
+        return lazyparse.parse(text, path)
+    except MemoryError as exc:
+        raise _parser_limit(exc) from None
+
+
+def _parser_limit(exc: MemoryError) -> ParserLimit:
+    detail = f": {exc}" if str(exc) else ""
+    return ParserLimit(
+        f"too complex for Python's parser (CPython stops with MemoryError{detail}: the code nests too deeply)"
+    )
 
 
 def lint_text(
@@ -132,20 +157,32 @@ def lint_text(
     codes: frozenset[str],
     *,
     tree: ast.Module | None = None,
+    deps: dict | None = None,
 ) -> list[Finding]:
     """The findings to report for ``text``: every rule's findings, restricted to
     ``codes``, minus those a ``# noqa`` silences, plus FGL100 (unused noqa) when
-    enabled. Raises SyntaxError/ValueError when the text does not parse."""
+    enabled. Raises SyntaxError/ValueError when the text does not parse.
+    ``deps`` receives the project modules the analysis read (see check_source)."""
     from fakegrad_lint import checker, noqa
 
     report_unused = UNUSED_NOQA_CODE in codes
-    if may_contain_fake_region(text):
+    if may_contain_fake_region(text) or _reaches_region(text, path):
         if tree is None:
             tree = parse(text, path)
-        findings = [f for f in checker.check_source(text, path, tree=tree) if f.code in codes]
+        if deps is not None:
+            found = checker.check_source(text, path, tree=tree, deps=deps)
+        else:
+            found = checker.check_source(text, path, tree=tree)
+        from fakegrad_lint.lazyparse import raise_deferred
+
+        try:
+            raise_deferred(tree)  # a syntax error in a body the analysis read
+        except MemoryError as exc:
+            raise _parser_limit(exc) from None
+        findings = [f for f in found if f.code in codes]
     else:
         findings = []
-    if report_unused and "noqa" not in text.lower():
+    if report_unused and not may_have_fgl_noqa(text):
         report_unused = False
     if not findings and not report_unused:
         return []
@@ -155,11 +192,27 @@ def lint_text(
     return kept
 
 
-def needs_work(text: str, codes: frozenset[str]) -> bool:
+def _reaches_region(text: str, path: str | None) -> bool:
+    """The prefilter's project side: a file that names no fake mode but imports a
+    module of its project that can reach one (see analysis/project.py)."""
+    if not path or "import" not in text or path.startswith("<"):
+        return False
+    from fakegrad_lint.analysis.project import reaches_region
+
+    try:
+        return reaches_region(path, text)
+    except (OSError, ValueError, RecursionError):
+        return False
+
+
+def needs_work(text: str, codes: frozenset[str], path: str | None = None) -> bool:
     """The parent's prefilter: can this file produce anything to report?"""
     if may_contain_fake_region(text):
         return True
-    return UNUSED_NOQA_CODE in codes and "noqa" in text.lower()
+    # FGL100 keeps the prefilter: it can only report a ``# noqa: FGL...``
+    if UNUSED_NOQA_CODE in codes and may_have_fgl_noqa(text):
+        return True
+    return _reaches_region(text, path)
 
 
 def _is_notebook(path: str) -> bool:
@@ -216,7 +269,7 @@ def _cache_lookup(path: str, sf: SourceFile, key: str, options: Options, cache) 
 def _process_and_store(path: str, codes: frozenset[str], options: Options, sf: SourceFile, cache, key: str) -> FileResult:
     result = _process_file(path, codes, options, sf)
     if result.cacheable:
-        cache.put(key, result.findings, result.errors)
+        cache.put(key, result.findings, result.errors, deps=result.deps)
     return result
 
 
@@ -225,7 +278,7 @@ def _finish_check(result: FileResult, options: Options, text: str) -> None:
         result.hidden_unsafe = sum(
             1
             for f in result.findings
-            if f.fix is not None and f.fix.edits and f.fix.applicability is Applicability.UNSAFE
+            if hidden_unsafe(f.fix)
         )
     if result.findings:
         result.source = text
@@ -233,23 +286,36 @@ def _finish_check(result: FileResult, options: Options, text: str) -> None:
 
 def _process_file(path: str, codes: frozenset[str], options: Options, sf: SourceFile | None = None) -> FileResult:
     result = FileResult(path)
+    alarm = {"fired": False}
     try:
-        with time_limit(options.timeout):
+        with time_limit(options.timeout) as alarm:
             _process(result, path, codes, options, sf)
-    except FileTimeout:
+    except BaseException as exc:
+        if not isinstance(exc, Exception) and not isinstance(exc, FileTimeout):
+            raise  # KeyboardInterrupt, SystemExit
+        _failed(result, path, options, exc, alarm["fired"])
+    return result
+
+
+def _failed(result: FileResult, path: str, options: Options, exc: BaseException, alarm_fired: bool) -> None:
+    """Turn what stopped the work on one file into its one-line error."""
+
+    def skip(reason: str) -> None:
         result.findings = []
         result.cacheable = False
-        result.errors.append(
-            ToolError(path, f"timed out after {options.timeout:g} s (see --timeout-per-file); file skipped")
-        )
+        result.errors.append(ToolError(path, reason))
+
+    if alarm_fired or _caused_by(exc, FileTimeout):
+        skip(f"timed out after {options.timeout:g} s (see --timeout-per-file); file skipped")
+        return
+    try:
+        raise exc
     except RecursionError:
-        result.findings = []
-        result.cacheable = False
-        result.errors.append(ToolError(path, "too deeply nested to analyze (RecursionError); file skipped"))
+        skip("too deeply nested to analyze (RecursionError); file skipped")
+    except ParserLimit as limit:
+        skip(f"{limit}; file skipped")
     except MemoryError:
-        result.findings = []
-        result.cacheable = False
-        result.errors.append(ToolError(path, "out of memory while analyzing (MemoryError); file skipped"))
+        skip("out of memory while analyzing (MemoryError); file skipped")
     except SourceError as exc:
         result.cacheable = False
         result.errors.append(ToolError(path, str(exc)))
@@ -257,15 +323,22 @@ def _process_file(path: str, codes: frozenset[str], options: Options, sf: Source
         result.errors.append(ToolError(path, syntax_error_reason(exc)))
     except ValueError as exc:  # e.g. "source code string cannot contain null bytes"
         result.errors.append(ToolError(path, f"{type(exc).__name__}: {exc}"))
-    except Exception as exc:  # an analyzer bug must not take the run down
+    except Exception as err:  # an analyzer bug must not take the run down
         if os.environ.get("FAKEGRAD_LINT_DEBUG"):
             import traceback
 
             traceback.print_exc()
-        result.findings = []
-        result.cacheable = False
-        result.errors.append(ToolError(path, f"internal error: {type(exc).__name__}: {exc}"))
-    return result
+        skip(f"internal error: {type(err).__name__}: {err}")
+
+
+def _caused_by(exc: BaseException | None, kind: type) -> bool:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, kind):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _process(result: FileResult, path: str, codes: frozenset[str], options: Options, sf: SourceFile | None) -> None:
@@ -275,7 +348,7 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
     if _is_notebook(path):
         _process_notebook(result, path, codes, options, sf)
         return
-    if not needs_work(text, codes):
+    if not needs_work(text, codes, path):
         return
 
     def lint(t: str) -> list[Finding]:
@@ -283,7 +356,7 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
 
     mode = options.mode
     if mode == "check":
-        findings = lint(text)
+        findings = lint_text(text, path, codes, deps=result.deps if _genuine_checker() else None)
     elif mode == "add-noqa":
         from fakegrad_lint.noqa import add_noqa
 
@@ -292,7 +365,7 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
         if new_text != text:
             from fakegrad_lint.sourcefile import write_atomic
 
-            write_atomic(path, sf.encode(new_text))
+            write_atomic(path, sf.encode(new_text), expected=sf.raw)
         result.added_noqa = added
         return
     else:
@@ -300,15 +373,18 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
 
         outcome = fixes.fix_text(text, lint, unsafe=options.unsafe_fixes, max_iterations=options.max_fix_iterations)
         findings = list(outcome.remaining)
-        result.fixed = len(outcome.applied)
         if outcome.changed:
+            result.fixed_text = outcome.text
             if mode == "diff":
                 result.diff = fixes.unified_diff(path, text, outcome.text)
             else:
                 from fakegrad_lint.sourcefile import write_atomic
 
-                write_atomic(path, sf.encode(outcome.text))
+                # expected: a file changed by someone else since it was read
+                # is left alone (and reported), never overwritten.
+                write_atomic(path, sf.encode(outcome.text), expected=sf.raw)
                 text = outcome.text
+        result.fixed = len(outcome.applied)
         if mode == "fix-only":
             findings = []
     result.findings = findings
@@ -332,7 +408,7 @@ def _process_notebook(result: FileResult, path: str, codes, options: Options, sf
     def lint(t: str) -> list[Finding]:
         return lint_text(t, path, codes)
 
-    notebook.process(result, path, sf, lint, options)
+    notebook.process(result, path, sf, lint, options, prefilter=True)
 
 
 # ---------------------------------------------------------------------------
@@ -363,12 +439,17 @@ def _worker(args) -> FileResult:
     return process_file(path, codes, options, cache=cache)
 
 
-def _worker_init() -> None:
-    # Workers leave Ctrl-C to the parent.
+def _worker_init(parent_pid: int | None = None) -> None:
+    # Workers leave Ctrl-C to the parent, and die with it: a parent killed by
+    # ``kill -9`` must not leave workers holding stdout/stderr open.
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     except (ValueError, OSError):  # pragma: no cover
         pass
+    if parent_pid is not None:
+        from fakegrad_lint._proc import die_with_parent
+
+        die_with_parent(parent_pid)
 
 
 class _Stats:
@@ -386,7 +467,9 @@ class _Stats:
         self.d["lines"] += _lines(sf.raw)
 
     def passed(self, sf: SourceFile, result: FileResult) -> None:
-        n = _lines(sf.raw)
+        self.passed_lines(_lines(sf.raw), result)
+
+    def passed_lines(self, n: int, result: FileResult) -> None:
         self.d["prefilter_files"] += 1
         self.d["prefilter_lines"] += n
         if not result.errors:
@@ -462,11 +545,21 @@ def run(
 
 
 def _run_here(paths, codes_for, options: Options, jobs: int, bar: Progress, cache, stats: bool) -> RunResult:
-    """Read and prefilter in this process; analyze here or, with enough work, in a pool."""
+    """Read and prefilter in this process; analyze here or, with enough work, in a pool.
+
+    Memory stays flat whatever the tree: with one job each file is analyzed as
+    soon as it is read; otherwise the text of the files waiting for analysis
+    is kept only until the run is known to need a pool (whose workers read
+    their files themselves), so at most PARALLEL_MIN_BYTES of source waits."""
     errors: list[ToolError] = []
     results: list[FileResult] = []
-    todo: list[tuple[str, frozenset[str], SourceFile]] = []
+    # (path, codes, source or None once a pool is certain, bytes, lines)
+    todo: list[list] = []
+    lines_of: dict[str, int] = {}
     st = _Stats() if stats else None
+    use_cache = cache is not None and options.mode == "check" and _genuine_checker()
+    serial = jobs <= 1
+    pending = 0  # bytes waiting for analysis
     for path in paths:
         try:
             sf = read_source(path)
@@ -477,35 +570,39 @@ def _run_here(paths, codes_for, options: Options, jobs: int, bar: Progress, cach
         if st:
             st.read(sf)
         codes = codes_for(path)
-        if _is_notebook(path) or needs_work(sf.text, codes):
-            todo.append((path, codes, sf))
-        else:
+        if not (_is_notebook(path) or needs_work(sf.text, codes, path)):
             bar.step()
-    passed = list(todo)
-    if cache is not None and options.mode == "check" and todo and _genuine_checker():
-        # Cache hits cost a hash and a small read: serve them here, so a warm
-        # run needs neither the analyzer's import nor a pool.
-        misses = []
-        for path, codes, sf in todo:
-            hit = None if _is_notebook(path) else _cache_lookup(path, sf, cache.key(path, codes, sf.raw), options, cache)
-            if hit is None:
-                misses.append((path, codes, sf))
-            else:
+            continue
+        if st:
+            lines_of[path] = _lines(sf.raw)
+        if use_cache and not _is_notebook(path):
+            # Cache hits cost a hash and a small read: serve them here, so a
+            # warm run needs neither the analyzer's import nor a pool.
+            hit = _cache_lookup(path, sf, cache.key(path, codes, sf.raw), options, cache)
+            if hit is not None:
                 results.append(hit)
                 bar.step()
-        todo = misses
-    total = sum(len(t[2].raw) for t in todo)
-    big = total >= PARALLEL_MIN_BYTES
-    if jobs <= 1 or len(todo) < PARALLEL_THRESHOLD or not big:
-        for path, codes, sf in todo:
+                continue
+        if serial:
+            results.append(process_file(path, codes, options, sf, cache))
+            bar.step()
+            continue
+        todo.append([path, codes, sf, len(sf.raw)])
+        pending += len(sf.raw)
+        if pending >= PARALLEL_MIN_BYTES and len(todo) >= PARALLEL_THRESHOLD:
+            for item in todo:
+                item[2] = None  # a pool it is: its workers read the files
+    big = pending >= PARALLEL_MIN_BYTES
+    if serial or len(todo) < PARALLEL_THRESHOLD or not big:
+        for path, codes, sf, _size in todo:
             results.append(process_file(path, codes, options, sf, cache))
             bar.step()
     else:
         results.extend(_parallel(todo, options, jobs, bar, cache))
     if st:
-        by_path = {t[0]: t[2] for t in passed}
         for r in results:
-            st.passed(by_path[r.path], r)
+            if r.path in lines_of:
+                st.passed_lines(lines_of[r.path], r)
         st.d["errors"] = len(errors) + sum(len(r.errors) for r in results)
     return RunResult(results, errors, len(paths), st.d if st else None)
 
@@ -526,11 +623,11 @@ def _prepare_fork() -> object:
 def _parallel(todo, options: Options, jobs: int, bar: Progress, cache=None) -> list[FileResult]:
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    todo = sorted(todo, key=lambda t: len(t[2].raw), reverse=True)  # largest first
+    todo = sorted(todo, key=lambda t: t[3], reverse=True)  # largest first
     ctx = _prepare_fork()
     out = []
-    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_worker_init) as pool:
-        futures = {pool.submit(_worker, (path, codes, options, cache)): path for path, codes, _sf in todo}
+    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)) as pool:
+        futures = {pool.submit(_worker, (path, codes, options, cache)): path for path, codes, _sf, _size in todo}
         for fut in as_completed(futures):
             path = futures[fut]
             try:
@@ -557,7 +654,7 @@ def _scan_chunk(items, options: Options | None, cache, stats: bool, failed: str 
             continue
         if st:
             st.read(sf)
-        if _is_notebook(path) or needs_work(sf.text, codes):
+        if _is_notebook(path) or needs_work(sf.text, codes, path):
             if failed is None:
                 r = process_file(path, codes, options, sf, cache)
             else:
@@ -583,7 +680,7 @@ def _scan_parallel(paths, codes_for, options: Options, jobs: int, bar: Progress,
     read_errors: list[tuple[int, ToolError]] = []
     results: list[FileResult] = []
     st = _Stats() if stats else None
-    with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=ctx, initializer=_worker_init) as pool:
+    with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)) as pool:
         futures = {pool.submit(_scan_chunk, chunk, options, cache, stats): chunk for chunk in chunks}
         for fut in as_completed(futures):
             chunk = futures[fut]

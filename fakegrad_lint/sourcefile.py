@@ -115,7 +115,26 @@ def decode_source(raw: bytes, path: str = "<bytes>") -> SourceFile:
         raise SourceError(_decode_error(exc, body, encoding)) from None
     except LookupError as exc:
         raise SourceError(f"unknown encoding {encoding}: {exc}") from None
+    if encoding != "utf-8" and not _declares_itself(text):
+        # CPython decodes the whole file, its declaration included, with the
+        # declared codec; a codec that is not ASCII-compatible (utf-16,
+        # utf-32 ...) turns the source into something else, which CPython refuses.
+        raise SourceError(
+            f"encoding problem: {encoding} (the file does not decode to Python source with its declared encoding;"
+            " CPython refuses it)"
+        )
     return SourceFile(path=path, text=text, encoding=encoding, bom=bom, raw=raw)
+
+
+_COOKIE_RE = re.compile(r"^[ \t\f]*#.*?coding[:=]", re.ASCII)
+
+
+def _declares_itself(text: str) -> bool:
+    """Whether the decoded text still holds its ``# coding:`` line in its first two lines."""
+    for line in _NEWLINE_RE.split(text, maxsplit=2)[:2]:
+        if _COOKIE_RE.match(line):
+            return True
+    return False
 
 
 def _os_reason(exc: OSError, path: str) -> str:
@@ -193,6 +212,37 @@ def _write_reason(exc: OSError) -> str:
     return "cannot write fixed file: " + reasons.get(exc.errno, exc.strerror or str(exc))
 
 
+def writable(path: str, st: os.stat_result | None = None) -> bool:
+    """Whether the user may write ``path`` (as ruff decides: a file without a
+    write permission bit is read-only even for root, who could write it)."""
+    if st is None:
+        st = os.stat(path)
+    if not os.access(path, os.W_OK):
+        return False
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return bool(st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    return True
+
+
+def _read_only_mount(directory: str) -> bool:
+    try:
+        return bool(os.statvfs(directory).f_flag & getattr(os, "ST_RDONLY", 1))
+    except (OSError, AttributeError):
+        return False
+
+
+def _check_unchanged(target: str, expected: bytes | None) -> None:
+    if expected is None:
+        return
+    try:
+        with open(target, "rb") as fh:
+            current = fh.read()
+    except OSError as exc:
+        raise SourceError(_write_reason(exc)) from None
+    if current != expected:
+        raise SourceError("file changed on disk while it was being fixed; left as it is (run again)")
+
+
 def write_atomic(path: str, data: bytes, *, expected: bytes | None = None) -> None:
     """Replace ``path`` with ``data`` atomically, keeping its permission bits.
 
@@ -211,14 +261,11 @@ def write_atomic(path: str, data: bytes, *, expected: bytes | None = None) -> No
         raise SourceError(_write_reason(exc)) from None
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise SourceError(f"cannot write fixed file: {_kind(st.st_mode)}")
-    if expected is not None:
-        try:
-            with open(target, "rb") as fh:
-                current = fh.read()
-        except OSError as exc:
-            raise SourceError(_write_reason(exc)) from None
-        if current != expected:
-            raise SourceError("file changed on disk while it was being fixed; not written")
+    if st is not None and not writable(target, st):
+        if _read_only_mount(directory):
+            raise SourceError(_write_reason(OSError(errno.EROFS, os.strerror(errno.EROFS))))
+        raise SourceError("cannot write fixed file: permission denied (the file is read-only)")
+    _check_unchanged(target, expected)
     try:
         fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=directory)
     except OSError as exc:
@@ -231,7 +278,13 @@ def write_atomic(path: str, data: bytes, *, expected: bytes | None = None) -> No
                     try:
                         os.fchown(fd, st.st_uid, st.st_gid)
                     except OSError:
-                        pass  # not allowed: the file becomes ours, as with any editor
+                        if st.st_uid != os.geteuid():
+                            # the replacement would change the file's owner
+                            raise SourceError(
+                                f"cannot write fixed file: it belongs to another user (uid {st.st_uid}) "
+                                "and replacing it would change its owner"
+                            ) from None
+                        # same owner, other group we are not in: keep going
             else:
                 umask = os.umask(0)
                 os.umask(umask)
@@ -240,6 +293,9 @@ def write_atomic(path: str, data: bytes, *, expected: bytes | None = None) -> No
             os.fsync(fd)
         finally:
             os.close(fd)
+        # Once more just before the rename: the window in which another
+        # writer's change can still be lost is this stat, read and rename.
+        _check_unchanged(target, expected)
         os.replace(tmp, target)
     except BaseException as exc:
         try:

@@ -24,8 +24,8 @@ BAD_NB_DIR = ROOT / "tests" / "data" / "notebooks"  # broken on purpose: kept ou
 
 HAZARD_CELL5_FIXED = (
     "with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:\n"
-    "    scale_fake = fake_mode.from_tensor(scale)\n"
     "    inp = torch.randn(4, 3)\n"
+    "    scale_fake = fake_mode.from_tensor(scale)\n"
     "    out = inp * scale_fake  # FGL001\n"
     "    out.mean().backward()\n"
     "print(tuple(out.shape))"
@@ -309,8 +309,8 @@ def test_magic_lines_survive_a_fix(tmp_path):
     fixed = source_of(cells_of(path)[0])
     assert fixed == src.replace(
         "with FakeTensorMode(allow_non_fake_inputs=True):\n",
-        "with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:\n    w_fake = fake_mode.from_tensor(w)\n",
-    ).replace("(w * 2)", "(w_fake * 2)")
+        "with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:\n",
+    ).replace("    (w * 2)", "    w_fake = fake_mode.from_tensor(w)\n    (w_fake * 2)")
 
 
 # ---------------------------------------------------------------------------
@@ -421,3 +421,25 @@ def test_precommit_hooks_take_notebooks():
 
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     assert all("jupyter" in h["types_or"] for h in hooks)
+
+
+def test_the_pipeline_prefilters_notebooks(tmp_path, monkeypatch):
+    """A notebook whose cells name no fake mode and have no FGL noqa is checked for
+    validity, but its cells are never parsed (building the program parses each);
+    one that names a fake mode still is."""
+    from fakegrad_lint import pipeline
+    from fakegrad_lint.rules import ALL_CODES
+
+    plain = write_nb(tmp_path / "plain.ipynb", [code("import torch\nx = 1  # noqa: E501\n!ls\n"), md("FakeTensorMode")])
+    fake = write_nb(tmp_path / "fake.ipynb", [code("from torch._subclasses import FakeTensorMode\n")])
+    built = []
+    real_build = notebook.build_program
+    monkeypatch.setattr(notebook, "build_program", lambda nb: built.append(nb.path) or real_build(nb))
+    codes = ALL_CODES | {pipeline.UNUSED_NOQA_CODE}
+    for p in (plain, fake):
+        r = pipeline.process_file(str(p), codes, Options())
+        assert (r.findings, r.errors) == ([], [])
+    assert built == [str(fake)]
+    bad = tmp_path / "bad.ipynb"
+    bad.write_text('{"cells": ["x"]}\n')
+    assert pipeline.process_file(str(bad), codes, Options()).errors  # still validated

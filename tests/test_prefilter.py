@@ -82,6 +82,7 @@ def test_fixture_corpus(monkeypatch, tmp_path):
     check_tree(str(tree), monkeypatch, expect_findings=True)
 
 
+@pytest.mark.slow
 def test_torch_tree(monkeypatch):
     tree = package_dir("torch")
     if tree is None:
@@ -110,6 +111,80 @@ def test_substring_shortcut_is_exact(parts):
     for t in (text, text.encode()):
         assert prefilter.may_contain_fake_region(t) == prefilter._in_code(t)
     assert pipeline.needs_work(text, ALL_CODES) == prefilter.may_contain_fake_region(text)
+
+
+# FGL100 (unused noqa) keeps the prefilter: a file without a ``# noqa: ...FGL``
+# directive and without an entry word is never tokenized or parsed
+
+WITH_FGL100 = ALL_CODES | {pipeline.UNUSED_NOQA_CODE}
+
+
+def test_fgl100_keeps_the_prefilter():
+    flake8_only = "import os  # noqa: F401\nx = 1  # noqa\ny = 2  # NOQA:E501,W291\n"
+    assert not pipeline.needs_work(flake8_only, WITH_FGL100)
+    for text in ("import os  # noqa: FGL001\n", "x = 1  # NoQa:E501, fgl004\n", "x = 1  # noqa: E501 FGL003\n"):
+        assert pipeline.needs_work(text, WITH_FGL100)
+        assert not pipeline.needs_work(text, ALL_CODES)
+
+
+_noqa_pieces = st.sampled_from(
+    ["#", " ", "  ", ",", ":", "noqa", "NOQA", "NoQa", "FGL", "fgl", "Fgl", "001", "100", "E501", "F", "\n", "x = 1", "'", '"']
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_noqa_pieces, max_size=14))
+def test_fgl_noqa_prefilter_is_a_superset(parts):
+    from fakegrad_lint import noqa
+
+    text = "".join(parts)
+    _, unused = noqa.apply(text, [], report_unused=True, filename="t.py")
+    if unused:
+        assert prefilter.may_have_fgl_noqa(text)
+        assert prefilter.may_have_fgl_noqa(text.encode())
+    assert pipeline.lint_text(text, "t.py", WITH_FGL100) == (unused if prefilter.may_have_fgl_noqa(text) else [])
+
+
+def test_extra_words_hook():
+    text = "from helpers import open_fake\nwith open_fake():\n    pass\n"
+    assert not prefilter.may_contain_fake_region(text)
+    assert prefilter.may_contain_fake_region(text, extra_words=("open_fake",))
+    assert prefilter.may_contain_fake_region(text.encode(), extra_words=("open_fake",))
+    assert not prefilter.may_contain_fake_region("# open_fake()\n", extra_words=("open_fake",))
+
+
+def test_annotation_only_units_are_not_analysed_alone(monkeypatch):
+    """A function that names FakeTensorMode only in annotations, a docstring or a
+    comment cannot open a region: it is not analysed on its own (nor its callers),
+    while one that calls FakeTensorMode is, and so are its callers."""
+    import ast
+
+    from fakegrad_lint.analysis import interpreter
+
+    src = (
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "def annotated(x, mode: FakeTensorMode | None = None) -> 'FakeTensorMode':\n"
+        "    \"\"\"Runs under a FakeTensorMode.\"\"\"\n"
+        "    y: FakeTensorMode = mode  # FakeTensorMode\n"
+        "    return x\n"
+        "def caller_of_annotated(x):\n"
+        "    return annotated(x)\n"
+        "def opens(x):\n"
+        "    with FakeTensorMode():\n"
+        "        return x * 2\n"
+        "def caller_of_opens(x):\n"
+        "    return opens(x)\n"
+    )
+    ran = []
+    orig = interpreter.Interpreter._run_standalone
+
+    def spy(self, fv, self_val):
+        ran.append(fv.node.name)
+        return orig(self, fv, self_val)
+
+    monkeypatch.setattr(interpreter.Interpreter, "_run_standalone", spy)
+    interpreter.Interpreter(ast.parse(src), src).run()
+    assert ran == ["opens", "caller_of_opens"]
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -94,7 +94,7 @@ def test_bom_and_encoding_detected():
     assert decode_source(b"a").newline == "\n"
 
 
-@pytest.mark.parametrize("mode", [0o755, 0o600, 0o640, 0o444, 0o2775])
+@pytest.mark.parametrize("mode", [0o755, 0o600, 0o640, 0o644, 0o2775])
 def test_write_keeps_mode(tmp_path, mode):
     path = tmp_path / "m.py"
     path.write_bytes(b"x = BAD\ny = 2\n")

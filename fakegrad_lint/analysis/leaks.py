@@ -18,6 +18,20 @@ class Route(str, enum.Enum):
     LEAKED_MIX = "leaked-mix"  # mixed with a fake tensor that leaked out of its region
 
 
+@dataclass(frozen=True)
+class Step:
+    """One link of a finding's chain: ``kind`` is "source" (where the real
+    requires-grad value was made), "call" (where it enters a helper of another
+    module), "region" (where the fake region was entered), "leak" (the op) or
+    "sink" (the backward / grad). ``path`` is None for the linted file."""
+
+    kind: str
+    message: str
+    path: str | None
+    start: tuple[int, int]
+    end: tuple[int, int]
+
+
 @dataclass
 class Leak:
     verdict: Verdict
@@ -33,3 +47,8 @@ class Leak:
     sink: str | None = None  # ".backward()", "torch.autograd.grad"
     sink_line: int | None = None
     fix: object | None = field(default=None, compare=False)  # a fix plan, see fakegrad_lint.fix_builders
+    trace: tuple = field(default=(), compare=False)  # Step, ...
+    mode_path: str | None = None  # the region's module when it is not the linted file
+    sink_path: str | None = None  # the sink's module when it is not the linted file
+    # other values that leak at the same place (one finding stands for them all)
+    also: list = field(default_factory=list, compare=False)

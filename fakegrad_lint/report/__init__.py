@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from fakegrad_lint.findings import Applicability, Finding, ToolError
+from fakegrad_lint.findings import Finding, ToolError, applies
 
 #: Formats the command line accepts (each is a module in this package).
 FORMATS: tuple[str, ...] = ("text", "concise", "json", "json-lines", "sarif", "github")
@@ -88,6 +89,7 @@ class ReportContext:
     statistics: bool = False
     quiet: bool = False
     show_fixes: bool = False  # --show-fixes: list the fixes applied per file
+    show_trace: bool = False  # --show-trace: a "source L5, region L7, backward L9" line per finding (text)
     files_checked: int = 0
     # filename (as in Finding.filename) [, cell] -> source lines without terminators;
     # for a notebook, the lines of the cell. Set by the pipeline; a default reads the file.
@@ -107,12 +109,7 @@ class ReportContext:
 
     def is_fixable(self, finding: Finding) -> bool:
         """Whether ``finding`` has a fix applicable at the current safety level."""
-        fix = finding.fix
-        if fix is None or not fix.edits:
-            return False
-        if fix.applicability is Applicability.SAFE:
-            return True
-        return fix.applicability is Applicability.UNSAFE and self.unsafe_fixes
+        return applies(finding.fix, unsafe=self.unsafe_fixes)
 
     @property
     def fixable_count(self) -> int:
@@ -121,6 +118,18 @@ class ReportContext:
     @property
     def exit_findings(self) -> bool:
         return bool(self.findings)
+
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def json_safe(text: str) -> str:
+    """JSON text from ``json.dumps(..., ensure_ascii=False)`` made encodable:
+    a lone surrogate (a file name's byte that is not valid UTF-8, as Python
+    decodes it) becomes its ``\\udcXX`` escape, which JSON allows and
+    ``json.loads`` turns back into the same string (``os.fsencode`` gives the
+    bytes). Surrogates only ever occur inside JSON strings."""
+    return _SURROGATE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def noqa_row(finding: Finding) -> int:
@@ -149,11 +158,14 @@ def render(format_name: str, ctx: ReportContext) -> str:
 
 
 def use_color(choice: str, stream) -> bool:
-    """``--color auto|always|never``: auto means a terminal and no ``NO_COLOR``."""
+    """``--color auto|always|never``: auto means a non-empty ``FORCE_COLOR``
+    (force-color.org, as ruff), else a terminal and no ``NO_COLOR``."""
     if choice == "always":
         return True
     if choice == "never":
         return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
     if os.environ.get("NO_COLOR"):
         return False
     try:

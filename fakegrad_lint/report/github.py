@@ -48,8 +48,10 @@ def _path(filename: str) -> str:
     if os.path.isabs(filename):
         rel = os.path.relpath(filename)
         if not rel.startswith(".."):
-            return rel.replace(os.sep, "/")
-    return filename
+            filename = rel.replace(os.sep, "/")
+    # a byte that is not UTF-8 (kept as a surrogate escape) is shown as \xNN:
+    # the workflow log reads UTF-8
+    return os.fsencode(filename).decode("utf-8", "backslashreplace")
 
 
 def annotation(f: Finding) -> str:

@@ -3,8 +3,12 @@
 ``filename`` is the absolute path (as ruff prints it); ``location`` and
 ``end_location`` are ``{"row", "column"}`` with both 1-based; ``fix`` is null or
 ``{"applicability", "message", "edits": [{"content", "location", "end_location"}]}``;
-``noqa_row`` is the row a ``# noqa`` for the diagnostic belongs on; ``cell`` is
-the 1-based notebook cell or null. With ``--statistics`` the output is instead a
+``no_fix`` is null or why the finding has no fix (a planned fix that failed
+its proof: ``"re-linted, the finding is still there"``); ``noqa_row`` is the row a ``# noqa`` for the diagnostic belongs on; ``cell`` is
+the 1-based notebook cell or null; ``trace`` is the chain that proves the
+finding, a list of ``{"kind", "message", "filename", "location",
+"end_location", "cell"}`` (kinds: source, call, region, leak, sink; the
+filename of a step in another module of the project is that module's). With ``--statistics`` the output is instead a
 list of ``{"code", "name", "count", "fixable"}``.
 """
 
@@ -15,7 +19,7 @@ import os
 from collections import Counter
 
 from fakegrad_lint.findings import Finding, Location
-from fakegrad_lint.report import ReportContext, noqa_row, rule_info
+from fakegrad_lint.report import ReportContext, json_safe, noqa_row, rule_info
 
 
 def _loc(loc: Location) -> dict:
@@ -41,7 +45,19 @@ def diagnostic(f: Finding) -> dict:
         "fix": fix,
         "location": _loc(f.location),
         "message": f.message,
+        "no_fix": f.no_fix,
         "noqa_row": noqa_row(f),
+        "trace": [
+            {
+                "kind": t.kind,
+                "message": t.message,
+                "filename": os.path.abspath(t.filename),
+                "location": _loc(t.location),
+                "end_location": _loc(t.end_location),
+                "cell": t.cell,
+            }
+            for t in f.trace
+        ],
         "url": rule_info(f.code).url,
     }
 
@@ -59,4 +75,4 @@ def records(ctx: ReportContext) -> list[dict]:
 
 
 def render(ctx: ReportContext) -> str:
-    return json.dumps(records(ctx), indent=2, ensure_ascii=False) + "\n"
+    return json_safe(json.dumps(records(ctx), indent=2, ensure_ascii=False)) + "\n"

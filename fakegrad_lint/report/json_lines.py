@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from fakegrad_lint.report import ReportContext
+from fakegrad_lint.report import ReportContext, json_safe
 from fakegrad_lint.report.json import records
 
 # Characters that str.splitlines() (and some JSON-lines readers) treat as line
@@ -22,7 +22,7 @@ def _dumps(obj) -> str:
     text = json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     for raw, escaped in _LINE_BREAKS.items():
         text = text.replace(raw, escaped)  # only ever inside a JSON string
-    return text
+    return json_safe(text)
 
 
 def render(ctx: ReportContext) -> str:

@@ -14,6 +14,10 @@ Paths: a file under the current directory gets a relative URI with
 ``uriBaseId: %SRCROOT%`` (declared in ``originalUriBaseIds``), anything else an
 absolute ``file://`` URI.
 
+Notebooks: rows are relative to the cell, like every other format; the message
+starts with ``cell N:`` and the region (and the result) carry
+``properties.cell``.
+
 Tool errors (files that could not be checked) become
 ``invocations[0].toolExecutionNotifications`` and make ``executionSuccessful``
 false.
@@ -28,7 +32,7 @@ from urllib.parse import quote
 
 from fakegrad_lint import __version__
 from fakegrad_lint.findings import Edit, Finding, Location
-from fakegrad_lint.report import UNUSED_NOQA_CODE, ReportContext, rule_info
+from fakegrad_lint.report import UNUSED_NOQA_CODE, ReportContext, json_safe, rule_info
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 TOOL_NAME = "fakegrad-lint"
@@ -94,12 +98,17 @@ def artifact_location(filename: str, root: Path | None = None) -> dict:
     try:
         rel = absolute.relative_to(root)
     except ValueError:
-        return {"uri": absolute.as_uri()}
-    return {"uri": quote(PurePosixPath(*rel.parts).as_posix(), safe="/"), "uriBaseId": SRCROOT}
+        return {"uri": "file://" + _quote(absolute.as_posix())}
+    return {"uri": _quote(PurePosixPath(*rel.parts).as_posix()), "uriBaseId": SRCROOT}
+
+
+def _quote(path: str) -> str:
+    # Percent-encode the file system's bytes (a name need not be valid UTF-8).
+    return quote(os.fsencode(path), safe="/")
 
 
 def _dir_uri(path: Path) -> str:
-    uri = path.as_uri()
+    uri = "file://" + _quote(path.as_posix())
     return uri if uri.endswith("/") else uri + "/"
 
 
@@ -112,22 +121,29 @@ def _region(start: Location, end: Location) -> dict:
     }
 
 
-def _replacement(edit: Edit) -> dict:
-    return {"deletedRegion": _region(edit.start, edit.end), "insertedContent": {"text": edit.content}}
+def _replacement(edit: Edit, cell: int | None = None) -> dict:
+    region = _region(edit.start, edit.end)
+    if cell is not None:
+        region["properties"] = {"cell": cell}
+    return {"deletedRegion": region, "insertedContent": {"text": edit.content}}
 
 
 def _result(f: Finding, index: dict[str, int], levels: dict[str, str], root: Path) -> dict:
+    region = _region(f.location, f.end_location)
+    if f.cell is not None:
+        # Notebook rows are relative to the cell: the region says which cell.
+        region["properties"] = {"cell": f.cell}
     location = {
         "physicalLocation": {
             "artifactLocation": artifact_location(f.filename, root),
-            "region": _region(f.location, f.end_location),
+            "region": region,
         }
     }
     result: dict = {"ruleId": f.code}
     if f.code in index:
         result["ruleIndex"] = index[f.code]
     result["level"] = levels.get(f.code, LEVEL_DEFAULT_RULE)
-    result["message"] = {"text": f.message}
+    result["message"] = {"text": f.message if f.cell is None else f"cell {f.cell}: {f.message}"}
     result["locations"] = [location]
     if f.fix is not None and f.fix.edits:
         result["fixes"] = [
@@ -136,16 +152,45 @@ def _result(f: Finding, index: dict[str, int], levels: dict[str, str], root: Pat
                 "artifactChanges": [
                     {
                         "artifactLocation": artifact_location(f.filename, root),
-                        "replacements": [_replacement(e) for e in f.fix.edits],
+                        "replacements": [_replacement(e, f.cell) for e in f.fix.edits],
                     }
                 ],
                 "properties": {"applicability": f.fix.applicability.value},
             }
         ]
+    if f.trace:
+        result["codeFlows"] = [_code_flow(f, root)]
     if f.cell is not None:
         # Rows are relative to the notebook cell; say so rather than mislead.
         result["properties"] = {"cell": f.cell}
     return result
+
+
+# SARIF's well-known threadFlowLocation kinds for each step of a trace
+_STEP_KINDS = {"source": ["acquire", "taint"], "call": ["call"], "region": ["enter", "scope"],
+               "leak": ["taint"], "sink": ["call", "release"]}
+
+
+def _code_flow(f: Finding, root: Path) -> dict:
+    """The trace as one thread flow (GitHub code scanning shows it as a path)."""
+    locations = []
+    for i, t in enumerate(f.trace):
+        loc: dict = {
+            "location": {
+                "physicalLocation": {
+                    "artifactLocation": artifact_location(t.filename, root),
+                    "region": _region(t.location, t.end_location),
+                },
+                "message": {"text": f"{t.kind}: {t.message}"},
+            },
+            "kinds": _STEP_KINDS.get(t.kind, []),
+            "executionOrder": i + 1,
+            "properties": {"step": t.kind},
+        }
+        if t.cell is not None:
+            loc["properties"]["cell"] = t.cell
+        locations.append(loc)
+    return {"message": {"text": f.message}, "threadFlows": [{"locations": locations}]}
 
 
 def build(ctx: ReportContext) -> dict:
@@ -182,4 +227,4 @@ def build(ctx: ReportContext) -> dict:
 
 
 def render(ctx: ReportContext) -> str:
-    return json.dumps(build(ctx), indent=2, ensure_ascii=False) + "\n"
+    return json_safe(json.dumps(build(ctx), indent=2, ensure_ascii=False)) + "\n"

@@ -1,15 +1,21 @@
 """The default human format, like ruff's ``full`` output.
 
 ``path:row:col: CODE [*] message`` with a 1-based column; ``[*]`` marks a fix
-applicable at the current safety level. Under it, only when asked
+applicable at the current safety level. A finding whose planned fix was not
+proved gets ``  no fix: reason`` on the next line. Under it, only when asked
 (``ctx.show_source``: stdout is a terminal, or ``--color always``), the source
-line with a caret. Then the summary lines.
+line with a caret; with ``--show-trace`` (``ctx.show_trace``) a line with the
+finding's chain, ``trace: source L5, region L7, op L8, backward L9`` (a step in
+another file is named ``utils/memory.py:L7``, relative to the finding's
+folder). Then the summary lines.
 """
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 
+from fakegrad_lint.findings import display_path
 from fakegrad_lint.report import ReportContext, rule_info
 
 _BOLD = "\x1b[1m"
@@ -30,7 +36,8 @@ def _plural(n: int, word: str) -> str:
 
 
 def _header(ctx: ReportContext, f) -> str:
-    where = f.filename if f.cell is None else f"{f.filename}:cell {f.cell}"
+    name = display_path(f.filename)
+    where = name if f.cell is None else f"{name}:cell {f.cell}"
     mark = "[*] " if ctx.is_fixable(f) else ""
     return (
         f"{_paint(ctx, where, _BOLD)}:{f.location.row}:{f.location.column + 1}: "
@@ -58,6 +65,29 @@ def _snippet(ctx: ReportContext, f) -> list[str]:
         _paint(ctx, gutter, _BLUE) + " " + _paint(ctx, caret, _RED) + " " + _paint(ctx, f.code, _RED),
         "",
     ]
+
+
+def _step_label(step) -> str:
+    if step.kind == "leak":
+        return "op"
+    if step.kind == "sink":
+        return "grad" if "autograd.grad" in step.message else "backward"
+    return step.kind
+
+
+def trace_line(f) -> str:
+    """``source L5, region L7, op L8, backward L9`` (other files named, cells too)."""
+    parts = []
+    here = os.path.dirname(os.path.abspath(f.filename))
+    for t in f.trace:
+        where = f"L{t.location.row}"
+        if t.cell is not None and t.cell != f.cell:
+            where = f"cell {t.cell}:{where}"
+        if os.path.abspath(t.filename) != os.path.abspath(f.filename):
+            rel = os.path.relpath(os.path.abspath(t.filename), here).replace(os.sep, "/")
+            where = f"{rel}:{where}"
+        parts.append(f"{_step_label(t)} {where}")
+    return ", ".join(parts)
 
 
 def statistics(ctx: ReportContext) -> str:
@@ -125,6 +155,10 @@ def render(ctx: ReportContext) -> str:
     if ctx.mode not in ("fix-only", "add-noqa"):
         for f in ctx.findings:
             out.append(_header(ctx, f))
+            if ctx.show_trace and f.trace:
+                out.append("  " + _paint(ctx, "trace:", _BLUE) + " " + trace_line(f))
+            if f.no_fix:
+                out.append(f"  no fix: {f.no_fix}")
             if ctx.show_source:
                 out.extend(_snippet(ctx, f))
         if out and out[-1] != "" and not ctx.quiet:

@@ -13,6 +13,14 @@ from typing import Callable
 from fakegrad_lint.analysis.leaks import Leak
 
 
+def where(line, path: str | None) -> str:
+    """``line 7``, or ``utils/memory.py line 7`` when the line is in another module
+    (``path``: relative to the linted file's folder)."""
+    if path is None:
+        return f"line {line}"
+    return f"{path} line {line}"
+
+
 @dataclass(frozen=True)
 class Rule:
     code: str
@@ -28,6 +36,10 @@ class Rule:
     fixed_example: str | None
     matches: Callable[[Leak], bool]
     message: Callable[[Leak], str]
+    # What ``--fix --unsafe-fixes`` writes for each ``invalid`` example, in order
+    # (None: the example gets no fix); the tests check them exactly, like Fixit's
+    # ``Invalid(..., expected_replacement=...)``.
+    invalid_fixed: tuple[str | None, ...] = ()
     fix: str = "none"  # "none", "safe", "unsafe" or "safe/unsafe": what --fix can do
     default: bool = True  # opt-in rules are off unless selected
     url: str = field(default="")

@@ -1,11 +1,11 @@
 from fakegrad_lint.analysis.leaks import Leak, Route, Verdict
-from fakegrad_lint.rules.base import Rule
+from fakegrad_lint.rules.base import Rule, where
 
 
 def _message(leak: Leak) -> str:
     return (
         f"real requires-grad {leak.value_kind} `{leak.value}` enters {leak.mode} "
-        f"(line {leak.mode_line}) and `{leak.sink}` on line {leak.sink_line} "
+        f"({where(leak.mode_line, leak.mode_path)}) and `{leak.sink}` on {where(leak.sink_line, leak.sink_path)} "
         f"will leave a FakeTensor in its .grad"
     )
 
@@ -77,6 +77,38 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 with FakeTensorMode(allow_non_fake_inputs=True):
     model = nn.Linear(3, 2)  # born fake: its parameters are FakeTensors
     out = model(torch.randn(4, 3))
+    out.sum().backward()
+print(tuple(out.shape))
+""",
+    ),
+    # What `--fix --unsafe-fixes` writes for each invalid example (None: no fix),
+    # checked like Fixit's expected_replacement.
+    invalid_fixed=(
+        """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+x = torch.randn(4, 3, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
+    x_fake = fake_mode.from_tensor(x)
+    y = (x_fake * 2).sum()  # FGL001
+    y.backward()
+print(tuple(y.shape))
+""",
+        """\
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+model = nn.Linear(3, 2)
+with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
+    model_fake_state = {
+        name: fake_mode.from_tensor(t)
+        for name, t in [*model.named_parameters(), *model.named_buffers()]
+    }
+    out = torch.func.functional_call(
+        model, model_fake_state, (torch.randn(4, 3),),
+    )  # FGL001
     out.sum().backward()
 print(tuple(out.shape))
 """,

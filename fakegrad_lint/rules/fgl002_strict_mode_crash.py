@@ -1,11 +1,11 @@
 from fakegrad_lint.analysis.leaks import Leak, Verdict
-from fakegrad_lint.rules.base import Rule
+from fakegrad_lint.rules.base import Rule, where
 
 
 def _message(leak: Leak) -> str:
     return (
         f"real requires-grad {leak.value_kind} `{leak.value}` reaches an op under {leak.mode} "
-        f"(line {leak.mode_line}), which raises `AssertionError: Please convert all Tensors "
+        f"({where(leak.mode_line, leak.mode_path)}), which raises `AssertionError: Please convert all Tensors "
         f"to FakeTensors first`"
     )
 
@@ -61,6 +61,20 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 w = torch.randn(3, 3, requires_grad=True)
 with FakeTensorMode():
     y = torch.zeros(w.shape) @ torch.randn(3, 5)  # metadata only
+print(tuple(y.shape))
+""",
+    ),
+    # What `--fix --unsafe-fixes` writes for each invalid example (None: no fix),
+    # checked like Fixit's expected_replacement.
+    invalid_fixed=(
+        """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+w = torch.randn(3, 3, requires_grad=True)
+with FakeTensorMode() as fake_mode:
+    w_fake = fake_mode.from_tensor(w)
+    y = w_fake @ torch.randn(3, 5)  # FGL002
 print(tuple(y.shape))
 """,
     ),

@@ -1,10 +1,10 @@
 from fakegrad_lint.analysis.leaks import Leak, Route, Verdict
-from fakegrad_lint.rules.base import Rule
+from fakegrad_lint.rules.base import Rule, where
 
 
 def _message(leak: Leak) -> str:
     return (
-        f"a fake tensor that leaked out of {leak.mode} (line {leak.mode_line}) is mixed with "
+        f"a fake tensor that leaked out of {leak.mode} ({where(leak.mode_line, leak.mode_path)}) is mixed with "
         f"real requires-grad {leak.value_kind} `{leak.value}`; `{leak.sink}` on line "
         f"{leak.sink_line} will leave a FakeTensor in its .grad"
     )
@@ -54,6 +54,21 @@ with FakeTensorMode(allow_non_fake_inputs=True):
     f = torch.randn(3)
 y = f * w  # w does not require grad
 print(tuple(y.shape))
+""",
+    ),
+    # What `--fix --unsafe-fixes` writes for each invalid example (None: no fix),
+    # checked like Fixit's expected_replacement.
+    invalid_fixed=(
+        """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+w = torch.randn(3, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    f = torch.randn(3)
+loss = (f * f.fake_mode.from_tensor(w)).sum()  # FGL003
+loss.backward()
+print(tuple(loss.shape))
 """,
     ),
     fixed_example="""\

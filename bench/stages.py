@@ -1,0 +1,264 @@
+#!/usr/bin/env python
+"""Where the time goes: CPU seconds per pipeline stage and per file, in one process.
+
+Not a test. For each file of the folders (or files) given, as the pipeline
+does it: read (and decode), prefilter, parse, then ``pipeline.lint_text`` with
+the parsed tree, split into summaries (when the analyzer has such a stage,
+see :data:`HOOKS`), analysis, fixes (building the proved fixes) and the rest
+(rules, ``# noqa``). Times are ``time.process_time`` (CPU of this process),
+exclusive (a stage nested in another counts only once), best of ``--runs``
+per file, so a busy machine disturbs them less than wall time.
+
+    python bench/stages.py /path/to/tree [more paths]      # every file
+    python bench/stages.py --fake-only /path/to/torch      # only files past the prefilter
+    python bench/stages.py --select ALL --top 20 --json out.json TREE
+    python bench/stages.py --ruff TREE                     # and ruff's CPU on the same files
+
+Also usable as a module: ``profile(paths, codes)`` returns the per-stage and
+per-file numbers (bench/bench.py prints them with its table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+STAGES = ("read", "prefilter", "parse", "summaries", "analysis", "fixes", "rest")
+# (stage, module, function): functions wrapped with a timer when they exist.
+# The whole-project analysis can add its module-summary entry point here.
+HOOKS = (
+    ("summaries", "fakegrad_lint.analysis.summaries", "summarize"),
+    ("summaries", "fakegrad_lint.analysis.project", "summarize_module"),
+    ("analysis", "fakegrad_lint.checker", "analyze"),
+    # bodies parsed on first use count as parse time, not analysis
+    ("parse", "fakegrad_lint.lazyparse", "_materialize"),
+    ("fixes", "fakegrad_lint.fix_builders", "build_fix"),
+)
+
+
+class Clock:
+    """Exclusive CPU time per stage: entering a stage pauses the one around it."""
+
+    def __init__(self):
+        self.totals = dict.fromkeys(STAGES, 0.0)
+        self.stack: list[list] = []  # [stage, start]
+
+    @contextmanager
+    def stage(self, name: str):
+        now = time.process_time()
+        if self.stack:
+            outer = self.stack[-1]
+            self.totals[outer[0]] += now - outer[1]
+        self.stack.append([name, now])
+        try:
+            yield
+        finally:
+            end = time.process_time()
+            stage, start = self.stack.pop()
+            self.totals[stage] += end - start
+            if self.stack:
+                self.stack[-1][1] = end
+
+    def take(self) -> dict:
+        out, self.totals = self.totals, dict.fromkeys(STAGES, 0.0)
+        return out
+
+
+def install_hooks(clock: Clock) -> list:
+    """Wrap the stage functions that exist; returns what to undo."""
+    undo = []
+    for stage, modname, fname in HOOKS:
+        try:
+            mod = importlib.import_module(modname)
+        except ImportError:
+            continue
+        fn = getattr(mod, fname, None)
+        if fn is None:
+            continue
+
+        def wrapped(*a, __fn=fn, __stage=stage, **kw):
+            with clock.stage(__stage):
+                return __fn(*a, **kw)
+
+        setattr(mod, fname, wrapped)
+        undo.append((mod, fname, fn))
+    return undo
+
+
+def _lines(raw: bytes) -> int:
+    return raw.count(b"\n") + (1 if raw and not raw.endswith(b"\n") else 0)
+
+
+def discover_files(paths: list[str]) -> list[str]:
+    from fakegrad_lint import discover, settings
+
+    files: list[str] = []
+    for p in paths:
+        if os.path.isfile(p):
+            files.append(p)
+        else:
+            files.extend(discover.discover([p], settings.resolve({}, root=p)).files)
+    return files
+
+
+def profile(files: list[str], codes: frozenset[str], runs: int = 1, fake_only: bool = False) -> dict:
+    """Per-stage totals (files, lines, CPU seconds) and per-file rows."""
+    from fakegrad_lint import pipeline
+    from fakegrad_lint.sourcefile import SourceError, read_source
+
+    clock = Clock()
+    undo = install_hooks(clock)
+    stage_files = dict.fromkeys(STAGES, 0)
+    stage_lines = dict.fromkeys(STAGES, 0)
+    totals = dict.fromkeys(STAGES, 0.0)
+    rows = []
+    errors = 0
+    try:
+        for path in files:
+            if path.endswith(".ipynb"):
+                continue  # notebooks: their own stages (cells), not timed here
+            best: dict | None = None
+            for _ in range(max(1, runs)):
+                t = _one_file(path, codes, clock, pipeline, read_source, SourceError)
+                if best is None or sum(t["times"].values()) < sum(best["times"].values()):
+                    best = t
+            assert best is not None
+            if fake_only and not best["passed"]:
+                continue
+            for s in best["reached"]:
+                stage_files[s] += 1
+                stage_lines[s] += best["lines"]
+            for s, v in best["times"].items():
+                totals[s] += v
+            errors += best["error"] is not None
+            if best["passed"]:
+                rows.append({"path": path, "lines": best["lines"], "error": best["error"],
+                             "findings": best["findings"], **{s: round(v, 4) for s, v in best["times"].items()}})
+    finally:
+        for mod, fname, fn in undo:
+            setattr(mod, fname, fn)
+    rows.sort(key=lambda r: -sum(r[s] for s in STAGES))
+    return {
+        "stages": {s: {"files": stage_files[s], "lines": stage_lines[s], "seconds": round(totals[s], 3)} for s in STAGES},
+        "total_seconds": round(sum(totals.values()), 3),
+        "errors": errors,
+        "files": rows,
+    }
+
+
+def _one_file(path, codes, clock: Clock, pipeline, read_source, SourceError) -> dict:
+    reached = ["read"]
+    out = {"passed": False, "lines": 0, "error": None, "findings": 0, "reached": reached}
+    try:
+        with clock.stage("read"):
+            sf = read_source(path)
+    except SourceError as exc:
+        out["error"] = str(exc)
+        out["times"] = clock.take()
+        return out
+    out["lines"] = _lines(sf.raw)
+    reached.append("prefilter")
+    with clock.stage("prefilter"):
+        passed = pipeline.needs_work(sf.text, codes)
+    out["passed"] = passed
+    if passed:
+        reached.append("parse")
+        tree = None
+        try:
+            with clock.stage("parse"):
+                if pipeline.may_contain_fake_region(sf.text):
+                    tree = pipeline.parse(sf.text, path)
+        except (SyntaxError, ValueError) as exc:
+            out["error"] = f"{type(exc).__name__}: {exc}"
+        if out["error"] is None:
+            reached.extend(["summaries", "analysis", "fixes", "rest"])
+            try:
+                with clock.stage("rest"):
+                    out["findings"] = len(pipeline.lint_text(sf.text, path, codes, tree=tree))
+            except Exception as exc:  # an analyzer bug: counted, the run goes on
+                out["error"] = f"internal error: {type(exc).__name__}: {exc}"
+    out["times"] = clock.take()
+    return out
+
+
+def ruff_cpu(files: list[str], runs: int) -> dict | None:
+    """ruff check --isolated --no-cache on ``files``: best wall and CPU seconds."""
+    ruff = shutil.which("ruff") or os.path.join(os.path.dirname(sys.executable), "ruff")
+    if not os.path.exists(ruff):
+        return None
+    best = None
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        before = os.times()
+        subprocess.run([ruff, "check", "--isolated", "--no-cache", "--exit-zero", "-q", *files],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        after = os.times()
+        wall = time.perf_counter() - t0
+        cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+        if best is None or cpu < best["cpu"]:
+            best = {"wall": round(wall, 3), "cpu": round(cpu, 3)}
+    return best
+
+
+def report(res: dict, top: int = 10, ruff: dict | None = None) -> str:
+    lines = [f"  {'stage':<10}{'files':>8}{'lines':>11}{'CPU s':>9}"]
+    for s, d in res["stages"].items():
+        if s == "summaries" and not d["seconds"]:
+            lines.append(f"  {s:<10}{'-':>8}{'-':>11}{'-':>9}   (no summary stage in this analyzer)")
+            continue
+        lines.append(f"  {s:<10}{d['files']:>8,}{d['lines']:>11,}{d['seconds']:>9.3f}")
+    lines.append(f"  {'total':<10}{'':>8}{'':>11}{res['total_seconds']:>9.3f}")
+    if ruff:
+        lines.append(f"  ruff on the same files: {ruff['cpu']:.3f} s CPU ({ruff['wall']:.3f} s wall); "
+                     f"fakegrad-lint stages / ruff CPU = {res['total_seconds'] / max(ruff['cpu'], 1e-9):.2f}x")
+    if top and res["files"]:
+        lines.append(f"  slowest files past the prefilter (CPU s: parse / analysis / all):")
+        for r in res["files"][:top]:
+            tot = sum(r[s] for s in STAGES)
+            lines.append(f"    {tot:7.3f}  {r['parse']:.3f} / {r['analysis']:.3f}  {r['lines']:>7,} lines  {r['path']}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    from fakegrad_lint import pipeline
+    from fakegrad_lint.rules import ALL_CODES, DEFAULT_CODES
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("paths", nargs="+")
+    ap.add_argument("--fake-only", action="store_true", help="report only the files past the prefilter")
+    ap.add_argument("--select", default="default", help="default, or ALL (every rule and FGL100)")
+    ap.add_argument("--runs", type=int, default=1, help="best of N per file (default 1)")
+    ap.add_argument("--top", type=int, default=10)
+    ap.add_argument("--ruff", action="store_true", help="also time ruff on the same files (best of --runs)")
+    ap.add_argument("--json", help="write the numbers (per file too) here")
+    args = ap.parse_args(argv)
+    codes = DEFAULT_CODES if args.select == "default" else ALL_CODES | {pipeline.UNUSED_NOQA_CODE}
+    files = discover_files(args.paths)
+    res = profile(files, codes, runs=args.runs, fake_only=args.fake_only)
+    ruff = None
+    if args.ruff:
+        chosen = [r["path"] for r in res["files"]] if args.fake_only else files
+        ruff = ruff_cpu(chosen, max(1, args.runs)) if chosen else None
+        res["ruff"] = ruff
+    print(f"{len(files)} files; {'only those past the prefilter' if args.fake_only else 'all'}:")
+    print(report(res, args.top, ruff))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(res, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

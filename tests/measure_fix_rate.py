@@ -1,0 +1,63 @@
+"""Measure how many hazards run clean after ``fakegrad-lint --fix --unsafe-fixes``.
+
+    python tests/measure_fix_rate.py [--verbose] [SET ...]
+
+Sets: ``corpus`` (``fixtures/*.py``), ``cases`` (``tests/data/fix_cases``),
+``unseen`` (``fixtures/unseen/*.py``); default all three. For each set: the
+hazards (programs that end ``hazard`` or ``crash`` under the runtime oracle), how
+many of them run clean after the fix with their printed output unchanged
+(``test_fix_runtime.judge``), how many fixed files fail (``error``, or a crash
+the original did not have), and how many safe programs the fix touched.
+
+The fixer is whatever ``python -m fakegrad_lint`` imports: put another checkout
+first on ``PYTHONPATH`` to measure it (the before/after numbers of a change).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+TESTS_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(TESTS_DIR))
+
+from test_fix_runtime import CASES, judge, run_pairs  # noqa: E402
+
+from markers import FIXTURES_DIR, fixture_paths  # noqa: E402
+
+SETS = {
+    "corpus": fixture_paths,
+    "cases": lambda: CASES,
+    "unseen": lambda: sorted((FIXTURES_DIR / "unseen").glob("*.py")),
+}
+
+
+def measure(name: str, paths, verbose: bool) -> None:
+    if not paths:
+        print(f"{name}: no programs")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        res = run_pairs(paths, Path(tmp))
+    hazards = ok = broken = touched_safe = 0
+    for prog, (before, after, _) in sorted(res.items()):
+        verdict = "not changed by the fix" if after is None else judge(before, after)
+        if before.outcome in ("hazard", "crash"):
+            hazards += 1
+            ok += verdict == "ok"
+        elif after is not None:
+            touched_safe += 1
+        if after is not None and (after.outcome == "error" or (after.outcome == "crash" and before.outcome != "crash")):
+            broken += 1
+        if verbose and (before.outcome in ("hazard", "crash") or after is not None):
+            print(f"  {prog:48} {before.outcome:7} -> {after.outcome if after else '-':7} {verdict[:90]}")
+    rate = ok / hazards if hazards else 0
+    print(f"{name}: {ok}/{hazards} hazards fixed ({rate:.0%}); {broken} fixed files fail; "
+          f"{touched_safe} safe programs touched")
+
+
+if __name__ == "__main__":
+    args = [a for a in sys.argv[1:] if not a.startswith("-")]
+    verbose = "--verbose" in sys.argv
+    for name in args or list(SETS):
+        measure(name, SETS[name](), verbose)

@@ -1,0 +1,387 @@
+"""Whole-project analysis: imports of project modules are followed (helpers in
+``utils.py``, model classes in ``models.py``, package re-exports, relative
+imports, ``src/`` layouts, module-level modes), findings are reported where the
+linted file hands the real value to the other module, and each finding carries
+its trace. Every hazard has a safe look-alike next to it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from fakegrad_lint.checker import check_source
+from markers import markers_in_source
+from test_sarif import assert_valid, validator  # noqa: F401  (fixture)
+
+NET = """\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+"""
+
+MEM = """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+
+def estimate(model, batch):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        out = model(batch)
+        out.sum().backward()
+    return 0
+"""
+
+TRAIN = """\
+import torch
+from models import Net
+from utils.memory import estimate
+
+model = Net()
+estimate(model, torch.randn(2, 4))  # FGL001
+"""
+
+
+def make(root, files: dict[str, str]):
+    for name, text in files.items():
+        p = root / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+def findings_of(path):
+    return check_source(path.read_text(encoding="utf-8"), str(path))
+
+
+def assert_markers(root):
+    """Every .py file of the project: findings (default rules) == its markers."""
+    for p in sorted(root.rglob("*.py")):
+        src = p.read_text(encoding="utf-8")
+        got = {(f.location.row, f.code) for f in findings_of(p) if f.code != "FGL004"}
+        want = {m for m in markers_in_source(src) if m[1] != "FGL004"}
+        assert got == want, f"{p.relative_to(root)}: got {sorted(got)}, want {sorted(want)}"
+
+
+# --------------------------------------------------------------------------- hazards
+
+
+def test_helper_in_utils_package_reported_at_the_call_with_trace(tmp_path):
+    make(tmp_path, {"models.py": NET, "utils/__init__.py": "", "utils/memory.py": MEM, "train.py": TRAIN})
+    assert_markers(tmp_path)
+    (f,) = [f for f in findings_of(tmp_path / "train.py") if f.code == "FGL001"]
+    assert (f.location.row, f.location.column) == (6, 0)
+    assert "utils/memory.py line 6" in f.message and "utils/memory.py line 8" in f.message
+    kinds = [(t.kind, os.path.basename(t.filename), t.location.row) for t in f.trace]
+    assert kinds == [
+        ("source", "train.py", 5),
+        ("call", "train.py", 6),
+        ("region", "memory.py", 6),
+        ("leak", "memory.py", 7),
+        ("sink", "memory.py", 8),
+    ]
+    # the helper alone proves nothing (its arguments are unknown there)
+    assert findings_of(tmp_path / "utils" / "memory.py") == []
+
+
+def test_no_project_context_for_a_string(tmp_path):
+    make(tmp_path, {"models.py": NET, "utils/__init__.py": "", "utils/memory.py": MEM, "train.py": TRAIN})
+    src = (tmp_path / "train.py").read_text()
+    assert check_source(src, "<string>") == []
+    assert check_source(src, str(tmp_path / "train.py"), project=None) == []
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        pytest.param(
+            {
+                "models.py": NET,
+                "pkg/__init__.py": "from .memory import estimate\n",
+                "pkg/memory.py": MEM,
+                "train.py": "import torch\nfrom models import Net\nfrom pkg import estimate\n"
+                "estimate(Net(), torch.randn(2, 4))  # FGL001\n",
+            },
+            id="package-re-export",
+        ),
+        pytest.param(
+            {
+                "pkg/__init__.py": "",
+                "pkg/models.py": NET,
+                "pkg/memory.py": MEM,
+                "pkg/loop.py": "import torch\nfrom .models import Net\nfrom . import memory\n\n\ndef run():\n"
+                "    m = Net()\n    memory.estimate(m, torch.randn(2, 4))  # FGL001\n",
+            },
+            id="relative-import-from-package-import-module",
+        ),
+        pytest.param(
+            {
+                "pyproject.toml": "[project]\nname = 'x'\n",
+                "src/mypkg/__init__.py": "",
+                "src/mypkg/models.py": NET,
+                "src/mypkg/utils.py": MEM,
+                "scripts/train.py": "import torch\nfrom mypkg.models import Net\nimport mypkg.utils as U\n"
+                "U.estimate(Net(), torch.randn(2, 4))  # FGL001\n",
+            },
+            id="src-layout",
+        ),
+        pytest.param(
+            {
+                "models/__init__.py": "from .net import Net\n",
+                "models/base.py": "from torch import nn\n\n\nclass Base(nn.Module):\n    def __init__(self):\n"
+                "        super().__init__()\n        self.fc = nn.Linear(4, 2)\n",
+                "models/net.py": "from .base import Base\n\n\nclass Net(Base):\n    def forward(self, x):\n"
+                "        return self.fc(x)\n",
+                "utils.py": MEM,
+                "train.py": "import torch\nfrom models import Net\nfrom utils import estimate\n\n\ndef main():\n"
+                "    net = Net()\n    estimate(net, torch.randn(2, 4))  # FGL001\n\n\nif __name__ == '__main__':\n    main()\n",
+            },
+            id="base-class-in-another-module",
+        ),
+        pytest.param(
+            {
+                "config.py": "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+                "FAKE = FakeTensorMode(allow_non_fake_inputs=True)\n",
+                "models.py": NET,
+                "train.py": "import torch\nfrom models import Net\nfrom config import FAKE\nnet = Net()\nwith FAKE:\n"
+                "    out = net(torch.randn(2, 4))  # FGL001\n    out.sum().backward()\n",
+            },
+            id="module-level-mode",
+        ),
+        pytest.param(
+            {
+                "fk.py": "import contextlib\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n\n\n"
+                "@contextlib.contextmanager\ndef fake_region():\n"
+                "    with FakeTensorMode(allow_non_fake_inputs=True) as m:\n        yield m\n",
+                "models.py": NET,
+                "train.py": "import torch\nfrom models import Net\nfrom fk import fake_region\nnet = Net()\n"
+                "with fake_region():\n    loss = net(torch.randn(2, 4)).sum()  # FGL001\n    loss.backward()\n",
+            },
+            id="contextmanager-helper",
+        ),
+        pytest.param(
+            {
+                "models.py": NET,
+                "h.py": MEM.replace("allow_non_fake_inputs=True", ""),
+                "train.py": "import torch\nfrom models import Net\nfrom h import estimate\n"
+                "estimate(Net(), torch.randn(2, 4))  # FGL002\n",
+            },
+            id="strict-helper-crash",
+        ),
+        pytest.param(
+            {
+                "helpers.py": "def step(model, x):\n    loss = model(x).sum()\n    loss.backward()\n    return loss\n",
+                "models.py": NET,
+                "train.py": "import torch\nfrom torch._subclasses.fake_tensor import FakeTensorMode\nfrom models import Net\n"
+                "from helpers import step\nnet = Net()\nwith FakeTensorMode(allow_non_fake_inputs=True):\n"
+                "    step(net, torch.randn(2, 4))  # FGL001\n",
+            },
+            id="helper-called-inside-the-region",
+        ),
+        pytest.param(
+            {
+                "mlp.py": "from torch import nn\n\n\nclass MLP(nn.Module):\n    def __init__(self, depth=2):\n"
+                "        super().__init__()\n        layers = []\n        for _ in range(depth):\n"
+                "            layers += [nn.Linear(4, 4), nn.ReLU()]\n        self.net = nn.Sequential(*layers)\n\n"
+                "    def forward(self, x):\n        return self.net(x)\n",
+                "utils.py": MEM,
+                "train.py": "import torch\nfrom mlp import MLP\nfrom utils import estimate\n"
+                "estimate(MLP(), torch.randn(2, 4))  # FGL001\n",
+            },
+            id="layers-list-built-with-augmented-assignment",
+        ),
+        pytest.param(
+            {
+                "models.py": NET,
+                "nsutil/memory.py": MEM,  # a namespace package: no __init__.py
+                "train.py": "import torch\nimport nsutil.memory\nfrom models import Net\n"
+                "nsutil.memory.estimate(Net(), torch.randn(2, 4))  # FGL001\n",
+            },
+            id="namespace-package-dotted-import",
+        ),
+        pytest.param(
+            {"models.py": NET, "utils.py": MEM,
+             "train.py": "import torch\nfrom models import Net\nfrom utils import estimate\nnet = Net()\n"
+                         "estimate(batch=torch.randn(2, 4), model=net)  # FGL001\n"},
+            id="real-value-passed-by-keyword",
+        ),
+        pytest.param(
+            {"models.py": NET, "utils.py": MEM,
+             "trainer.py": "from utils import estimate\n\n\nclass Trainer:\n    def __init__(self, model):\n"
+                           "        self.model = model\n\n    def check(self, batch):\n        return estimate(self.model, batch)\n",
+             "train.py": "import torch\nfrom models import Net\nfrom trainer import Trainer\n"
+                         "Trainer(Net()).check(torch.randn(2, 4))  # FGL001\n"},
+            id="real-value-held-by-an-object",
+        ),
+    ],
+)
+def test_cross_module_hazards(tmp_path, files):
+    assert_markers(make(tmp_path, files))
+
+
+# ------------------------------------------------------------------- safe look-alikes
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        pytest.param(
+            {"models.py": NET, "utils.py": MEM.replace("        out.sum().backward()\n", ""),
+             "train.py": "import torch\nfrom models import Net\nfrom utils import estimate\nestimate(Net(), torch.randn(2, 4))\n"},
+            id="forward-only-helper",
+        ),
+        pytest.param(
+            {"models.py": NET,
+             "utils.py": MEM.replace("    with FakeTensorMode", "    with torch.no_grad(), FakeTensorMode").replace(
+                 "        out.sum().backward()\n", "        out.sum()\n"),
+             "train.py": "import torch\nfrom models import Net\nfrom utils import estimate\nestimate(Net(), torch.randn(2, 4))\n"},
+            id="helper-with-no-grad",
+        ),
+        pytest.param(
+            {"utils.py": "import torch\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n\n\ndef estimate(x):\n"
+                         "    with FakeTensorMode(allow_non_fake_inputs=True) as m:\n        fx = m.from_tensor(x)\n"
+                         "        (fx * 2).sum().backward()\n",
+             "train.py": "import torch\nfrom utils import estimate\nw = torch.randn(3, requires_grad=True)\nestimate(w)\n"},
+            id="helper-converts-with-from-tensor",
+        ),
+        pytest.param(
+            {"models.py": NET,
+             "utils.py": "import torch\nfrom torch._subclasses.fake_tensor import FakeTensorMode\nfrom models import Net\n\n\n"
+                         "def estimate(batch):\n    with FakeTensorMode(allow_non_fake_inputs=True):\n        model = Net()\n"
+                         "        model(batch).sum().backward()\n",
+             "train.py": "import torch\nfrom utils import estimate\nestimate(torch.randn(2, 4))\n"},
+            id="model-built-inside-the-helper-region",
+        ),
+        pytest.param(
+            {"models.py": NET, "utils/__init__.py": "", "utils/memory.py": MEM,
+             "train.py": "import torch\nfrom models import Net\nfrom utils.memory import estimate\nmodel = Net()\n"
+                         "model.requires_grad_(False)\nestimate(model, torch.randn(2, 4))\n"},
+            id="frozen-model",
+        ),
+        pytest.param(
+            {"models.py": NET, "utils.py": MEM,
+             "train.py": "import torch\nimport utils\nfrom models import Net\n\n\ndef unknown(m):\n"
+                         "    utils.estimate(m, torch.randn(2, 4))\n"},
+            id="unknown-argument",
+        ),
+        pytest.param(
+            {"models.py": NET, "memory.py": MEM,
+             "train.py": "import torch\nfrom models import Net\nif __name__ == '__main__':\n    pass\n"},
+            id="imports-nothing-that-opens-a-region",
+        ),
+    ],
+)
+def test_safe_look_alikes(tmp_path, files):
+    assert_markers(make(tmp_path, files))
+
+
+def test_imported_module_main_guard_does_not_run(tmp_path):
+    make(tmp_path, {
+        "models.py": NET,
+        "utils.py": MEM + "\n\nif __name__ == '__main__':\n    from models import Net\n    estimate(Net(), torch.randn(2, 4))\n",
+        "train.py": "import torch\nfrom utils import estimate\nprint(estimate)\n",
+    })
+    assert findings_of(tmp_path / "train.py") == []
+    # utils.py run as a script is a hazard (reported at the op in its helper, as for one file)
+    assert [f.location.row for f in findings_of(tmp_path / "utils.py")] == [7]
+
+
+def test_a_hazard_of_the_other_module_is_reported_there_once(tmp_path):
+    make(tmp_path, {
+        "dry.py": "import torch\nfrom torch import nn\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n\n\n"
+                  "def dry_run():\n    model = nn.Linear(4, 2)\n    with FakeTensorMode(allow_non_fake_inputs=True):\n"
+                  "        model(torch.randn(2, 4)).sum().backward()  # FGL001\n",
+        "train.py": "from dry import dry_run\ndry_run()\n",
+    })
+    assert_markers(tmp_path)
+
+
+def test_torch_is_never_a_project_module(tmp_path):
+    # a checkout with a folder named torch next to the script: still torch's semantics
+    make(tmp_path, {
+        "torch/__init__.py": "def randn(*a, **k):\n    return None\n",
+        "train.py": "import torch\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n"
+                    "x = torch.randn(3, requires_grad=True)\nwith FakeTensorMode(allow_non_fake_inputs=True):\n"
+                    "    (x * 2).sum().backward()  # FGL001\n",
+    })
+    assert_markers(tmp_path)
+
+
+# ------------------------------------------------------------------- CLI: prefilter, cache, formats
+
+
+def cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "fakegrad_lint", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def test_cli_prefilter_cache_and_formats(tmp_path):
+    proj = make(tmp_path / "proj", {
+        "models.py": NET, "utils/__init__.py": "", "utils/memory.py": MEM, "train.py": TRAIN,
+        # cannot reach a region: never parsed, so its syntax error is not reported
+        "plain.py": "from models import Net\ndef f(:\n",
+        # reaches one through a project import: parsed, its error reported
+        "broken.py": "from utils.memory import estimate\ndef f(:\n",
+    })
+    cache = str(tmp_path / "cache")
+    r = cli("--cache-dir", cache, "--output-format", "json", "--show-trace", ".", cwd=proj)
+    assert r.returncode == 2, r.stderr
+    assert "broken.py: error: SyntaxError" in r.stderr and "plain.py" not in r.stderr
+    (d,) = json.loads(r.stdout)
+    assert d["filename"].endswith("train.py") and d["location"] == {"row": 6, "column": 1}
+    assert [t["kind"] for t in d["trace"]] == ["source", "call", "region", "leak", "sink"]
+    assert d["trace"][2]["filename"] == str(proj / "utils" / "memory.py")
+    r = cli("--cache-dir", cache, "--show-trace", "train.py", cwd=proj)
+    assert r.returncode == 1
+    assert "trace: source L5, call L6, region utils/memory.py:L6, op utils/memory.py:L7, backward utils/memory.py:L8" in r.stdout
+    # the cached entry of train.py depends on utils/memory.py: a change there is seen
+    mem = proj / "utils" / "memory.py"
+    mem.write_text(MEM.replace("        out.sum().backward()\n", "        out.sum()\n"))
+    r = cli("--cache-dir", cache, "train.py", cwd=proj)
+    assert r.returncode == 0, r.stdout
+    mem.write_text(MEM)
+    r = cli("--cache-dir", cache, "train.py", cwd=proj)
+    assert r.returncode == 1, r.stdout
+
+
+def test_sarif_code_flows_cross_files_and_validate(tmp_path, monkeypatch, validator):
+    from fakegrad_lint.report import ReportContext, sarif
+
+    proj = make(tmp_path, {"models.py": NET, "utils/__init__.py": "", "utils/memory.py": MEM, "train.py": TRAIN})
+    monkeypatch.chdir(proj)
+    findings = findings_of(proj / "train.py")
+    log = sarif.build(ReportContext(findings=findings))
+    (res,) = log["runs"][0]["results"]
+    (flow,) = res["codeFlows"]
+    locs = flow["threadFlows"][0]["locations"]
+    uris = [loc["location"]["physicalLocation"]["artifactLocation"]["uri"] for loc in locs]
+    assert uris == ["train.py", "train.py", "utils/memory.py", "utils/memory.py", "utils/memory.py"]
+    assert [loc["executionOrder"] for loc in locs] == [1, 2, 3, 4, 5]
+    assert_valid(validator, log)
+
+
+def test_single_file_findings_carry_a_trace():
+    src = textwrap.dedent("""\
+        import torch
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        x = torch.randn(4, 3, requires_grad=True)
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            y = (x * 2).sum()  # FGL001
+            y.backward()
+        """)
+    (f,) = check_source(src, "t.py")
+    assert [(t.kind, t.location.row, t.filename) for t in f.trace] == [
+        ("source", 4, "t.py"), ("region", 5, "t.py"), ("leak", 6, "t.py"), ("sink", 7, "t.py")]
+    assert f.trace[1].message.endswith("(allows non-fake inputs)")
