@@ -2424,6 +2424,13 @@ class Interpreter:
                 return None
         if expr is None:
             return None
+        if isinstance(expr, (ast.List, ast.Tuple)) and isinstance(value, SeqVal) and kind is None:
+            # `torch.cat([a, b])`: the element that names the real value is converted
+            elt = next((e for e in expr.elts if dotted_name(e) == origin.name), None)
+            item = next((v for v in value.items if origin in v.real_rg()), None)
+            if elt is None or not isinstance(item, TVal):
+                return None
+            expr, value = elt, item
         dotted = dotted_name(expr)
         base = expr
         if dotted is None and kind == "module":
