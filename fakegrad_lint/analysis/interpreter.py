@@ -2387,7 +2387,14 @@ class Interpreter:
             return None
         from fakegrad_lint.fix_builders import FixPlan
 
-        if region.func_node is not st.scope.func_node:
+        inner = st.scope.func_node
+        kind = None
+        if inner is not getattr(region, "func_node", None) and _defined_in(inner, region.with_node) \
+                and expr is not None and _free_in(expr, inner):
+            # a lambda or closure defined in the block reads the real value from outside:
+            # the copy hoisted in the block is what it reads instead (it runs in the block)
+            pass
+        elif region.func_node is not st.scope.func_node:
             # the leak is inside a helper called from the block: convert the argument
             # that carries the real value at the call in the block
             site = next((x for x in reversed(st.sites) if x.caller is region.func_node), None)
@@ -2409,7 +2416,7 @@ class Interpreter:
                         and call.func.value is recv and _owns(val, origin)):
                     return None
                 expr, value, node, kind = recv, val, call, "module-copy"
-        else:
+        if kind is None:
             if isinstance(value, MaybeVal):
                 return None  # one of several values: no single conversion is proven to fit
             kind = "module" if isinstance(value, ModuleVal) else None
@@ -2417,6 +2424,13 @@ class Interpreter:
                 return None
         if expr is None:
             return None
+        if isinstance(expr, (ast.List, ast.Tuple)) and isinstance(value, SeqVal) and kind is None:
+            # `torch.cat([a, b])`: the element that names the real value is converted
+            elt = next((e for e in expr.elts if dotted_name(e) == origin.name), None)
+            item = next((v for v in value.items if origin in v.real_rg()), None)
+            if elt is None or not isinstance(item, TVal):
+                return None
+            expr, value = elt, item
         dotted = dotted_name(expr)
         base = expr
         if dotted is None and kind == "module":
@@ -2609,6 +2623,36 @@ def _dict_val(keys, values):
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
 # with the function definitions whose bodies are parsed on first use (fakegrad_lint.lazyparse)
 _FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, *LAZY_DEF_TYPES)
+
+
+def _defined_in(func, with_node) -> bool:
+    """Is ``func`` (a lambda or def) written inside the block of ``with_node``?"""
+    body = getattr(with_node, "body", None) or []
+    if func is None or not body or not hasattr(func, "lineno"):
+        return False
+    return body[0].lineno <= func.lineno and func.end_lineno <= body[-1].end_lineno
+
+
+def _free_in(expr, func) -> bool:
+    """Is the root name of ``expr`` free in ``func`` (not a parameter, not assigned,
+    not declared global in it)? Then it is read from the block's scope."""
+    root = expr
+    while isinstance(root, (ast.Attribute, ast.Subscript)):
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return False
+    a = func.args
+    params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if x is not None}
+    if root.id in params:
+        return False
+    body = func.body if isinstance(func.body, list) else [func.body]
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and node.id == root.id and not isinstance(node.ctx, ast.Load):
+                return False
+            if isinstance(node, (ast.Global, ast.Nonlocal)) and root.id in node.names:
+                return False
+    return True
 
 
 _MODULE_ITERATORS = frozenset({"children", "modules", "named_children", "named_modules", "parameters",
