@@ -416,10 +416,10 @@ model = nn.Linear(2, 1)
 params = dict(model.named_parameters())
 
 def loss(p, x):
-    return torch.func.functional_call(model, p, (x,)).sum()
+    return torch.func.functional_call(model, p, (x,)).sum()  # FGL001
 
 with FakeTensorMode(allow_non_fake_inputs=True):
-    g = torch.func.grad(loss)(params, torch.ones(1, 2))  # FGL001
+    g = torch.func.grad(loss)(params, torch.ones(1, 2))
 for name, p in model.named_parameters():
     p.grad = g[name]
 """,
@@ -914,6 +914,15 @@ def step(x):
 
 with FakeTensorMode(allow_non_fake_inputs=True):
     step(torch.ones(2, requires_grad=True)).backward()
+""",
+    "func_grad_of_unknown_function": """
+from mylib import loss_fn
+model = nn.Linear(2, 1)
+params = dict(model.named_parameters())
+with FakeTensorMode(allow_non_fake_inputs=True):
+    g = torch.func.grad(loss_fn)(params, torch.ones(1, 2))  # FGL001
+for name, p in model.named_parameters():
+    p.grad = g[name]
 """,
 }
 

@@ -1728,14 +1728,13 @@ class Interpreter:
         region = st.active_region()
         mode = region.mode if region is not None else None
         entered = frozenset()
-        if mode is not None:
-            # the real arguments enter the fake computation here, at the transform's call;
-            # the function itself then runs on (fake) stand-ins for them
+        runnable = isinstance(tf.func, (FuncVal, BoundMethod, PartialVal, ModuleVal, InstanceVal, MaybeVal, TransformVal))
+        if mode is not None and not runnable:
+            # a function we cannot follow: the real arguments enter the fake computation here
             entered = self.op(e, _operands(e, args, kwargs), st).taint()
-            args = [_fake_copy(a, mode) if a.real_rg() else a for a in args]
-            kwargs = {k: (_fake_copy(v, mode) if v.real_rg() else v) for k, v in kwargs.items()}
-        res = self.call_value(e, tf.func, args, kwargs, st, func_expr=None) if isinstance(
-            tf.func, (FuncVal, BoundMethod, PartialVal, ModuleVal, InstanceVal, MaybeVal, TransformVal)) else UNKNOWN
+        # the function runs on the arguments: a real one is first an operand where its
+        # body uses it (functional_call), as a TorchFunctionMode sees it
+        res = self.call_value(e, tf.func, args, kwargs, st, func_expr=None) if runnable else UNKNOWN
         if tf.kind == "vmap":
             return _with_taint(res, entered) if entered else res
         leaks = (res.taint() | entered) if st.grad_enabled else frozenset()
