@@ -42,6 +42,8 @@ HOOKS = (
     ("summaries", "fakegrad_lint.analysis.summaries", "summarize"),
     ("summaries", "fakegrad_lint.analysis.project", "summarize_module"),
     ("analysis", "fakegrad_lint.checker", "analyze"),
+    # bodies parsed on first use count as parse time, not analysis
+    ("parse", "fakegrad_lint.lazyparse", "_materialize"),
     ("fixes", "fakegrad_lint.fix_builders", "build_fix"),
 )
 

@@ -20,7 +20,6 @@ import os
 import signal
 import sys
 import threading
-import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
@@ -74,6 +73,7 @@ class FileResult:
     # error, unreadable file): such results are never cached.
     cacheable: bool = True
     cached: bool = False  # served from the cache
+    fixed_text: str | None = None  # fix modes, .py files: the text after the fixes, when it changed
     # {path: sha256} of the other project modules the analysis read (whole-project
     # analysis): the cached result holds only while they are unchanged
     deps: dict = field(default_factory=dict)
@@ -134,15 +134,21 @@ class ParserLimit(Exception):
 
 
 def parse(text: str, path: str) -> ast.Module:
+    """The module's AST, with function bodies parsed when the analysis first reads
+    them (:mod:`fakegrad_lint.lazyparse`; the same AST as ``ast.parse`` once read)."""
+    from fakegrad_lint import lazyparse
+
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes etc.
-            return ast.parse(text, filename=path)
+        return lazyparse.parse(text, path)
     except MemoryError as exc:
-        detail = f": {exc}" if str(exc) else ""
-        raise ParserLimit(
-            f"too complex for Python's parser (CPython stops with MemoryError{detail}: the code nests too deeply)"
-        ) from None
+        raise _parser_limit(exc) from None
+
+
+def _parser_limit(exc: MemoryError) -> ParserLimit:
+    detail = f": {exc}" if str(exc) else ""
+    return ParserLimit(
+        f"too complex for Python's parser (CPython stops with MemoryError{detail}: the code nests too deeply)"
+    )
 
 
 def lint_text(
@@ -167,6 +173,12 @@ def lint_text(
             found = checker.check_source(text, path, tree=tree, deps=deps)
         else:
             found = checker.check_source(text, path, tree=tree)
+        from fakegrad_lint.lazyparse import raise_deferred
+
+        try:
+            raise_deferred(tree)  # a syntax error in a body the analysis read
+        except MemoryError as exc:
+            raise _parser_limit(exc) from None
         findings = [f for f in found if f.code in codes]
     else:
         findings = []
@@ -362,6 +374,7 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
         outcome = fixes.fix_text(text, lint, unsafe=options.unsafe_fixes, max_iterations=options.max_fix_iterations)
         findings = list(outcome.remaining)
         if outcome.changed:
+            result.fixed_text = outcome.text
             if mode == "diff":
                 result.diff = fixes.unified_diff(path, text, outcome.text)
             else:

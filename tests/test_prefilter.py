@@ -82,6 +82,7 @@ def test_fixture_corpus(monkeypatch, tmp_path):
     check_tree(str(tree), monkeypatch, expect_findings=True)
 
 
+@pytest.mark.slow
 def test_torch_tree(monkeypatch):
     tree = package_dir("torch")
     if tree is None:

@@ -81,6 +81,38 @@ with FakeTensorMode(allow_non_fake_inputs=True):
 print(tuple(out.shape))
 """,
     ),
+    # What `--fix --unsafe-fixes` writes for each invalid example (None: no fix),
+    # checked like Fixit's expected_replacement.
+    invalid_fixed=(
+        """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+x = torch.randn(4, 3, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
+    x_fake = fake_mode.from_tensor(x)
+    y = (x_fake * 2).sum()  # FGL001
+    y.backward()
+print(tuple(y.shape))
+""",
+        """\
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+model = nn.Linear(3, 2)
+with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
+    model_fake_state = {
+        name: fake_mode.from_tensor(t)
+        for name, t in [*model.named_parameters(), *model.named_buffers()]
+    }
+    out = torch.func.functional_call(
+        model, model_fake_state, (torch.randn(4, 3),),
+    )  # FGL001
+    out.sum().backward()
+print(tuple(out.shape))
+""",
+    ),
     fixed_example="""\
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
