@@ -521,8 +521,10 @@ def _write_out(text: str, stream=None) -> None:
 
 
 def _show_fixes(ctx) -> str:
+    from fakegrad_lint.findings import display_path
+
     n = ctx.fixed
     lines = [f"\nFixed {n} error{'s' if n != 1 else ''}:"]
     for path in sorted(ctx.fixed_by_file):
-        lines.append(f"- {path}: {ctx.fixed_by_file[path]} fixed")
+        lines.append(f"- {display_path(path)}: {ctx.fixed_by_file[path]} fixed")
     return "\n".join(lines) + "\n"

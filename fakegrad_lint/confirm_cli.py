@@ -12,7 +12,16 @@ entries). The code runs in a subprocess with a timeout; its process group is
 killed when the time is up.
 
 Exit status: 1 when a hazard or crash was confirmed or missed, 0 otherwise,
-2 for tool errors (target not found, timeout, torch or CUDA missing).
+2 for tool errors (target not found, timeout, torch or CUDA missing) and for a
+run that could not report (it crashed, was killed, called ``os._exit`` or
+closed the report pipe before the final record).
+
+User code (the script, the module, the tests, and the package ``__init__``
+that looking up ``-m pkg.mod`` needs) runs only in child processes, under
+the timeout. The records come through an inherited pipe, never a file the
+script could delete. Every process the run started is killed when it ends
+(its process group, and through the child subreaper on Linux, every
+descendant, also in another session or left running by a script that exited).
 
 This module never imports torch (the child process does).
 """
@@ -426,14 +435,16 @@ def _match(findings, records):
 
 
 def _display(path: str, spellings: dict) -> str:
+    from fakegrad_lint.findings import display_path
+
     real = _real(path)
     if real in spellings:
-        return spellings[real]
+        return display_path(spellings[real])
     try:
         rel = os.path.relpath(path)
     except ValueError:
-        return path
-    return path if rel.startswith(os.pardir) else rel
+        return display_path(path)
+    return display_path(path if rel.startswith(os.pardir) else rel)
 
 
 def _report(items, missed, spellings, fmt: str, failure: dict | None = None) -> list[dict]:
@@ -612,7 +623,9 @@ def main(argv: list[str]) -> int:
     spellings = {_real(p): p for p in files}
     objs = _report(items, missed, spellings, ns.output_format, failure)
 
-    what = ns.script or (f"-m {ns.module}" if ns.module else "pytest")
+    from fakegrad_lint.findings import display_path
+
+    what = display_path(ns.script) if ns.script else (f"-m {ns.module}" if ns.module else "pytest")
     if timed_out:
         status_text = f"{what} timed out after {ns.timeout:g} s (process group killed)"
     elif exit_rec is not None:

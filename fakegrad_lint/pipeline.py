@@ -117,6 +117,14 @@ def time_limit(seconds: float | None):
         signal.signal(signal.SIGALRM, old)
 
 
+def disarm_alarm() -> None:
+    """Cancel the per-file alarm: called right before a fixed file is written,
+    so a timeout can never cut a write short nor report a file that was
+    written as skipped (the work is done; only the write is left)."""
+    if hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 def syntax_error_reason(exc: SyntaxError) -> str:
     where = []
     if exc.lineno:
@@ -365,6 +373,7 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
         if new_text != text:
             from fakegrad_lint.sourcefile import write_atomic
 
+            disarm_alarm()
             write_atomic(path, sf.encode(new_text), expected=sf.raw)
         result.added_noqa = added
         return
@@ -376,19 +385,31 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
         if outcome.changed:
             result.fixed_text = outcome.text
             if mode == "diff":
-                result.diff = fixes.unified_diff(path, text, outcome.text)
+                result.diff = fixes.unified_diff(path, _as_written(sf, text), _as_written(sf, outcome.text))
             else:
                 from fakegrad_lint.sourcefile import write_atomic
 
                 # expected: a file changed by someone else since it was read
                 # is left alone (and reported), never overwritten.
-                write_atomic(path, sf.encode(outcome.text), expected=sf.raw)
+                data = sf.encode(outcome.text)
+                disarm_alarm()
+                write_atomic(path, data, expected=sf.raw)
                 text = outcome.text
         result.fixed = len(outcome.applied)
         if mode == "fix-only":
             findings = []
     result.findings = findings
     _finish_check(result, options, text)
+
+
+def _as_written(sf: SourceFile, text: str) -> str:
+    """``text`` as the bytes the file holds (its encoding, its BOM), seen as
+    UTF-8 with surrogate escapes: a diff of a latin-1 file then carries the
+    file's own bytes (the CLI writes them back with ``surrogateescape``), so
+    ``patch`` gives exactly what ``--fix`` writes."""
+    if sf.encoding == "utf-8" and not sf.bom:
+        return text
+    return sf.encode(text).decode("utf-8", "surrogateescape")
 
 
 def _process_notebook(result: FileResult, path: str, codes, options: Options, sf: SourceFile) -> None:

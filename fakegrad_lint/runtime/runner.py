@@ -1,10 +1,11 @@
 """The child process of ``fakegrad-lint confirm``: run user code under the watcher.
 
-    python -m fakegrad_lint.runtime.runner --events FILE [--device cpu|cuda]
+    python -m fakegrad_lint.runtime.runner (--events FILE | --events-fd FD) [--device cpu|cuda]
         (--script PATH | --module NAME | --pytest) [-- ARGS...]
 
-Every record is appended to FILE as one JSON line the moment it happens, so a
-run killed on timeout still leaves what it saw. The last line is
+Every record is appended to FILE (or written to the inherited pipe FD, as
+``confirm`` does) as one JSON line the moment it happens, so a run killed on
+timeout still leaves what it saw. The last line is
 ``{"type": "exit", "status": N}`` when the code finished (exception or not).
 A ``{"type": "error", "reason": ...}`` line means the run could not start
 (torch missing, CUDA unavailable); the process then exits with status 3.
