@@ -45,6 +45,7 @@ from fakegrad_lint.analysis.values import (
     ModeVal,
     ModRef,
     ModuleVal,
+    LazyImport,
     OptimizerVal,
     Origin,
     ProjModVal,
@@ -209,6 +210,8 @@ class Interpreter:
         self._entries: list = []  # (from ctx, call site, statement, is_load) per crossing into another module
         self._ctx_entry_rx: dict = {}
         self._opens_memo: dict = {}
+        self._lazy_memo: dict = {}
+        self._main_ids = None  # ids of the linted file's nodes (computed when needed)
         self.records: dict = {}  # (id(node), id(origin)) -> LeakRecord
         # id(For node) -> the expression naming the real module its loop draws from
         # (`for layer in model.children()` -> `model`): the fix copies that module
@@ -372,20 +375,48 @@ class Interpreter:
     def _module_attr(self, mv, attr):
         v = mv.scope.vars.get(attr)
         if v is not None:
-            return v
+            return self._force(v)
         sub = self._load_module(f"{mv.name}.{attr}")
         return sub if sub is not None else UNKNOWN
 
+    def _force(self, v):
+        """The value behind a lazy import (loading its module now), else ``v``."""
+        if type(v) is not LazyImport:
+            return v
+        if v.value is None:
+            v.value = UNKNOWN  # an import cycle sees an unknown value
+            v.value = v.thunk()
+        return v.value
+
+    def _lazy(self, local):
+        """Can this import of the running (imported) module be loaded lazily? Yes
+        when the module's code names ``local`` again (it is used); an import of a
+        module made for its side effects (``from . import cnn, mlp`` filling a
+        registry) runs now. A name imported from a module (``from .x import a``)
+        is always lazy: its module runs when the name is first used."""
+        ctx = self.ctx
+        if ctx is self.main or ctx.mf is None:
+            return False
+        key = (ctx, local)
+        hit = self._lazy_memo.get(key)
+        if hit is None:
+            hit = self._lazy_memo[key] = _word_count(ctx.mf.source, local, 2) >= 2
+        return hit
+
     def _import_project(self, alias, st):
         """``import a.b.c [as m]`` of a project module: True when bound here."""
-        full = self._load_module(alias.name)
-        if full is None:
+        if self.project.find(alias.name) is None:
             return False
-        if alias.asname:
-            st.scope.assign(alias.asname, full)
-        else:
+        local = alias.asname or alias.name.split(".")[0]
+
+        def resolve():
+            full = self._load_module(alias.name)
+            if full is None or alias.asname:
+                return full or UNKNOWN
             top = alias.name.split(".")[0]
-            st.scope.assign(top, self._load_module(top) or self._namespace(top))
+            return self._load_module(top) or self._namespace(top)
+
+        st.scope.assign(local, LazyImport(resolve) if self._lazy(local) else resolve())
         return True
 
     def _namespace(self, name):
@@ -403,6 +434,13 @@ class Interpreter:
         base = P.absolute_name(ctx.name, ctx.is_pkg, s.module, s.level)
         if base is None:
             return False
+        if ctx is not self.main and self.project.find(base) is not None and "*" not in [a.name for a in s.names] and all(
+                self._lazy(a.asname or a.name) or self.project.find(f"{base}.{a.name}") is None for a in s.names):
+            # a module imported by the project's code: load it when a name is used
+            for a in s.names:
+                st.scope.assign(a.asname or a.name,
+                                LazyImport(lambda name=a.name: self._from_module(base, name)))
+            return True
         mv = self._load_module(base)
         if mv is None:
             # a namespace package (no __init__.py): `from pkg import mod`
@@ -420,6 +458,10 @@ class Interpreter:
                 continue
             st.scope.assign(a.asname or a.name, self._module_attr(mv, a.name))
         return True
+
+    def _from_module(self, base, name):
+        mv = self._load_module(base)
+        return self._module_attr(mv, name) if mv is not None else UNKNOWN
 
     def _opens_region(self, val, depth=0):
         """Can this project value (a module, or a function or class of another
@@ -441,7 +483,7 @@ class Interpreter:
         hit = bool(self._entry_re(ctx).search(text))
         if not hit:
             for name in _called_names(text):
-                target = ctx.scope.vars.get(name)
+                target = self._force(ctx.scope.vars.get(name))
                 if target is not None and target is not val and self._opens_region(target, depth + 1):
                     hit = True
                     break
@@ -523,6 +565,13 @@ class Interpreter:
             if prev is None or order[verdict] > order[prev.verdict]:
                 best[key] = leak
         return sorted(best.values(), key=lambda l: l.start)
+
+    def _in_main(self, block):
+        """Is this ``with`` (or the body of a region entered without one) in the linted file?"""
+        if self._main_ids is None:
+            self._main_ids = {id(n) for n in ast.walk(self.tree)}
+        node = block.body[0] if isinstance(block, PseudoWith) and block.body else block
+        return id(node) in self._main_ids
 
     def _rel(self, path):
         """A project module's path for messages: relative to the linted file's folder."""
@@ -1201,7 +1250,8 @@ class Interpreter:
             return UNKNOWN
         if fv.contextmanager and not run_generator:
             return CtxVal("gen", (fv, list(args), dict(kwargs)))
-        if not (force or st.regions or self._may_matter(node, self._lines_of(fv)) or any(_interesting(a) for a in args)
+        if not (force or st.regions or self._may_matter(node, self._lines_of(fv)) or self._init_matters(fv)
+                or any(_interesting(a) for a in args)
                 or any(_interesting(v) for v in kwargs.values())):
             return UNKNOWN  # outside any region, nothing of interest in or out: skip the body
         is_gen = self._func_contains_yield.get(node)
@@ -1240,6 +1290,14 @@ class Interpreter:
         for r in cst.returns[1:]:
             out = join(out, r)
         return out
+
+    def _init_matters(self, fv):
+        """``__init__`` of a class whose code can open a region or make a real
+        requires-grad value: the attributes it sets decide what its methods do."""
+        cls = fv.cls
+        if cls is None or getattr(fv.node, "name", None) != "__init__" or not isinstance(cls, ClassVal):
+            return False
+        return self._may_matter(cls.node, self._lines_of(fv))
 
     def bind_args(self, fv, args, kwargs, scope):
         node = fv.node
@@ -1312,7 +1370,7 @@ class Interpreter:
             if not flag:
                 # calls a function of its module that matters (by name)
                 for name in _called_names(text):
-                    target = ctx.scope.vars.get(name)
+                    target = self._force(ctx.scope.vars.get(name))
                     # a function or class by that name, or a method of a class of the file
                     cands = []
                     if isinstance(target, (FuncVal, ClassVal)):
@@ -1350,6 +1408,8 @@ class Interpreter:
             v = st.scope.lookup(e.id)
             if v is None:
                 return ModRef("builtins." + e.id) if e.id in _BUILTINS else UNKNOWN
+            if type(v) is LazyImport:
+                return self._force(v)
             return v
         if t is ast.Constant:
             return ConstVal(e.value)
@@ -2370,6 +2430,8 @@ class Interpreter:
                 rec.fix_plan = self._leaked_fix_plan(node, expr, value, fake_ex)
             else:
                 rec.fix_plan = self._fix_plan(node, expr, value, origin, region, st)
+                if rec.fix_plan is not None and region.file is not None and not self._in_main(region.with_node):
+                    rec.fix_plan = None  # the block to edit is in another module
             self.records[key] = rec
         elif rec.fix_plan is not None and route != "leaked-mix" and expr is not None:
             # the same value leaks again in this op (`w["a"] * w["b"]`): its fix must
@@ -3013,6 +3075,19 @@ def _carries(values, origin, depth=0):
             if isinstance(v, BoundMethod) and _carries([v.self_val], origin, depth + 1):
                 return True
     return False
+
+
+def _word_count(text, word, limit):
+    """Occurrences of ``word`` as a whole word in ``text``, counting up to ``limit``
+    (``str.find``: a regex with word boundaries is slow on large texts)."""
+    n, i, size = 0, text.find(word), len(word)
+    while i >= 0 and n < limit:
+        before = text[i - 1] if i else " "
+        after = text[i + size] if i + size < len(text) else " "
+        if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
+            n += 1
+        i = text.find(word, i + 1)
+    return n
 
 
 def _path_of(ctx):

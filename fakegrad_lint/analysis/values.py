@@ -436,3 +436,16 @@ class ProjModVal(Value):
 
     def __repr__(self):
         return f"ProjMod({self.name})"
+
+
+class LazyImport(Value):
+    """A name an imported project module binds by an import of its own: the module
+    it names is loaded only when the name is used (``Interpreter._force``)."""
+
+    __slots__ = ("thunk", "value")
+
+    def __init__(self, thunk):
+        self.thunk, self.value = thunk, None
+
+    def __repr__(self):
+        return "LazyImport()"
