@@ -13,6 +13,8 @@ them on.
 
 Importing this module imports nothing heavy (no torch, no analyzer): flake8
 loads every plugin at start-up, so the analyzer is imported on the first file.
+The project of a file (whole-project analysis) is found from its path, as for
+``check_source``.
 """
 
 from __future__ import annotations
@@ -50,11 +52,11 @@ class FakegradChecker:
         # importing the analyzer at all.
         from fakegrad_lint.prefilter import may_contain_fake_region
 
-        if not may_contain_fake_region(source):
+        if not may_contain_fake_region(source) and not self._reaches_project_region(source):
             return []
         from fakegrad_lint.checker import check_source
 
-        return check_source(source, self.filename, tree=self.tree)
+        return check_source(source, self.filename, tree=self.tree, fixes=False)  # flake8 shows no fixes
 
     def _source(self) -> str:
         if self.lines is not None:
@@ -64,6 +66,18 @@ class FakegradChecker:
         from fakegrad_lint.sourcefile import read_source
 
         return read_source(self.filename).text
+
+    def _reaches_project_region(self, source: str) -> bool:
+        """Whole-project analysis: a file that names no fake mode but imports a
+        module of its project that can reach one (text only, no analyzer)."""
+        if "import" not in source or self.filename in ("-", "stdin", "(none)") or not os.path.isfile(self.filename):
+            return False
+        from fakegrad_lint.analysis.project import reaches_region
+
+        try:
+            return reaches_region(self.filename, source)
+        except (OSError, ValueError, RecursionError):
+            return False
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         try:

@@ -298,6 +298,55 @@ def test_imported_module_main_guard_does_not_run(tmp_path):
     assert [f.location.row for f in findings_of(tmp_path / "utils.py")] == [7]
 
 
+TRAINER = """\
+import contextlib
+
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+
+class Trainer:
+    def __init__(self, epochs=1, dry_run=True):
+        self.epochs = epochs
+        self.dry_run = dry_run
+
+    def fit(self, model, batch):
+        ctx = FakeTensorMode(allow_non_fake_inputs=True) if self.dry_run else contextlib.nullcontext()
+        with ctx:
+            model(batch).sum().backward()
+"""
+
+
+@pytest.mark.parametrize("flag, marker", [("", "  # FGL001"), (", dry_run=False", "")])
+def test_attributes_set_by_init_of_a_class_of_another_module(tmp_path, flag, marker):
+    make(tmp_path, {
+        "models.py": NET,
+        "lit/__init__.py": "from .trainer import Trainer\n",
+        "lit/trainer.py": TRAINER,
+        "train.py": f"import torch\nfrom lit import Trainer\nfrom models import Net\ntrainer = Trainer(epochs=2{flag})\n"
+                    f"trainer.fit(Net(), torch.randn(2, 4)){marker}\n",
+    })
+    assert_markers(tmp_path)
+
+
+def test_fixes_edit_only_the_linted_file(tmp_path):
+    make(tmp_path, {
+        "fk.py": "import contextlib\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n\n\n"
+                 "@contextlib.contextmanager\ndef fake_region():\n    with FakeTensorMode(allow_non_fake_inputs=True):\n"
+                 "        yield\n\n\n@contextlib.contextmanager\ndef fake_region_mode():\n"
+                 "    with FakeTensorMode(allow_non_fake_inputs=True) as m:\n        yield m\n",
+        "train.py": "import torch\nfrom fk import fake_region, fake_region_mode\n\nx = torch.randn(3, requires_grad=True)\n"
+                    "with fake_region():\n    (x * 2).sum().backward()  # FGL001\nwith fake_region_mode() as fm:\n"
+                    "    (x * 2).sum().backward()  # FGL001\n",
+    })
+    assert_markers(tmp_path)
+    first, second = findings_of(tmp_path / "train.py")
+    # the region's `with` is in fk.py and yields no mode: nothing in train.py can convert
+    assert first.fix is None
+    # the helper yields its mode: the block in train.py binds it and converts x there
+    assert second.fix is not None and [e.content for e in second.fix.edits if "from_tensor" in e.content]
+    assert all(e.start.row >= 7 for e in second.fix.edits)
+
+
 def test_a_hazard_of_the_other_module_is_reported_there_once(tmp_path):
     make(tmp_path, {
         "dry.py": "import torch\nfrom torch import nn\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n\n\n"
@@ -353,6 +402,14 @@ def test_cli_prefilter_cache_and_formats(tmp_path):
     mem.write_text(MEM)
     r = cli("--cache-dir", cache, "train.py", cwd=proj)
     assert r.returncode == 1, r.stdout
+
+
+def test_flake8_plugin_finds_the_project_from_the_path(tmp_path):
+    proj = make(tmp_path, {"models.py": NET, "utils/__init__.py": "", "utils/memory.py": MEM, "train.py": TRAIN})
+    proc = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select", "FGL", "train.py"],
+                          cwd=proj, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("train.py:6:1: FGL001 real requires-grad module `model`"), proc.stdout
 
 
 def test_sarif_code_flows_cross_files_and_validate(tmp_path, monkeypatch, validator):

@@ -416,10 +416,10 @@ model = nn.Linear(2, 1)
 params = dict(model.named_parameters())
 
 def loss(p, x):
-    return torch.func.functional_call(model, p, (x,)).sum()
+    return torch.func.functional_call(model, p, (x,)).sum()  # FGL001
 
 with FakeTensorMode(allow_non_fake_inputs=True):
-    g = torch.func.grad(loss)(params, torch.ones(1, 2))  # FGL001
+    g = torch.func.grad(loss)(params, torch.ones(1, 2))
 for name, p in model.named_parameters():
     p.grad = g[name]
 """,
@@ -650,6 +650,279 @@ with FakeTensorMode(allow_non_fake_inputs=True):
 w = torch.ones(2, requires_grad=True)
 with FakeTensorMode(allow_non_fake_inputs=True), torch.set_grad_enabled(read_flag()):
     y = (w * 2).sum()
+""",
+    "checkpoint_runs_the_block": """
+from torch.utils.checkpoint import checkpoint
+block = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    checkpoint(block, torch.ones(1, 2), use_reentrant=False).sum().backward()  # FGL001
+""",
+    "checkpoint_of_block_built_inside": """
+from torch.utils.checkpoint import checkpoint
+with FakeTensorMode(allow_non_fake_inputs=True):
+    block = nn.Linear(2, 2)
+    checkpoint(block, torch.ones(1, 2), use_reentrant=False).sum().backward()
+""",
+    "optimizer_step_runs_closure": """
+net = nn.Linear(2, 2)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+
+def closure():
+    loss = net(torch.ones(1, 2)).sum()  # FGL001
+    loss.backward()
+    return loss
+
+with FakeTensorMode(allow_non_fake_inputs=True):
+    opt.step(closure)
+""",
+    "optimizer_step_closure_outside_region": """
+net = nn.Linear(2, 2)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+
+def closure():
+    loss = net(torch.ones(1, 2)).sum()
+    loss.backward()
+    return loss
+
+opt.step(closure)
+""",
+    "getattr_layer_names_from_config": """
+SPEC = [("Linear", (2, 2)), ("Tanh", ())]
+net = nn.Sequential(*[getattr(nn, kind)(*a) for kind, a in SPEC])
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "getattr_paramless_layer_names": """
+SPEC = ["ReLU", "Tanh"]
+net = nn.Sequential(*[getattr(nn, kind)() for kind in SPEC])
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "apply_runs_init_under_strict_mode": """
+def init(m):
+    nn.init.zeros_(m.weight)  # FGL002
+
+net = nn.Linear(2, 2)
+with FakeTensorMode():
+    net.apply(init)
+""",
+    "apply_runs_init_outside_region": """
+def init(m):
+    nn.init.zeros_(m.weight)
+
+net = nn.Linear(2, 2).apply(init)
+with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+    fake = mode.from_tensor(net.weight)
+""",
+    "classmethod_factory_returns_module": """
+class Net(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.fc = nn.Linear(d, 1)
+
+    @classmethod
+    def build(cls, d):
+        return cls(d)
+
+net = Net.build(3)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 3)).sum().backward()  # FGL001
+""",
+    "forward_opens_region": """
+class Probe(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(3, 3)
+    def forward(self, x):
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return self.net(x)  # FGL001
+probe = Probe()
+out = probe(torch.ones(1, 3))
+out.sum().backward()
+""",
+    "forward_opens_region_converts": """
+class Probe(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(3, 3)
+    def forward(self, x):
+        with FakeTensorMode(allow_non_fake_inputs=True) as m:
+            return torch.func.functional_call(self.net, {k: m.from_tensor(v) for k, v in self.net.named_parameters()}, (x,))
+probe = Probe()
+out = probe(torch.ones(1, 3))
+out.sum().backward()
+""",
+    "contextmanager_enter_try_finally": """
+@contextlib.contextmanager
+def fake_ctx(allow=True):
+    mode = FakeTensorMode(allow_non_fake_inputs=allow)
+    mode.__enter__()
+    try:
+        yield mode
+    finally:
+        mode.__exit__(None, None, None)
+net = nn.Linear(3, 3)
+with fake_ctx():
+    net(torch.ones(1, 3)).sum().backward()  # FGL001
+""",
+    "exit_stack_passed_to_helper": """
+def setup(stack, allow):
+    stack.enter_context(FakeTensorMode(allow_non_fake_inputs=allow))
+net = nn.Linear(3, 3)
+with contextlib.ExitStack() as stack:
+    setup(stack, True)
+    net(torch.ones(1, 3)).sum().backward()  # FGL001
+""",
+    "init_default_or_mode": """
+class Est:
+    def __init__(self, model, mode=None):
+        self.model = model
+        self.mode = mode or FakeTensorMode(allow_non_fake_inputs=True)
+    def run(self, x):
+        with self.mode:
+            self.model(x).sum().backward()  # FGL001
+Est(nn.Linear(3, 3)).run(torch.ones(1, 3))
+""",
+    "fake_from_may_region_mixed_after": """
+w = torch.ones(2, requires_grad=True)
+with (FakeTensorMode(allow_non_fake_inputs=True) if read_flag() else contextlib.nullcontext()):
+    feats = torch.ones(2) * 3
+(feats * w).sum().backward()
+""",
+    "fake_from_region_mixed_after": """
+w = torch.ones(2, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    feats = torch.ones(2) * 3
+(feats * w).sum().backward()  # FGL003
+""",
+    "backward_on_one_of_two_losses": """
+w = torch.ones(2, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    a = (w * 2).sum()  # FGL004
+    loss = a if read_flag() else torch.ones(())
+    loss.backward()
+""",
+    "state_dict_under_strict_mode": """
+net = nn.Linear(2, 2)
+with FakeTensorMode():
+    sd = net.state_dict()  # FGL002
+""",
+    "state_dict_under_allow_mode": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    sd = net.state_dict()
+""",
+    "dual_use_decorator_without_arguments": """
+def dry_run(fn=None, *, allow=True):
+    def decorate(func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with FakeTensorMode(allow_non_fake_inputs=allow):
+                return func(*args, **kwargs)
+        return wrapper
+    if fn is not None:
+        return decorate(fn)
+    return decorate
+
+@dry_run
+def step(net):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+
+step(nn.Linear(2, 2))
+""",
+    "dual_use_decorator_with_arguments": """
+def dry_run(fn=None, *, allow=True):
+    def decorate(func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with FakeTensorMode(allow_non_fake_inputs=allow), torch.no_grad():
+                return func(*args, **kwargs)
+        return wrapper
+    if fn is not None:
+        return decorate(fn)
+    return decorate
+
+@dry_run(allow=True)
+def step(net):
+    return net(torch.ones(1, 2)).shape
+
+step(nn.Linear(2, 2))
+""",
+    "comparisons_of_known_values": """
+MODE = "fake"
+w = torch.ones(2, requires_grad=True)
+if MODE == "fake" and MODE in ("fake", "meta") and w is not None:
+    ctx = FakeTensorMode(allow_non_fake_inputs=True)
+else:
+    ctx = contextlib.nullcontext()
+with ctx:
+    (w * 2).sum().backward()  # FGL001
+""",
+    "registry_of_factory_functions": """
+_entry = {}
+def register_model(fn):
+    _entry[fn.__name__] = fn
+    return fn
+def model_entrypoint(name):
+    return _entry[name]
+def list_models():
+    return sorted(_entry)
+class Tiny(nn.Module):
+    def __init__(self, width=4, num_classes=10):
+        super().__init__()
+        self.fc = nn.Linear(width, num_classes)
+    def forward(self, x):
+        return self.fc(x)
+@register_model
+def tiny(**kwargs):
+    return Tiny(**kwargs)
+@register_model
+def tiny_wide(**kwargs):
+    return Tiny(width=8, **kwargs)
+def create_model(model_name, pretrained=False, **kwargs):
+    if pretrained:
+        raise RuntimeError("x")
+    return model_entrypoint(model_name)(**kwargs)
+def count_flops(model, size):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        out = model(torch.randn(*size))  # FGL001
+        out.sum().backward()
+for name in list_models():
+    model = create_model(name, num_classes=5)
+    count_flops(model, (2, 4))
+""",
+    "detect_fake_mode_unpatched_allow_unknown": """
+from torch._guards import detect_fake_mode
+net = nn.Linear(2, 2)
+
+def check(fake_input):
+    mode = detect_fake_mode((fake_input,))
+    with mode:
+        return net(fake_input).shape
+
+check(make_input())
+""",
+    "dynamo_optimize_keeps_params": """
+net = torch._dynamo.optimize("eager")(nn.Linear(2, 2))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "compile_decorator_with_options_inside_region": """
+@torch.compile(backend="eager")
+def step(x):
+    return (x * 2).sum()
+
+with FakeTensorMode(allow_non_fake_inputs=True):
+    step(torch.ones(2, requires_grad=True)).backward()
+""",
+    "func_grad_of_unknown_function": """
+from mylib import loss_fn
+model = nn.Linear(2, 1)
+params = dict(model.named_parameters())
+with FakeTensorMode(allow_non_fake_inputs=True):
+    g = torch.func.grad(loss_fn)(params, torch.ones(1, 2))  # FGL001
+for name, p in model.named_parameters():
+    p.grad = g[name]
 """,
 }
 

@@ -22,6 +22,7 @@ import os
 import re
 
 from fakegrad_lint.analysis import torch_tables as N
+from fakegrad_lint.analysis.context import CallSite, DispatchContext
 from fakegrad_lint.analysis.leaks import Leak, Route, Step, Verdict
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.positions import PositionMap
@@ -44,6 +45,7 @@ from fakegrad_lint.analysis.values import (
     ModeVal,
     ModRef,
     ModuleVal,
+    LazyImport,
     OptimizerVal,
     Origin,
     ProjModVal,
@@ -128,49 +130,48 @@ class Scope:
 
 
 class State:
-    __slots__ = ("scope", "regions", "grad_enabled", "dispatch_off", "patched", "fake_copy", "returns", "depth", "stack", "self_val", "sites", "cur",
-                 "may", "meta_device", "fv")
+    """Where the interpreter is: the scope, the dispatch context (one immutable
+    value, ``ctx``) and the call stack."""
+
+    __slots__ = ("scope", "ctx", "returns", "depth", "stack", "self_val", "sites", "cur", "fv")
 
     def __init__(self, scope):
         self.scope = scope
-        self.regions: list[Region] = []
-        self.grad_enabled = True
-        self.dispatch_off = 0
-        self.patched: set = set()
-        self.fake_copy = None
+        self.ctx = DispatchContext()
         self.returns: list = []
         self.depth = 0
         self.stack: tuple = ()
         self.self_val = None
-        self.sites: tuple = ()  # (caller func node, call node, arg exprs, arg values) per descent
+        self.sites: tuple[CallSite, ...] = ()  # one per descent into a function
         self.cur = None  # (block, index) of the statement being executed
-        self.may = 0  # > 0: running a path that only may be taken (one option of a may value)
-        self.meta_device = False  # inside `with torch.device("meta"):`
         self.fv = None  # the FuncVal being run
 
     def child(self, scope):
         c = State(scope)
-        c.regions = self.regions
-        c.grad_enabled = self.grad_enabled
-        c.dispatch_off = self.dispatch_off
-        c.patched = self.patched
-        c.fake_copy = self.fake_copy
+        c.ctx = self.ctx
         c.depth = self.depth + 1
         c.stack = self.stack
         c.sites = self.sites
-        c.may = self.may
-        c.meta_device = self.meta_device
         return c
 
+    # the fields of the context, read (and replaced) by name
+    regions = property(lambda self: self.ctx.regions)
+    patched = property(lambda self: self.ctx.patched)
+    grad_enabled = property(lambda self: self.ctx.grad_enabled,
+                            lambda self, v: setattr(self, "ctx", self.ctx.but(grad_enabled=v)))
+    dispatch_off = property(lambda self: self.ctx.dispatch_off,
+                            lambda self, v: setattr(self, "ctx", self.ctx.but(dispatch_off=v)))
+    fake_copy = property(lambda self: self.ctx.fake_copy,
+                         lambda self, v: setattr(self, "ctx", self.ctx.but(fake_copy=v)))
+    meta_device = property(lambda self: self.ctx.meta_device,
+                           lambda self, v: setattr(self, "ctx", self.ctx.but(meta_device=v)))
+    may = property(lambda self: self.ctx.may, lambda self, v: setattr(self, "ctx", self.ctx.but(may=v)))
+
     def active_region(self):
-        if self.regions and not self.dispatch_off:
-            return self.regions[-1]
-        return None
+        return self.ctx.active_region()
 
     def allow_of(self, mode):
-        return True if mode in self.patched else mode.allow
-
-
+        return self.ctx.allow_of(mode)
 
 
 def _const_kw(call, name, default=None):
@@ -209,7 +210,12 @@ class Interpreter:
         self._entries: list = []  # (from ctx, call site, statement, is_load) per crossing into another module
         self._ctx_entry_rx: dict = {}
         self._opens_memo: dict = {}
+        self._lazy_memo: dict = {}
+        self._main_ids = None  # ids of the linted file's nodes (computed when needed)
         self.records: dict = {}  # (id(node), id(origin)) -> LeakRecord
+        # id(For node) -> the expression naming the real module its loop draws from
+        # (`for layer in model.children()` -> `model`): the fix copies that module
+        self.loop_modules: dict = {}
         self.steps = 0
         self.exhausted = False
         self.instances: dict = {}  # ClassVal -> instance for standalone method analysis
@@ -232,6 +238,8 @@ class Interpreter:
     def run(self) -> list[Leak]:
         _values.CURRENT_FILE[0] = None
         st = State(self.module_scope)
+        # the file runs as a script (how its hazards show): `if __name__ == "__main__":` is taken
+        self.module_scope.vars["__name__"] = ConstVal("__main__")
         stopped = False
         for i, stmt in enumerate(self.tree.body):
             if stopped and not isinstance(stmt, _DEFINITIONS):
@@ -367,20 +375,48 @@ class Interpreter:
     def _module_attr(self, mv, attr):
         v = mv.scope.vars.get(attr)
         if v is not None:
-            return v
+            return self._force(v)
         sub = self._load_module(f"{mv.name}.{attr}")
         return sub if sub is not None else UNKNOWN
 
+    def _force(self, v):
+        """The value behind a lazy import (loading its module now), else ``v``."""
+        if type(v) is not LazyImport:
+            return v
+        if v.value is None:
+            v.value = UNKNOWN  # an import cycle sees an unknown value
+            v.value = v.thunk()
+        return v.value
+
+    def _lazy(self, local):
+        """Can this import of the running (imported) module be loaded lazily? Yes
+        when the module's code names ``local`` again (it is used); an import of a
+        module made for its side effects (``from . import cnn, mlp`` filling a
+        registry) runs now. A name imported from a module (``from .x import a``)
+        is always lazy: its module runs when the name is first used."""
+        ctx = self.ctx
+        if ctx is self.main or ctx.mf is None:
+            return False
+        key = (ctx, local)
+        hit = self._lazy_memo.get(key)
+        if hit is None:
+            hit = self._lazy_memo[key] = _word_count(ctx.mf.source, local, 2) >= 2
+        return hit
+
     def _import_project(self, alias, st):
         """``import a.b.c [as m]`` of a project module: True when bound here."""
-        full = self._load_module(alias.name)
-        if full is None:
+        if self.project.find(alias.name) is None:
             return False
-        if alias.asname:
-            st.scope.assign(alias.asname, full)
-        else:
+        local = alias.asname or alias.name.split(".")[0]
+
+        def resolve():
+            full = self._load_module(alias.name)
+            if full is None or alias.asname:
+                return full or UNKNOWN
             top = alias.name.split(".")[0]
-            st.scope.assign(top, self._load_module(top) or self._namespace(top))
+            return self._load_module(top) or self._namespace(top)
+
+        st.scope.assign(local, LazyImport(resolve) if self._lazy(local) else resolve())
         return True
 
     def _namespace(self, name):
@@ -398,6 +434,13 @@ class Interpreter:
         base = P.absolute_name(ctx.name, ctx.is_pkg, s.module, s.level)
         if base is None:
             return False
+        if ctx is not self.main and self.project.find(base) is not None and "*" not in [a.name for a in s.names] and all(
+                self._lazy(a.asname or a.name) or self.project.find(f"{base}.{a.name}") is None for a in s.names):
+            # a module imported by the project's code: load it when a name is used
+            for a in s.names:
+                st.scope.assign(a.asname or a.name,
+                                LazyImport(lambda name=a.name: self._from_module(base, name)))
+            return True
         mv = self._load_module(base)
         if mv is None:
             # a namespace package (no __init__.py): `from pkg import mod`
@@ -415,6 +458,10 @@ class Interpreter:
                 continue
             st.scope.assign(a.asname or a.name, self._module_attr(mv, a.name))
         return True
+
+    def _from_module(self, base, name):
+        mv = self._load_module(base)
+        return self._module_attr(mv, name) if mv is not None else UNKNOWN
 
     def _opens_region(self, val, depth=0):
         """Can this project value (a module, or a function or class of another
@@ -436,7 +483,7 @@ class Interpreter:
         hit = bool(self._entry_re(ctx).search(text))
         if not hit:
             for name in _called_names(text):
-                target = ctx.scope.vars.get(name)
+                target = self._force(ctx.scope.vars.get(name))
                 if target is not None and target is not val and self._opens_region(target, depth + 1):
                     hit = True
                     break
@@ -511,15 +558,20 @@ class Interpreter:
                 leak.fix = None if verdict is Verdict.FORWARD_ONLY else _with_grad_reads(rec.fix_plan, rec.origin.grad_reads)
             if any(desc == ".grad assignment" for desc, _ in rec.sinks):
                 leak.fix = None  # the computed gradients are written to the real tensor whatever it is converted to
-            key = (start, route)
+            # one leak per place, route and value: `a @ b` leaks two values, two
+            # findings (issue 14), each with its own fix
+            key = (start, route, rec.value_text)
             prev = best.get(key)
             if prev is None or order[verdict] > order[prev.verdict]:
-                if prev is not None:
-                    leak.also = [prev.value, *prev.also]
                 best[key] = leak
-            elif leak.value != prev.value:
-                prev.also.append(leak.value)
         return sorted(best.values(), key=lambda l: l.start)
+
+    def _in_main(self, block):
+        """Is this ``with`` (or the body of a region entered without one) in the linted file?"""
+        if self._main_ids is None:
+            self._main_ids = {id(n) for n in ast.walk(self.tree)}
+        node = block.body[0] if isinstance(block, PseudoWith) and block.body else block
+        return id(node) in self._main_ids
 
     def _rel(self, path):
         """A project module's path for messages: relative to the linted file's folder."""
@@ -636,6 +688,12 @@ class Interpreter:
             self.exec_if(s, st)
         elif t in (ast.For, ast.AsyncFor):
             it = self.eval(s.iter, st)
+            root = s.iter.func.value if (isinstance(s.iter, ast.Call) and isinstance(s.iter.func, ast.Attribute)
+                                         and not s.iter.args and s.iter.func.attr in _MODULE_ITERATORS) else s.iter
+            if st.regions and dotted_name(root) is not None:
+                root_val = self.eval(root, st) if root is not s.iter else it
+                if isinstance(root_val, ModuleVal) and root_val.is_real():
+                    self.loop_modules[id(s)] = root
             item = self.iter_item(it)
             self.assign(s.target, item, st, None)
             self.exec_branch(s.body, st)
@@ -774,10 +832,11 @@ class Interpreter:
             self.exec_block(s.body, st)
         finally:
             for fn in reversed(undo):
-                fn()
+                fn(st)
 
     def enter(self, cm, st, undo, with_node=None, index=-1, bound=None, expr=None, may=False):
-        """Enter a context manager value; push what it changes and its undo on ``undo``.
+        """Enter a context manager value: ``st.ctx`` becomes the context inside it; its undo,
+        a function of the state that leaves it, goes on ``undo``.
         ``may``: the value is entered on some paths only (its region proves nothing)."""
         if isinstance(cm, MaybeVal):
             opts = [o for o in cm.options if not _is_none_const(o)]
@@ -804,34 +863,31 @@ class Interpreter:
                     name = d
             region = Region(cm, cm.allow, with_node, index, name, may=bool(may or st.may))
             region.func_node = st.scope.func_node
-            st.regions.append(region)
-            regions = st.regions
-            undo.append(lambda: regions.remove(region) if region in regions else None)
+            st.ctx = st.ctx.entering(region)
+            undo.append(lambda s: setattr(s, "ctx", s.ctx.leaving(region)))
             return cm
         if isinstance(cm, CtxVal):
             k = cm.kind
             if k == "grad_off" or k == "grad_on":
                 old = st.grad_enabled
                 st.grad_enabled = k == "grad_on"
-                undo.append(lambda: setattr(st, "grad_enabled", old))
+                undo.append(lambda s: setattr(s, "grad_enabled", old))
             elif k == "unset_fake":
                 st.dispatch_off += 1
-                undo.append(lambda: setattr(st, "dispatch_off", st.dispatch_off - 1))
+                undo.append(lambda s: setattr(s, "dispatch_off", max(0, s.dispatch_off - 1)))
             elif k == "fake_copy":
                 old = st.fake_copy
                 st.fake_copy = cm.target
-                undo.append(lambda: setattr(st, "fake_copy", old))
+                undo.append(lambda s: setattr(s, "fake_copy", old))
             elif k == "patch_allow":
-                if cm.target is not None:
+                if cm.target is not None and cm.target not in st.patched:
                     target = cm.target
-                    added = target not in st.patched
-                    st.patched.add(target)
-                    if added:
-                        undo.append(lambda: st.patched.discard(target))
+                    st.ctx = st.ctx.but(patched=st.patched | {target})
+                    undo.append(lambda s: setattr(s, "ctx", s.ctx.but(patched=s.patched - {target})))
             elif k == "meta_device":
                 old_meta = st.meta_device
                 st.meta_device = True
-                undo.append(lambda: setattr(st, "meta_device", old_meta))
+                undo.append(lambda s: setattr(s, "meta_device", old_meta))
             elif k == "gen":
                 return self.enter_generator(cm, st, undo, with_node, index, bound)
             return UNKNOWN
@@ -839,9 +895,9 @@ class Interpreter:
             marker = []  # undo actions of the contexts entered through this stack
             cm.pushed.append(marker)
 
-            def close(marker=marker):
+            def close(s, marker=marker):
                 for fn in reversed(marker):
-                    fn()
+                    fn(s)
                 marker.clear()
 
             undo.append(close)
@@ -870,17 +926,15 @@ class Interpreter:
                 r.may = r.may or may
         exit_fn = cm.cls.lookup_method("__exit__")
 
-        def leave():
+        def leave(s):
             if exit_fn is not None:
                 try:
-                    self.call_function(exit_fn, [cm, ConstVal(None), ConstVal(None), ConstVal(None)], {}, st,
+                    self.call_function(exit_fn, [cm, ConstVal(None), ConstVal(None), ConstVal(None)], {}, s,
                                        force=True, propagate=True)
                 except (Crashed, YieldReached, _BlockExit):
                     pass
             # what __enter__ opened and __exit__ did not close (unknown to us) ends here
-            for r in list(st.regions):
-                if r not in before:
-                    st.regions.remove(r)
+            s.ctx = s.ctx.but(regions=tuple(r for r in s.regions if r in before))
 
         undo.append(leave)
         return res
@@ -889,31 +943,24 @@ class Interpreter:
         """Enter a @contextmanager helper: run it up to its ``yield`` and keep the
         regions and grad state active there for the body of the ``with``."""
         fv, args, kwargs = cm.target
-        before = list(st.regions)
-        old_grad, old_off, old_patched = st.grad_enabled, st.dispatch_off, set(st.patched)
+        outer = st.ctx
         prev, self._capture_gen = self._capture_gen, fv.node
         try:
             self.call_function(fv, args, kwargs, st, run_generator=True)
         except YieldReached as y:
-            # the generator's own with-blocks were unwound by the exception: re-apply
-            for r in y.regions:
-                if r not in st.regions:
-                    st.regions.append(r)
-                    if r.mode is y.value and with_node is not None:
-                        # the helper yields its mode: the block can bind and use it
-                        r.with_node, r.item_index, r.bound_name = with_node, index, bound
-                        r.func_node = st.scope.func_node
-            st.grad_enabled = y.grad_enabled
-            st.dispatch_off = y.dispatch_off
-            st.patched |= y.patched
-            regions = st.regions
+            # the context at the yield is the context of the block (the exception
+            # unwound the generator's own with-blocks, not what they had entered)
+            for r in y.ctx.regions:
+                if r not in outer.regions and r.mode is y.value and with_node is not None:
+                    # the helper yields its mode: the block can bind and use it
+                    r.with_node, r.item_index, r.bound_name = with_node, index, bound
+                    r.func_node = st.scope.func_node
+            st.ctx = y.ctx.but(patched=outer.patched | y.ctx.patched, may=outer.may)
 
-            def restore():
-                for r in list(regions):
-                    if r not in before:
-                        regions.remove(r)
-                st.grad_enabled, st.dispatch_off = old_grad, old_off
-                st.patched.intersection_update(old_patched)
+            def restore(s):
+                s.ctx = s.ctx.but(regions=tuple(r for r in s.regions if r in outer.regions),
+                                  grad_enabled=outer.grad_enabled, dispatch_off=outer.dispatch_off,
+                                  patched=s.patched & outer.patched)
 
             undo.append(restore)
             return y.value
@@ -1203,7 +1250,8 @@ class Interpreter:
             return UNKNOWN
         if fv.contextmanager and not run_generator:
             return CtxVal("gen", (fv, list(args), dict(kwargs)))
-        if not (force or st.regions or self._may_matter(node, self._lines_of(fv)) or any(_interesting(a) for a in args)
+        if not (force or st.regions or self._may_matter(node, self._lines_of(fv)) or self._init_matters(fv)
+                or any(_interesting(a) for a in args)
                 or any(_interesting(v) for v in kwargs.values())):
             return UNKNOWN  # outside any region, nothing of interest in or out: skip the body
         is_gen = self._func_contains_yield.get(node)
@@ -1214,7 +1262,7 @@ class Interpreter:
         cst = st.child(scope)
         cst.stack = st.stack + (node,)
         if site is not None:
-            cst.sites = st.sites + ((st.scope.func_node,) + site,)
+            cst.sites = st.sites + (CallSite(st.scope.func_node, *site),)
         cst.fv = fv
         self.bind_args(fv, args, kwargs, scope)
         if fv.grad_off:
@@ -1227,9 +1275,13 @@ class Interpreter:
             self.exec_block(node.body, cst)
         except _BlockExit:
             pass
-        if propagate and not run_generator and not fv.grad_off:
-            st.grad_enabled, st.dispatch_off = cst.grad_enabled, cst.dispatch_off
-            st.fake_copy, st.meta_device = cst.fake_copy, cst.meta_device
+        if not run_generator:
+            # what the function entered and did not leave stays entered, as in Python
+            # (its own `@torch.no_grad()` ends with it; its may-paths are its own)
+            ctx = cst.ctx.but(may=st.may)
+            if fv.grad_off or not propagate:
+                ctx = ctx.but(grad_enabled=st.grad_enabled)
+            st.ctx = ctx
         if is_gen and not run_generator:
             return SeqVal(tuple(cst.returns))
         if not cst.returns:
@@ -1238,6 +1290,14 @@ class Interpreter:
         for r in cst.returns[1:]:
             out = join(out, r)
         return out
+
+    def _init_matters(self, fv):
+        """``__init__`` of a class whose code can open a region or make a real
+        requires-grad value: the attributes it sets decide what its methods do."""
+        cls = fv.cls
+        if cls is None or getattr(fv.node, "name", None) != "__init__" or not isinstance(cls, ClassVal):
+            return False
+        return self._may_matter(cls.node, self._lines_of(fv))
 
     def bind_args(self, fv, args, kwargs, scope):
         node = fv.node
@@ -1301,14 +1361,16 @@ class Interpreter:
             text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
             flag = bool(self._entry_re(ctx).search(text) or _SOURCE_RE.search(text))
             if not flag:
-                # names a module-level value of interest (a registry of module classes)
+                # names a module-level value of interest (a registry of module classes,
+                # or of functions that matter)
                 mvars = ctx.scope.vars
-                flag = any(_interesting(mvars[w]) or _module_classes(mvars[w])
+                self._matter[node] = False  # guard recursion
+                flag = any(_interesting(mvars[w]) or _module_classes(mvars[w]) or self._registry_matters(mvars[w], node)
                            for w in set(_WORD_RE.findall(text)) if w in mvars)
             if not flag:
                 # calls a function of its module that matters (by name)
                 for name in _called_names(text):
-                    target = ctx.scope.vars.get(name)
+                    target = self._force(ctx.scope.vars.get(name))
                     # a function or class by that name, or a method of a class of the file
                     cands = []
                     if isinstance(target, (FuncVal, ClassVal)):
@@ -1327,6 +1389,17 @@ class Interpreter:
             self._matter[node] = flag
         return flag
 
+    def _registry_matters(self, v, node, depth=0):
+        """A container of functions, one of which matters (a registry of model factories)."""
+        if isinstance(v, SeqVal) and depth < 2:
+            return any(self._registry_matters(x, node, depth + 1) for x in v.items)
+        if isinstance(v, MaybeVal) and depth < 2:
+            return any(self._registry_matters(x, node, depth + 1) for x in v.options)
+        if depth and isinstance(v, FuncVal) and v.node is not node and self._matter.get(v.node, None) is not False:
+            return self._may_matter(v.node, self._lines_of(v),
+                                    self._scope_ctx.get(getattr(v.scope, "module", None), self.ctx))
+        return False
+
     # ------------------------------------------------------------- expressions
     def eval(self, e, st) -> Value:
         self._tick()
@@ -1335,6 +1408,8 @@ class Interpreter:
             v = st.scope.lookup(e.id)
             if v is None:
                 return ModRef("builtins." + e.id) if e.id in _BUILTINS else UNKNOWN
+            if type(v) is LazyImport:
+                return self._force(v)
             return v
         if t is ast.Constant:
             return ConstVal(e.value)
@@ -1356,6 +1431,9 @@ class Interpreter:
             return self.binop(e, [(v, e.operand)], st)
         if t is ast.Compare:
             vals = [(self.eval(e.left, st), e.left)] + [(self.eval(c, st), c) for c in e.comparators]
+            known = _compare(e.ops, [v for v, _ in vals])
+            if known is not None:
+                return ConstVal(known)
             if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in e.ops):
                 return UNKNOWN
             if any(_is_tensorish(v) for v, _ in vals):
@@ -1446,10 +1524,7 @@ class Interpreter:
     def on_yield(self, v, st):
         if st.stack and self._capture_gen is st.stack[-1]:
             y = YieldReached(st, v)
-            y.regions = list(st.regions)
-            y.grad_enabled = st.grad_enabled
-            y.dispatch_off = st.dispatch_off
-            y.patched = set(st.patched)
+            y.ctx = st.ctx
             raise y
         st.returns.append(v)
 
@@ -1572,6 +1647,8 @@ class Interpreter:
                 a = cls.lookup_attr(attr)
                 if a is not None:
                     return (a.default or UNKNOWN) if isinstance(a, FieldVal) else a
+            if isinstance(obj, ModuleVal) and obj.cls is None and attr in N.MODULE_WRAPPER_ATTRS:
+                return obj  # DataParallel(m).module, torch.compile(m)._orig_mod: the same parameters
             if isinstance(obj, ModuleVal) and attr in N.MODULE_PARAM_ATTRS:
                 if obj.is_real():
                     return TVal(frozenset([Origin(f"{dotted_name(e) or attr}", "parameter", e.lineno, parent=obj.origin, param=attr)]))
@@ -1654,7 +1731,8 @@ class Interpreter:
             if callee.func.node.name == "forward" and isinstance(callee.self_val, ModuleVal):
                 return self.module_call(e, callee.self_val, func_expr, args, kwargs, st)
             return self.call_function(callee.func, [callee.self_val] + list(args), kwargs, st,
-                                      site=(e, [None] + _arg_exprs(e), [callee.self_val] + list(args)))
+                                      site=(e, [e.func.value if isinstance(e.func, ast.Attribute) else None]
+                                            + _arg_exprs(e), [callee.self_val] + list(args)))
         if isinstance(callee, ClassVal):
             return self.instantiate(callee, args, kwargs, st, e)
         if isinstance(callee, ModuleVal):
@@ -1710,14 +1788,13 @@ class Interpreter:
         region = st.active_region()
         mode = region.mode if region is not None else None
         entered = frozenset()
-        if mode is not None:
-            # the real arguments enter the fake computation here, at the transform's call;
-            # the function itself then runs on (fake) stand-ins for them
+        runnable = isinstance(tf.func, (FuncVal, BoundMethod, PartialVal, ModuleVal, InstanceVal, MaybeVal, TransformVal))
+        if mode is not None and not runnable:
+            # a function we cannot follow: the real arguments enter the fake computation here
             entered = self.op(e, _operands(e, args, kwargs), st).taint()
-            args = [_fake_copy(a, mode) if a.real_rg() else a for a in args]
-            kwargs = {k: (_fake_copy(v, mode) if v.real_rg() else v) for k, v in kwargs.items()}
-        res = self.call_value(e, tf.func, args, kwargs, st, func_expr=None) if isinstance(
-            tf.func, (FuncVal, BoundMethod, PartialVal, ModuleVal, InstanceVal, MaybeVal, TransformVal)) else UNKNOWN
+        # the function runs on the arguments: a real one is first an operand where its
+        # body uses it (functional_call), as a TorchFunctionMode sees it
+        res = self.call_value(e, tf.func, args, kwargs, st, func_expr=None) if runnable else UNKNOWN
         if tf.kind == "vmap":
             return _with_taint(res, entered) if entered else res
         leaks = (res.taint() | entered) if st.grad_enabled else frozenset()
@@ -1740,24 +1817,41 @@ class Interpreter:
         mode = tf.mode
         fake_args = [_fake_copy(a, mode) for a in args]
         region = Region(mode, mode.allow, None, -1, None)
-        region.func_node = None  # type: ignore[attr-defined]
-        st.regions.append(region)
+        st.ctx = st.ctx.entering(region)
         try:
             if isinstance(tf.func, (FuncVal, BoundMethod, ModuleVal)):
                 res = self.call_value(e, tf.func, fake_args, kwargs, st)
             else:
                 res = UNKNOWN
         finally:
-            if region in st.regions:
-                st.regions.remove(region)
+            st.ctx = st.ctx.leaving(region)
         return res
 
     def module_call(self, e, mod, func_expr, args, kwargs, st):
+        fwd = mod.cls.lookup_method("forward") if isinstance(mod, ModuleVal) and mod.cls is not None else None
+        if (isinstance(fwd, FuncVal) and st.active_region() is None and fwd.node not in st.stack
+                and self._forward_opens_region(fwd)):
+            # outside any region, a module of the file whose forward opens one: calling it runs forward
+            return self.call_function(fwd, [mod] + list(args), kwargs, st,
+                                      site=(e, [func_expr] + _arg_exprs(e), [mod] + list(args)))
         operands = [(mod, func_expr)] + _operands(e, args, kwargs)
         return self.op(e, operands, st)
 
+    def _forward_opens_region(self, fv):
+        node = fv.node
+        text = "\n".join(self._lines_of(fv)[node.lineno - 1 : node.end_lineno])
+        return bool(self._entry_re().search(text))
+
     def call_method(self, e, recv, name, args, kwargs, st):
         if isinstance(recv, MaybeVal):
+            opts = [o for o in recv.options if not isinstance(o, ConstVal)]  # a constant has no such method
+            if name == "backward" and opts and all(isinstance(o, TVal) for o in opts):
+                # the sink reaches what is in the graph on every path
+                taints = [o.taint() for o in opts]
+                common = frozenset.union(*taints) if recv.each else frozenset.intersection(*taints)
+                return self.tensor_method(e, TVal(frozenset(), None, common), name, args, kwargs, st)
+            if len(opts) == 1:
+                return self.call_method(e, opts[0], name, args, kwargs, st)
             return self.over_options(recv, lambda o: self.call_method(e, o, name, args, kwargs, st), st)
         if isinstance(recv, (SuperVal, ClassVal)):
             return self.call_value(e, self.attribute(e.func, recv, name, st), args, kwargs, st)
@@ -1782,7 +1876,7 @@ class Interpreter:
             if name == "__exit__":
                 for r in reversed(st.regions):
                     if r.mode is recv:
-                        st.regions.remove(r)
+                        st.ctx = st.ctx.leaving(r)
                         break
                 return UNKNOWN
             return UNKNOWN
@@ -1808,6 +1902,10 @@ class Interpreter:
                     return self.call_function(m, args, kwargs, st)
                 return self.call_function(m, [recv] + list(args), kwargs, st,
                                           site=(e, [e.func.value] + _arg_exprs(e), [recv] + list(args)))
+            return UNKNOWN
+        if isinstance(recv, OptimizerVal):
+            if name == "step" and args:
+                return self.call_value(e, args[0], [], {}, st, func_expr=None)  # step(closure) runs the closure
             return UNKNOWN
         if isinstance(recv, ExitStackVal):
             if name == "enter_context" and args:
@@ -1884,7 +1982,8 @@ class Interpreter:
         if name == "forward" or name == "__call__":
             return self.module_call(e, mod, e.func.value, args, kwargs, st)
         if mod.cls is not None and name in mod.cls.methods:
-            return self.call_function(mod.cls.methods[name], [mod] + list(args), kwargs, st)
+            return self.call_function(mod.cls.methods[name], [mod] + list(args), kwargs, st,
+                                      site=(e, [e.func.value] + _arg_exprs(e), [mod] + list(args)))
         if name in ("parameters", "named_parameters") or (name == "state_dict" and _kw_true(kwargs, "keep_vars")):
             if real:
                 p = TVal(frozenset([mod.origin]))  # the module's own provenance: freezing them freezes it
@@ -1897,6 +1996,17 @@ class Interpreter:
             return SeqVal((mod,))
         if name in ("named_children", "named_modules"):
             return SeqVal((SeqVal((UNKNOWN, mod), (UNKNOWN, mod)),))
+        if name in N.MODULE_DETACHING_METHODS and real:
+            region = st.active_region()
+            if region is not None and st.allow_of(region.mode) is False:
+                # it detaches every parameter: an op on real tensors under a strict mode
+                # (no fix: the call is not the module's own call that a fix rewrites)
+                try:
+                    self.op(e, [(mod, e.func.value)], st, differentiable=False)
+                finally:
+                    for rec in self.records.values():
+                        if rec.node is e:
+                            rec.fix_plan = None
         if name in ("state_dict", "buffers", "named_buffers"):
             t = TVal(frozenset(), mod.mode)
             return SeqVal((SeqVal((UNKNOWN, t), (UNKNOWN, t)),)) if name == "named_buffers" else SeqVal((t,))
@@ -1920,6 +2030,8 @@ class Interpreter:
         if name in N.MODULE_SELF_METHODS:
             if name == "to" and (_is_meta(args) or _is_meta(list(kwargs.values()))):
                 mod.meta = True
+            if name == "apply" and args:
+                self.call_value(e, args[0], [mod], {}, st, func_expr=None)  # fn(m) for every submodule m
             return mod
         if name in ("register_parameter", "register_buffer") and len(args) >= 2 and isinstance(args[0], ConstVal):
             mod.attrs[str(args[0].value)] = args[1]
@@ -1980,7 +2092,9 @@ class Interpreter:
             desc = "FakeTensorMode(allow_non_fake_inputs=True)" if allow else ("FakeTensorMode()" if allow is False else "FakeTensorMode(...)")
             return ModeVal(allow, e.lineno, desc, e)
         if q in N.DETECT_FAKE_MODE:
-            return ModeVal(False, e.lineno, "detect_fake_mode()", e)
+            # whatever mode the inputs were made in: what it allows is not known here
+            # (torch.export's non-strict mode allows non-fake inputs) unless patched
+            return ModeVal(None, e.lineno, "detect_fake_mode()", e)
         if q in N.FAKE_COPY_MODE:
             return CtxVal("fake_copy", args[0] if args and isinstance(args[0], ModeVal) else None)
         if q in N.UNSET_FAKE:
@@ -2060,7 +2174,7 @@ class Interpreter:
                 # a factory: born fake inside a region, real (maybe requires grad) outside
                 region = st.active_region()
                 if region is not None:
-                    return TVal(frozenset(), region.mode)
+                    return TVal(frozenset(), region.mode, may_fake=region.may or bool(st.may))
                 if _kw_true(kwargs, "requires_grad") and not _is_meta(list(kwargs.values())) and not st.meta_device:
                     return TVal(frozenset([Origin("tensor", "tensor", e.lineno)]))
                 return TVal()
@@ -2082,9 +2196,14 @@ class Interpreter:
         if q in N.MODULE_KEEPING_TRANSFORMS:
             if isinstance(first, (ModuleVal, FuncVal, BoundMethod, PartialVal, MaybeVal, InstanceVal)):
                 return first  # the result runs the same module, with its real parameters
-            return DecoratorVal() if not args else UNKNOWN
+            # `torch.compile(mode=...)`, `torch._dynamo.optimize("eager")`: a decorator that keeps them
+            return DecoratorVal() if not args or isinstance(first, ConstVal) else UNKNOWN
         if q in N.EXPORT:
             return ExportedProgramVal(first)
+        if q in N.CALL_THROUGH:
+            # checkpoint(fn, *args): the function runs on the arguments (its own keywords dropped)
+            return self.call_value(e, first, list(args[1:]), {k: v for k, v in kwargs.items() if k not in N.CALL_THROUGH[q]},
+                                   st, func_expr=e.args[0] if e.args else None)
         if q in N.SKIP_INIT:
             return self.call_value(e, first, list(args[1:]), kwargs, st, func_expr=None)
         for kind, qs in N.FUNC_TRANSFORMS.items():
@@ -2153,6 +2272,10 @@ class Interpreter:
             if isinstance(a, SeqVal):
                 return SeqVal(a.items, a.elts if name in ("list", "tuple") else None)
             return SeqVal((self.iter_item(a),))
+        if name in ("setattr", "object.__setattr__") and len(args) == 3 and isinstance(args[1], ConstVal):
+            if isinstance(args[0], (InstanceVal, ModuleVal, ClassVal)) and isinstance(args[1].value, str):
+                args[0].attrs[args[1].value] = args[2]  # (a frozen dataclass's __post_init__)
+            return UNKNOWN
         if name == "super":
             fv = st.fv
             cls = args[0] if args and isinstance(args[0], ClassVal) else (fv.cls if fv is not None else None)
@@ -2194,6 +2317,10 @@ class Interpreter:
             return UNKNOWN
         if name in ("getattr",) and len(args) >= 2 and isinstance(args[1], ConstVal) and isinstance(args[1].value, str):
             return self.attribute(e, args[0], args[1].value, st)
+        if name in ("getattr",) and len(args) == 2 and isinstance(args[1], MaybeVal):
+            # a name among known strings (a config's entries): each of them, or one of them
+            return self.over_options(args[1], lambda o: (
+                self.attribute(e, args[0], o.value, st) if isinstance(o, ConstVal) and isinstance(o.value, str) else UNKNOWN), st)
         if name in ("max", "min", "abs") and args and any(_is_tensorish(a) for a in args):
             return self.op(e, [(a, None) for a in args], st, differentiable=name == "abs")
         return UNKNOWN
@@ -2226,8 +2353,8 @@ class Interpreter:
                 if m is not None:
                     mode = m
                     route = "leaked-mix"
-                    region = Region(m, m.allow, None, -1, None)
-                    region.func_node = None  # type: ignore[attr-defined]
+                    # a value made fake on some paths only proves no leak
+                    region = Region(m, m.allow, None, -1, None, may=not v.proven_fake())
                     break
         leaks = frozenset()
         for v, _ in flat:
@@ -2258,7 +2385,7 @@ class Interpreter:
                     rec = self.record(node, origin, whole.get(id(v), v), ex, region, route, allow, st, grad, fake_ex, may)
                     if rec is not None:
                         new.append(rec)
-            return TVal(frozenset(), mode, (leaks | frozenset(new)) if grad else frozenset())
+            return TVal(frozenset(), mode, (leaks | frozenset(new)) if grad else frozenset(), may_fake=region_may)
         origins = frozenset()
         if grad:
             for v, _ in flat:
@@ -2303,6 +2430,8 @@ class Interpreter:
                 rec.fix_plan = self._leaked_fix_plan(node, expr, value, fake_ex)
             else:
                 rec.fix_plan = self._fix_plan(node, expr, value, origin, region, st)
+                if rec.fix_plan is not None and region.file is not None and not self._in_main(region.with_node):
+                    rec.fix_plan = None  # the block to edit is in another module
             self.records[key] = rec
         elif rec.fix_plan is not None and route != "leaked-mix" and expr is not None:
             # the same value leaks again in this op (`w["a"] * w["b"]`): its fix must
@@ -2319,22 +2448,36 @@ class Interpreter:
             return None
         from fakegrad_lint.fix_builders import FixPlan
 
-        if getattr(region, "func_node", None) is not st.scope.func_node:
+        inner = st.scope.func_node
+        kind = None
+        if inner is not getattr(region, "func_node", None) and _defined_in(inner, region.with_node) \
+                and expr is not None and _free_in(expr, inner):
+            # a lambda or closure defined in the block reads the real value from outside:
+            # the copy hoisted in the block is what it reads instead (it runs in the block)
+            pass
+        elif region.func_node is not st.scope.func_node:
             # the leak is inside a helper called from the block: convert the argument
             # that carries the real value at the call in the block
-            site = next((x for x in reversed(st.sites) if x[0] is getattr(region, "func_node", None)), None)
+            site = next((x for x in reversed(st.sites) if x.caller is region.func_node), None)
             if site is None:
                 return None
             _, call, exprs, values = site
+            kind = None
             for ex, val in zip(exprs, values):
                 if ex is not None and origin in val.real_rg() and not isinstance(val, (ModuleVal, MaybeVal)):
                     expr, value = ex, val
                     node = call
                     break
             else:
-                return None
-            kind = None
-        else:
+                # a method of a real module (`ae.encode(x)`) whose body leaks its parameters:
+                # the module itself is converted, as a fake copy, at the call
+                recv = exprs[0] if exprs else None
+                val = values[0] if values else None
+                if not (isinstance(val, ModuleVal) and recv is not None and isinstance(call.func, ast.Attribute)
+                        and call.func.value is recv and _owns(val, origin)):
+                    return None
+                expr, value, node, kind = recv, val, call, "module-copy"
+        if kind is None:
             if isinstance(value, MaybeVal):
                 return None  # one of several values: no single conversion is proven to fit
             kind = "module" if isinstance(value, ModuleVal) else None
@@ -2342,6 +2485,13 @@ class Interpreter:
                 return None
         if expr is None:
             return None
+        if isinstance(expr, (ast.List, ast.Tuple)) and isinstance(value, SeqVal) and kind is None:
+            # `torch.cat([a, b])`: the element that names the real value is converted
+            elt = next((e for e in expr.elts if dotted_name(e) == origin.name), None)
+            item = next((v for v in value.items if origin in v.real_rg()), None)
+            if elt is None or not isinstance(item, TVal):
+                return None
+            expr, value = elt, item
         dotted = dotted_name(expr)
         base = expr
         if dotted is None and kind == "module":
@@ -2360,11 +2510,13 @@ class Interpreter:
             kind = "container" if isinstance(value, SeqVal) else "tensor"
         # every expression in the block that leaks this value: the fix converts them all
         target = node if kind == "module" else (base if kind == "container" else expr)
+        if kind == "module-copy" and dotted is None:
+            return None
         uses = region.uses.setdefault((kind, dotted), [])
         if not any(u is target for u in uses):
             uses.append(target)
         return FixPlan(kind=kind, value=dotted, with_node=region.with_node, item_index=region.item_index,
-                       mode_name=region.bound_name, uses=uses, module_tree=self.tree,
+                       mode_name=region.bound_name, uses=uses, module_tree=self.tree, loop_modules=self.loop_modules,
                        derived=isinstance(value, TVal) and value.derived, conditional=region.mode.conditional)
 
     def _leaked_fix_plan(self, node, expr, value, fake_ex):
@@ -2387,8 +2539,8 @@ class Interpreter:
 
     def sink(self, v, desc, node, st, inputs=None):
         leaks = v.taint()
-        if not leaks:
-            return
+        if not leaks or st.may:
+            return  # (a sink on a path that only may be taken proves no hazard)
         wanted = None
         if inputs is not None and inputs is not UNKNOWN:
             wanted = set()
@@ -2442,6 +2594,62 @@ def _is_none_const(v):
     return isinstance(v, ConstVal) and v.value is None
 
 
+_KNOWN_OBJECTS = (ModeVal, CtxVal, ExitStackVal, FuncVal, ClassVal, BoundMethod, PartialVal, TracedFn, TransformVal,
+                  OptimizerVal, DecoratorVal, InstanceVal, ModuleVal, TVal, SeqVal, ExportedProgramVal, FieldVal)
+_CMP = {
+    ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
+}
+
+
+def _is_none_test(v):
+    """``v is None``: True, False, or None when not known."""
+    if isinstance(v, ConstVal):
+        return v.value is None
+    if isinstance(v, _KNOWN_OBJECTS):
+        return False
+    if isinstance(v, MaybeVal):
+        answers = {_is_none_test(o) for o in v.options}
+        return answers.pop() if len(answers) == 1 else None
+    return None
+
+
+def _compare(ops, vals):
+    """A comparison Python can answer from known values (None: not known)."""
+    result = True
+    for op, a, b in zip(ops, vals, vals[1:]):
+        t = type(op)
+        if t in (ast.Is, ast.IsNot):
+            if _is_none_const(b):
+                r = _is_none_test(a)
+            elif _is_none_const(a):
+                r = _is_none_test(b)
+            else:
+                return None
+            if r is None:
+                return None
+            r = r if t is ast.Is else not r
+        elif t in _CMP and isinstance(a, ConstVal) and isinstance(b, ConstVal):
+            try:
+                r = bool(_CMP[t](a.value, b.value))
+            except Exception:
+                return None
+        elif t in (ast.In, ast.NotIn) and isinstance(a, ConstVal) and isinstance(b, SeqVal) and b.elts is not None:
+            keys = b.keys if b.keys is not None else b.elts
+            if b.keys is None and not all(isinstance(x, ConstVal) for x in keys):
+                return None
+            pool = [k for k in keys] if b.keys is not None else [x.value for x in keys]
+            try:
+                r = a.value in pool
+            except Exception:
+                return None
+            r = r if t is ast.In else not r
+        else:
+            return None
+        result = result and r
+    return result
+
+
 def _mark_may_regions(regions, before):
     """Regions entered in a branch whose test is unknown, still entered after it:
     after the ``if`` they are entered on some paths only."""
@@ -2476,6 +2684,53 @@ def _dict_val(keys, values):
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
 # with the function definitions whose bodies are parsed on first use (fakegrad_lint.lazyparse)
 _FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, *LAZY_DEF_TYPES)
+
+
+def _defined_in(func, with_node) -> bool:
+    """Is ``func`` (a lambda or def) written inside the block of ``with_node``?"""
+    body = getattr(with_node, "body", None) or []
+    if func is None or not body or not hasattr(func, "lineno"):
+        return False
+    return body[0].lineno <= func.lineno and func.end_lineno <= body[-1].end_lineno
+
+
+def _free_in(expr, func) -> bool:
+    """Is the root name of ``expr`` free in ``func`` (not a parameter, not assigned,
+    not declared global in it)? Then it is read from the block's scope."""
+    root = expr
+    while isinstance(root, (ast.Attribute, ast.Subscript)):
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return False
+    a = func.args
+    params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if x is not None}
+    if root.id in params:
+        return False
+    body = func.body if isinstance(func.body, list) else [func.body]
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and node.id == root.id and not isinstance(node.ctx, ast.Load):
+                return False
+            if isinstance(node, (ast.Global, ast.Nonlocal)) and root.id in node.names:
+                return False
+    return True
+
+
+_MODULE_ITERATORS = frozenset({"children", "modules", "named_children", "named_modules", "parameters",
+                               "named_parameters", "buffers", "named_buffers", "values", "items"})
+
+
+def _owns(mod, origin, depth: int = 0) -> bool:
+    """Is ``origin`` the origin of module value ``mod``, of one of its parameters, or
+    of one of its submodules (known attributes, a few levels down)?"""
+    o = origin
+    while o is not None:
+        if o is mod.origin:
+            return True
+        o = o.parent
+    if depth >= 4:
+        return False
+    return any(isinstance(v, ModuleVal) and _owns(v, origin, depth + 1) for v in mod.attrs.values())
 
 
 def _is_nn_module_class(q):
@@ -2605,8 +2860,10 @@ def _interesting(v, depth=0):
     """Does this value carry anything the rules care about?"""
     if isinstance(v, TVal):
         return bool(v.origins or v.mode is not None or v.leaks)
-    if isinstance(v, (ModuleVal, ModeVal, CtxVal, ExitStackVal, TracedFn, OptimizerVal)):
+    if isinstance(v, (ModuleVal, ModeVal, CtxVal, ExitStackVal, TracedFn, OptimizerVal, TransformVal, ExportedProgramVal)):
         return True
+    if isinstance(v, ClassVal):
+        return v.is_module  # calling it makes a module
     if isinstance(v, (SeqVal, MaybeVal)) and depth < 3:
         items = v.items if isinstance(v, SeqVal) else v.options
         return any(_interesting(x, depth + 1) for x in items)
@@ -2818,6 +3075,19 @@ def _carries(values, origin, depth=0):
             if isinstance(v, BoundMethod) and _carries([v.self_val], origin, depth + 1):
                 return True
     return False
+
+
+def _word_count(text, word, limit):
+    """Occurrences of ``word`` as a whole word in ``text``, counting up to ``limit``
+    (``str.find``: a regex with word boundaries is slow on large texts)."""
+    n, i, size = 0, text.find(word), len(word)
+    while i >= 0 and n < limit:
+        before = text[i - 1] if i else " "
+        after = text[i + size] if i + size < len(text) else " "
+        if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
+            n += 1
+        i = text.find(word, i + 1)
+    return n
 
 
 def _path_of(ctx):

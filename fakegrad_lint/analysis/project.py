@@ -247,23 +247,54 @@ class Project:
             return None
         if name in self._found:
             return self._found[name]
-        rel = name.replace(".", os.sep)
+        parts = name.split(".")
         hit = None
         for root in self.roots:
             if root.endswith(os.sep):
                 # an installed package's folder: only names under that package
                 pkg = os.path.basename(root[:-1])
-                if name.split(".", 1)[0] != pkg:
+                if parts[0] != pkg:
                     continue
                 root = os.path.dirname(root[:-1])
-            for cand in (os.path.join(root, rel + ".py"), os.path.join(root, rel, "__init__.py")):
-                if os.path.isfile(cand):
-                    hit = cand
-                    break
+            hit = _module_file(root, parts)
             if hit:
                 break
         self._found[name] = hit
         return hit
+
+
+_listing: dict[str, frozenset] = {}
+
+
+def _entries(folder: str) -> frozenset:
+    """The names in a folder, listed once per process (a folder created later is
+    not seen: its modules are unknown values, never a finding)."""
+    hit = _listing.get(folder)
+    if hit is None:
+        try:
+            hit = frozenset(os.listdir(folder))
+        except OSError:
+            hit = frozenset()
+        _listing[folder] = hit
+    return hit
+
+
+def _module_file(root: str, parts: list) -> str | None:
+    """``root/a/b.py`` or ``root/a/b/__init__.py`` for ``a.b``, by folder listings."""
+    folder = root
+    for part in parts[:-1]:
+        if part not in _entries(folder):
+            return None
+        folder = os.path.join(folder, part)
+    last = parts[-1]
+    names = _entries(folder)
+    if last + ".py" in names:
+        cand = os.path.join(folder, last + ".py")
+        if os.path.isfile(cand):
+            return cand
+    if last in names and "__init__.py" in _entries(os.path.join(folder, last)):
+        return os.path.join(folder, last, "__init__.py")
+    return None
 
 
 # ---------------------------------------------------------------------------
@@ -272,7 +303,6 @@ class Project:
 _IMPORT_RE = re.compile(
     r"[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]+))"
 )
-_reach: dict[tuple, bool] = {}
 
 
 def _import_statements(text: str):
@@ -325,87 +355,250 @@ def imported_modules(text: str, path: str, project: "Project | None" = None) -> 
 MAX_SCAN_FILES = 20_000  # a larger root is not scanned: it counts as "may hold a region"
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", "site-packages", "dist-packages",
                         ".tox", ".nox", ".venv", "venv", ".mypy_cache", ".ruff_cache", ".fakegrad_cache"})
-_hot_roots: dict[str, bool] = {}
+_root_scans: dict[str, tuple] = {}  # root -> (files or None when too many, seeds)
 
 
-def _scan_root(root: str) -> bool:
-    """Does any ``.py`` file under ``root`` name a way into a fake region (bytes only)?"""
+def _scan_root(root: str) -> tuple:
+    """The ``.py`` files under ``root`` and the seeds among them: those that name a
+    way into a fake region (bytes only). Once per root per process; None for the
+    files of a root with more than MAX_SCAN_FILES (it counts as "may hold a region")."""
+    hit = _root_scans.get(root)
+    if hit is not None:
+        return hit
     from fakegrad_lint.prefilter import ENTRY_WORDS
 
     words = tuple(w.encode() for w in ENTRY_WORDS)
-    count = 0
-    for d, dirs, files in os.walk(root):
+    files: list | None = []
+    seeds = []
+    for d, dirs, names in os.walk(root):
         dirs[:] = [x for x in dirs if x not in _SKIP_DIRS and not os.path.exists(os.path.join(d, x, "pyvenv.cfg"))]
-        for f in files:
+        for f in names:
             if not f.endswith(".py"):
                 continue
-            count += 1
-            if count > MAX_SCAN_FILES:
-                return True
+            full = os.path.join(d, f)
+            files.append(full)
+            if len(files) > MAX_SCAN_FILES:
+                files = None
+                break
             try:
-                with open(os.path.join(d, f), "rb") as fh:
+                with open(full, "rb") as fh:
                     raw = fh.read()
             except OSError:
                 continue
             if any(w in raw for w in words):
-                return True
-    return False
+                seeds.append(full)
+        if files is None:
+            break
+    hit = _root_scans[root] = (files, seeds)
+    return hit
+
+
+def _outer_roots(roots) -> list:
+    rs = sorted({r.rstrip(os.sep) for r in roots if os.path.basename(r.rstrip(os.sep)) not in MODELED_PACKAGES})
+    return [r for r in rs if not any(r != o and (r + os.sep).startswith(o + os.sep) for o in rs)]
 
 
 def project_may_open_region(roots) -> bool:
     """Can any module under these import roots open a fake region? One scan of
-    each root per process (a root inside a scanned region-free root is free too)."""
-    for root in sorted(r.rstrip(os.sep) for r in roots):
-        if root in _hot_roots:
-            if _hot_roots[root]:
-                return True
-            continue
-        if any(not hot and (root + os.sep).startswith(r + os.sep) for r, hot in _hot_roots.items()):
-            continue
-        if os.path.basename(root) in MODELED_PACKAGES:
-            _hot_roots[root] = False  # an installed torch: read from the tables, never as a project
-            continue
-        _hot_roots[root] = _scan_root(root)
-        if _hot_roots[root]:
+    each root per process (an installed torch counts as none: read from tables)."""
+    for root in _outer_roots(roots):
+        files, seeds = _scan_root(root)
+        if files is None or seeds:
             return True
     return False
 
 
-def reaches_region(path: str, text: str, depth: int = 0) -> bool:
-    """Can this file (which names no fake mode) reach a project module that can open
-    a fake region, through its imports? Modules are read once per process; a
-    project with no such module costs one scan of its roots."""
-    from fakegrad_lint.prefilter import may_contain_fake_region
+_hot_words: dict[tuple, object] = {}
+_scanned: set = set()  # files of the projects whose hot names are known
+_possible: set = set()  # among them, the files that may bind a hot name
 
-    if depth > 6 or "import" not in text:
+
+def _hot_word_re(roots):
+    """The hot names of the project (:func:`hot_names` of its modules, to a fixed
+    point; False when there is none): a file whose text names none of them cannot import one.
+    Only files that name a fake mode (the seeds) or a hot name are ever read
+    for their imports. None when the project is too large to scan (no gate)."""
+    key = tuple(_outer_roots(roots))
+    if key in _hot_words:
+        return _hot_words[key]
+    files, seeds = [], []
+    for root in key:
+        f, sd = _scan_root(root)
+        if f is None:
+            _hot_words[key] = None
+            return None
+        files += f
+        seeds += sd
+    files = list(dict.fromkeys(files))
+    _scanned.update(files)
+    possible = set(seeds)
+    while True:
+        _possible.update(possible)
+        for path in possible:
+            _hot.pop(path, None)  # computed with fewer possible modules: again
+        words = set()
+        for path in possible:
+            words |= _hot_of(path, 0)
+        if not words:
+            break
+        new = {path for path in files if path not in possible and _mentions(path, words)}
+        if not new:
+            break
+        possible |= new
+    out = frozenset(words) if words else False
+    _hot_words[key] = out
+    return out
+
+
+def _mentions(path: str, words) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return False
+    return _names_any(text, words)
+
+
+def _names_any(text: str, words) -> bool:
+    """Does ``text`` hold one of ``words`` as a whole word? (substring search first:
+    a regex with word boundaries is slow on large texts)"""
+    for w in words:
+        i = text.find(w)
+        while i >= 0:
+            before = text[i - 1] if i else " "
+            after = text[i + len(w)] if i + len(w) < len(text) else " "
+            if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
+                return True
+            i = text.find(w, i + 1)
+    return False
+
+
+def reaches_region(path: str, text: str) -> bool:
+    """Can this file (which names no fake mode) reach a fake region through a
+    project module? Only when it imports a name that such a module exports
+    (:func:`hot_names`): a helper that opens a region, a class whose code does, a
+    module-level mode, or a module that holds one. A project with no module that
+    names a fake mode costs one scan of its roots."""
+    if "import" not in text:
         return False
     roots = roots_for(path)
-    if depth == 0:
-        if not project_may_open_region(roots):
-            return False
-        key = _stat_key(os.path.abspath(path))
-        if key in _reach:
-            return _reach[key]
+    if not project_may_open_region(roots):
+        return False
+    gate = _hot_word_re(roots)
+    if gate is False or (gate is not None and not _names_any(text, gate)):
+        return False  # names no hot name of the project: cannot import one
     project = Project(roots)
-    for name in imported_modules(text, path, project):
-        target = project.find(name)
-        if target is None or os.path.abspath(target) == os.path.abspath(path):
-            continue
-        key = _stat_key(target)
-        if key in _reach:
-            if _reach[key]:
-                return True
-            continue
-        _reach[key] = False  # cycles stop here
-        try:
-            with open(target, "rb") as fh:
-                raw = fh.read()
-            t = raw.decode("utf-8", "replace")
-        except OSError:
-            continue
-        hit = may_contain_fake_region(t) or reaches_region(target, t, depth + 1)
-        _reach[key] = hit
-        if hit:
-            return True
-    return False
+    return bool(_hot_imports(text, path, project, os.path.abspath(path)))
 
+
+def _hot_imports(text: str, path: str, project: "Project", me: str, depth: int = 0) -> set:
+    """The local names a module's import statements bind to hot project values."""
+    own, is_pkg = module_name_of(path)
+    out: set = set()
+    for m in _import_statements(text):
+        if m.group(4) is not None:  # import a.b [as m]
+            for part in m.group(4).split(","):
+                bits = part.split()
+                if not bits:
+                    continue
+                target = project.find(bits[0])
+                if target is not None and os.path.abspath(target) != me and _hot_of(target, depth + 1):
+                    out.add(bits[2] if len(bits) >= 3 and bits[1] == "as" else bits[0].split(".")[0])
+            continue
+        base = absolute_name(own, is_pkg, m.group(2) or None, len(m.group(1)))
+        if base is None:
+            continue
+        target = project.find(base)
+        hot = _hot_of(target, depth + 1) if target is not None and os.path.abspath(target) != me else frozenset()
+        for part in m.group(3).strip("()").split(","):
+            bits = part.split()
+            if not bits:
+                continue
+            name = bits[0]
+            local = bits[2] if len(bits) >= 3 and bits[1] == "as" else name
+            if name == "*":
+                out |= hot
+            elif name in hot:
+                out.add(local)
+            elif target is None or target.endswith("__init__.py"):
+                sub = project.find(f"{base}.{name}")  # `from pkg import mod`
+                if sub is not None and os.path.abspath(sub) != me and _hot_of(sub, depth + 1):
+                    out.add(local)
+    return out
+
+
+_hot: dict = {}
+# a top-level statement starts at column 0 (decorators join the def that follows)
+_TOP_RE = re.compile(r"^(?=[@A-Za-z_])", re.MULTILINE)
+_BIND_RE = re.compile(
+    r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)"
+    r"|^[ \t]*([A-Za-z_][\w, \t]*?)(?:[ \t]*:[^=\n]*)?[ \t]*=(?!=)",
+    re.MULTILINE,
+)
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def _hot_of(target: str, depth: int) -> frozenset:
+    """:func:`hot_names` of a project module, once per process."""
+    key = target
+    if key in _hot:
+        return _hot[key]
+    if target in _scanned and target not in _possible:
+        return frozenset()  # names neither a fake mode nor a hot name of its project
+    _hot[key] = frozenset()  # cycles stop here
+    if depth > 8:
+        return frozenset()
+    try:
+        with open(target, "rb") as fh:
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return frozenset()
+    names = hot_names(target, text, depth)
+    _hot[key] = names
+    return names
+
+
+def hot_names(path: str, text: str, depth: int = 0) -> frozenset:
+    """Names bound at the top level of a module that can reach a fake region: hot
+    names it imports from other project modules, and the names bound by a
+    top-level statement (a def, a class, an assignment, the bindings inside a
+    compound statement) whose text names a fake mode or another hot name. Text
+    only, a superset."""
+    from fakegrad_lint.prefilter import ENTRY_WORDS
+
+    imported = _hot_imports(text, path, Project(roots_for(path)), os.path.abspath(path), depth)
+    if not imported and not any(w in text for w in ENTRY_WORDS):
+        return frozenset()
+    starts = [m.start() for m in _TOP_RE.finditer(text)]
+    chunks: list = []
+    joined = False
+    for i, a in enumerate(starts):
+        b = starts[i + 1] if i + 1 < len(starts) else len(text)
+        chunk = text[a:b]
+        if joined:
+            chunks[-1] += chunk
+        else:
+            chunks.append(chunk)
+        joined = chunk.startswith("@")
+    entries = set(ENTRY_WORDS)
+    info = []  # (names a statement binds, words it uses)
+    for chunk in chunks:
+        if chunk.startswith(("import ", "from ")):
+            continue  # `imported` holds the hot names of the imports
+        bound = set()
+        for m in _BIND_RE.finditer(chunk):
+            if m.group(1):
+                bound.add(m.group(1))
+            elif m.group(2):
+                bound.update(x.strip() for x in m.group(2).split(",") if x.strip().isidentifier())
+        if bound:
+            info.append((bound, set(_WORD.findall(chunk))))
+    hot = set(imported)
+    changed = True
+    while changed:
+        changed = False
+        for bound, words in info:
+            if not bound <= hot and (words & entries or words & hot):
+                hot |= bound
+                changed = True
+    return frozenset(hot)

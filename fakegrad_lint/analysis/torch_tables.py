@@ -349,3 +349,16 @@ MAKE_FX_FAKE_TRACING = frozenset({"fake", "symbolic"})
 MODEL_OUTPUT_ATTRS = frozenset(
     {"logits", "loss", "last_hidden_state", "hidden_states", "pooler_output", "sample", "prediction_logits", "attentions"}
 )
+
+# Functions that call their first argument with the rest (the values are their own
+# keywords, dropped from the call): torch.utils.checkpoint runs the block itself.
+CALL_THROUGH = {
+    "torch.utils.checkpoint.checkpoint": frozenset({"use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug"}),
+}
+
+# Attributes of torch's wrapper modules that give back the wrapped module
+MODULE_WRAPPER_ATTRS = frozenset({"module", "_orig_mod", "_fsdp_wrapped_module", "_checkpoint_wrapped_module"})
+
+# Module methods that run an op (detach) on every parameter: under a strict mode a
+# real module's call crashes (state_dict() without keep_vars=True)
+MODULE_DETACHING_METHODS = frozenset({"state_dict"})

@@ -38,6 +38,10 @@ class Value:
         """Is this, on every path, a real value with requires-grad provenance?"""
         return bool(self.real_rg())
 
+    def proven_fake(self) -> bool:
+        """Is this, on every path, a fake value?"""
+        return False
+
 
 class _Unknown(Value):
     __slots__ = ()
@@ -123,6 +127,7 @@ class TVal(Value):
     mode: ModeVal | None = None
     leaks: frozenset = frozenset()
     derived: bool = False  # computed from a requires-grad value (not a leaf)
+    may_fake: bool = False  # made in a region entered on some paths only (fake or real)
 
     def real_rg(self):
         return self.origins if self.mode is None else frozenset()
@@ -132,6 +137,9 @@ class TVal(Value):
 
     def fake_mode(self):
         return self.mode
+
+    def proven_fake(self):
+        return self.mode is not None and not self.may_fake
 
 
 @dataclass(eq=False)
@@ -383,8 +391,9 @@ def join(a: Value, b: Value) -> Value:
     what holds for the result must hold on both paths."""
     if a is b:
         return a
-    if isinstance(a, TVal) and isinstance(b, TVal) and a.mode is b.mode and bool(a.origins) == bool(b.origins):
-        return TVal(a.origins | b.origins, a.mode, a.leaks | b.leaks, a.derived or b.derived)
+    if (isinstance(a, TVal) and isinstance(b, TVal) and a.mode is b.mode and bool(a.origins) == bool(b.origins)
+            and a.leaks == b.leaks and a.may_fake == b.may_fake):
+        return TVal(a.origins | b.origins, a.mode, a.leaks, a.derived or b.derived, a.may_fake)
     opts = []
     for v in (a, b):
         for o in _options(v):
@@ -404,7 +413,7 @@ def union(a: Value, b: Value) -> Value:
     if b is UNKNOWN:
         return a if not isinstance(a, (TVal, SeqVal)) else MaybeVal((a, b), each=True)
     if isinstance(a, TVal) and isinstance(b, TVal) and a.mode is b.mode:
-        return TVal(a.origins | b.origins, a.mode, a.leaks | b.leaks, a.derived or b.derived)
+        return TVal(a.origins | b.origins, a.mode, a.leaks | b.leaks, a.derived or b.derived, a.may_fake and b.may_fake)
     opts = []
     for v in (a, b):
         for o in v.options if isinstance(v, MaybeVal) and v.each else (v,):
@@ -427,3 +436,16 @@ class ProjModVal(Value):
 
     def __repr__(self):
         return f"ProjMod({self.name})"
+
+
+class LazyImport(Value):
+    """A name an imported project module binds by an import of its own: the module
+    it names is loaded only when the name is used (``Interpreter._force``)."""
+
+    __slots__ = ("thunk", "value")
+
+    def __init__(self, thunk):
+        self.thunk, self.value = thunk, None
+
+    def __repr__(self):
+        return "LazyImport()"
