@@ -2115,7 +2115,7 @@ class Interpreter:
                 region = st.active_region()
                 if region is not None:
                     return TVal(frozenset(), region.mode, may_fake=region.may or bool(st.may))
-                if _kw_true(kwargs, "requires_grad") and not _is_meta(list(kwargs.values())) and not st.meta_device:
+                if _kw_true(kwargs, "requires_grad"):  # (on the meta device too: not fake)
                     return TVal(frozenset([Origin("tensor", "tensor", e.lineno)]))
                 return TVal()
             res = self.op(e, operands, st, differentiable=diff)
@@ -2384,6 +2384,8 @@ class Interpreter:
         expressible in the ``with`` block that opened the region."""
         if region.with_node is None:
             return None
+        if isinstance(value, ModuleVal) and value.meta:
+            return None  # fake copies of meta parameters stay on the meta device: not proven to run
         from fakegrad_lint.fix_builders import FixPlan
 
         if region.func_node is not st.scope.func_node:
