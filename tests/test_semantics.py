@@ -934,6 +934,29 @@ with FakeTensorMode(allow_non_fake_inputs=True):
 for name, p in model.named_parameters():
     p.grad = g[name]
 """,
+    "unpack_pairs_of_one_of_two_modules": """
+def convert(model, mode):
+    with mode:
+        for k, p in model.named_parameters():
+            k.split(".")  # a name, never the parameter
+
+a, b = nn.Linear(2, 2), nn.Linear(3, 3)
+convert(a if read_flag() else b, FakeTensorMode())
+""",
+    "iterating_a_dict_gives_keys": """
+params = dict(nn.Linear(2, 2).named_parameters())
+with FakeTensorMode():
+    for name in params:
+        name.upper()
+    for name in {"w": torch.ones(2, requires_grad=True)}:
+        name.upper()
+""",
+    "dict_values_are_values": """
+params = {"w": torch.ones(2, requires_grad=True)}
+with FakeTensorMode():
+    for v in params.values():
+        v * 2  # FGL002
+""",
 }
 
 

@@ -171,6 +171,7 @@ class SeqVal(Value):
     items: tuple = ()
     elts: tuple | None = None
     keys: tuple | None = None  # a dict with constant keys: keys[i] names elts[i]
+    is_dict: bool = False  # a mapping: ``items`` are its values, iterating it gives its keys
 
     def lookup(self, key):
         """The value under a constant key of a dict with known keys (None: not known)."""
