@@ -12,7 +12,11 @@ hits all of them alike):
 
 - ``floor``       reading every file the linter would check (one process)
 - ``fgl-cold``    ``fakegrad-lint --no-cache``
+- ``fgl-all``     the same with ``--select ALL`` (every opt-in rule, FGL100 too)
 - ``fgl-warm``    ``fakegrad-lint`` with a cache filled by an untimed run
+- ``fgl-fake``    ``fakegrad-lint --no-cache`` on the tree's files that name a fake
+                  mode (those past the prefilter), and ``ruff-fake``: ruff on them
+- ``fgl-version`` ``fakegrad-lint --version`` (startup)
 - ``ruff``        ``ruff check --isolated --no-cache`` (default rules)
 - ``flake8``      ``flake8 -j 2``, once per tree (``--flake8-runs``; ``--skip flake8``:
                   it takes minutes; the fakegrad-lint flake8 plugin is installed
@@ -30,6 +34,9 @@ pipeline stage. A table goes to stdout, everything to ``bench/results.json``
     python bench/bench.py                    # both trees, 3 runs
     python bench/bench.py --runs 5 --skip flake8,torchfix
     python bench/bench.py --tree dense=/path/to/torch --tree typical=/path/to/transformers
+    python bench/bench.py --tree /work/eco/autoparallel --skip flake8,torchfix   # any folder
+
+Per-stage CPU seconds come from bench/stages.py (also runnable alone).
 """
 
 from __future__ import annotations
@@ -49,14 +56,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DEFAULT_TRANSFORMERS = "/tmp/bench-trees/transformers/transformers"
 DEFAULT_TORCHFIX_PATH = "/tmp/bench-trees/_torchfix"
-TARGETS = {  # ratio of fakegrad-lint's minimum wall time to ruff's
+TARGETS = {  # ratio of fakegrad-lint's minimum wall time to ruff's (None: every tree)
     ("typical", "fgl-cold"): 1.0,
-    ("dense", "fgl-cold"): 3.0,
-    ("typical", "fgl-warm"): 0.5,
-    ("dense", "fgl-warm"): 0.5,
+    ("dense", "fgl-cold"): 1.0,
+    ("typical", "fgl-warm"): 0.3,
+    ("dense", "fgl-warm"): 0.3,
+    (None, "fgl-fake"): 4.0,  # over ruff-fake: the tree's files that name a fake mode
 }
+SELECT_ALL_FACTOR = 1.2  # fgl-all (--select ALL) over fgl-cold
+VERSION_TARGET_S = 0.150
 MEMORY_TARGET_MB = 300
 TORCHFIX_FACTOR = 10
+# tools whose ratio is taken to another tool than ruff
+BASELINE_OF = {"fgl-fake": "ruff-fake", "fgl-all": "fgl-cold"}
 
 FLOOR = r"""
 import sys
@@ -102,13 +114,22 @@ def tools(tree: str, args, cache_dir: str) -> dict[str, list[str] | None]:
     fgl = [py, "-m", "fakegrad_lint", "check", "--isolated", "-q", "--exit-zero", "--output-format", "concise"]
     if args.jobs:
         fgl += ["--jobs", str(args.jobs)]
+    ruff = [ruff_path(), "check", "--isolated", "--no-cache",
+            "--exit-zero", "-q"]
     out: dict[str, list[str] | None] = {
         "floor": [py, "-c", FLOOR, tree],
         "fgl-cold": fgl + ["--no-cache", tree],
+        "fgl-all": fgl + ["--no-cache", "--select", "ALL", tree],
         "fgl-warm": fgl + ["--cache-dir", cache_dir, tree],
-        "ruff": [shutil.which("ruff") or "ruff", "check", "--isolated", "--no-cache", "--exit-zero", "-q", tree],
+        "ruff": ruff + [tree],
         "flake8": [py, "-m", "flake8", "-j", "2", "--exit-zero", "-q", tree],
+        "fgl-version": [py, "-m", "fakegrad_lint", "--version"],
     }
+    fake = fake_files(tree)
+    if fake:
+        # the files that name a fake mode, alone: where the analysis works
+        out["fgl-fake"] = fgl + ["--no-cache", *fake]
+        out["ruff-fake"] = ruff + fake
     if "torchfix" not in args.skip:
         # TorchFix (libcst) takes minutes per thousand files: it and
         # fakegrad-lint cold both get the same sample of the tree's files.
@@ -116,6 +137,29 @@ def tools(tree: str, args, cache_dir: str) -> dict[str, list[str] | None]:
         out["fgl-sample"] = fgl + ["--no-cache", *sample]
         out["torchfix"] = [py, "-m", "torchfix", *sample]
     return {k: v for k, v in out.items() if k not in args.skip}
+
+
+def ruff_path() -> str:
+    """ruff on PATH, or beside this interpreter (a venv's bin/)."""
+    return shutil.which("ruff") or os.path.join(os.path.dirname(sys.executable), "ruff")
+
+
+def fake_files(tree: str) -> list[str]:
+    """The tree's files past the prefilter (they name a fake mode in code)."""
+    from fakegrad_lint import discover, pipeline, settings
+    from fakegrad_lint.rules import DEFAULT_CODES
+    from fakegrad_lint.sourcefile import SourceError, read_source
+
+    out = []
+    for p in discover.discover([tree], settings.resolve({}, root=tree)).files:
+        if p.endswith(".ipynb"):
+            continue
+        try:
+            if pipeline.needs_work(read_source(p).text, DEFAULT_CODES, p):
+                out.append(p)
+        except SourceError:
+            pass
+    return out
 
 
 def sample_files(tree: str, n: int) -> list[str]:
@@ -138,7 +182,13 @@ def torchfix_env(args) -> dict | None:
 
 
 def stage_stats(tree: str, jobs: int | None) -> dict:
+    """Files and lines per pipeline stage (``pipeline.run(stats=True)``), and CPU
+    seconds per stage in one process (bench/stages.py)."""
     from fakegrad_lint import discover, pipeline, settings
+    from fakegrad_lint.rules import DEFAULT_CODES
+
+    sys.path.insert(0, HERE)
+    import stages
 
     st = settings.resolve({}, root=tree)
     files = discover.discover([tree], st).files
@@ -147,6 +197,9 @@ def stage_stats(tree: str, jobs: int | None) -> dict:
     d = dict(res.stats)
     d["seconds"] = round(time.perf_counter() - t0, 3)
     d["read_errors"] = len(res.errors)
+    prof = stages.profile(files, DEFAULT_CODES)
+    d["cpu_by_stage"] = prof["stages"]
+    d["slowest"] = [{k: r[k] for k in ("path", "lines", "parse", "analysis")} for r in prof["files"][:5]]
     return d
 
 
@@ -204,12 +257,14 @@ def table(results: dict) -> str:
         tl = res["tools"]
         ruff = tl.get("ruff")
         lines.append(f"\n{name}: {res['tree']}")
-        lines.append(f"  {'tool':<10}{'min s':>8}{'median s':>10}{'cpu s':>8}{'x ruff':>8}{'cpu x ruff':>11}{'peak MB':>9}")
+        lines.append(f"  {'tool':<12}{'min s':>8}{'median s':>10}{'cpu s':>8}{'x ruff':>8}{'cpu x ruff':>11}{'peak MB':>9}"
+                     "   (fgl-fake: x ruff-fake; fgl-all: x fgl-cold)")
         for tool, t in tl.items():
-            ratio = f"{t['min'] / ruff['min']:.2f}" if ruff else "-"
-            cratio = f"{t['cpu_median'] / ruff['cpu_median']:.2f}" if ruff and ruff["cpu_median"] else "-"
+            base = tl.get(BASELINE_OF.get(tool, "ruff"))
+            ratio = f"{t['min'] / base['min']:.2f}" if base else "-"
+            cratio = f"{t['cpu_median'] / base['cpu_median']:.2f}" if base and base["cpu_median"] else "-"
             lines.append(
-                f"  {tool:<10}{t['min']:8.2f}{t['median']:10.2f}{t['cpu_median']:8.2f}{ratio:>8}{cratio:>11}{t['rss_mb']:9.0f}"
+                f"  {tool:<12}{t['min']:8.2f}{t['median']:10.2f}{t['cpu_median']:8.2f}{ratio:>8}{cratio:>11}{t['rss_mb']:9.0f}"
             )
         st = res.get("stages")
         if st:
@@ -218,6 +273,10 @@ def table(results: dict) -> str:
                 "past the prefilter -> {parsed_files} parsed and analyzed ({parsed_lines} lines) -> "
                 "{finding_files} files with {findings} findings; {errors} errors".format(**st)
             )
+            cpu = st.get("cpu_by_stage")
+            if cpu:
+                lines.append("  CPU s per stage (one process): " + ", ".join(
+                    f"{k} {v['seconds']:.2f} ({v['files']} files, {v['lines']:,} lines)" for k, v in cpu.items() if v["files"]))
     lines.append("")
     for check in results["checks"]:
         lines.append(check)
@@ -230,9 +289,20 @@ def checks(results: dict) -> list[str]:
         tl = res["tools"]
         ruff = tl.get("ruff")
         for (tree_kind, tool), limit in TARGETS.items():
-            if tree_kind == name and ruff and tool in tl:
-                ratio = tl[tool]["min"] / ruff["min"]
-                out.append(f"{'ok  ' if ratio <= limit else 'MISS'} {name} {tool} {ratio:.2f}x ruff (target <= {limit}x)")
+            base_name = BASELINE_OF.get(tool, "ruff")
+            base = tl.get(base_name)
+            if tree_kind in (name, None) and base and tool in tl:
+                ratio = tl[tool]["min"] / base["min"]
+                cpu = tl[tool]["cpu_median"] / base["cpu_median"] if base["cpu_median"] else float("nan")
+                out.append(f"{'ok  ' if ratio <= limit else 'MISS'} {name} {tool} {ratio:.2f}x {base_name} "
+                           f"(target <= {limit}x; CPU {cpu:.2f}x)")
+        if "fgl-all" in tl and "fgl-cold" in tl:
+            f = tl["fgl-all"]["min"] / tl["fgl-cold"]["min"]
+            out.append(f"{'ok  ' if f <= SELECT_ALL_FACTOR else 'MISS'} {name} --select ALL {f:.2f}x the default "
+                       f"(target <= {SELECT_ALL_FACTOR}x)")
+        if "fgl-version" in tl:
+            v = tl["fgl-version"]["min"]
+            out.append(f"{'ok  ' if v < VERSION_TARGET_S else 'MISS'} --version {v * 1000:.0f} ms (target < {VERSION_TARGET_S * 1000:.0f} ms)")
         if "torchfix" in tl and "fgl-sample" in tl:
             f = tl["torchfix"]["min"] / tl["fgl-sample"]["min"]
             out.append(
@@ -248,14 +318,16 @@ def checks(results: dict) -> list[str]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--tree", action="append", default=[], metavar="NAME=PATH",
-                    help="a tree to time (default: typical=transformers, dense=torch, found from installed packages)")
+    ap.add_argument("--tree", action="append", default=[], metavar="[NAME=]PATH",
+                    help="a tree to time, any folder (default: typical=transformers, dense=torch, found from "
+                         "installed packages); repeatable")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--torchfix-runs", type=int, default=1, help="TorchFix is slow: runs per tree (default 1)")
     ap.add_argument("--flake8-runs", type=int, default=1, help="flake8 takes minutes per tree: runs per tree (default 1)")
     ap.add_argument("--torchfix-sample", type=int, default=120,
                     help="TorchFix and fakegrad-lint (fgl-sample) run on this many files of each tree (default 120)")
-    ap.add_argument("--skip", default="", help="comma-separated tools to leave out (floor,fgl-cold,fgl-warm,ruff,flake8,torchfix)")
+    ap.add_argument("--skip", default="", help="comma-separated tools to leave out (floor,fgl-cold,fgl-all,fgl-warm,"
+                                               "fgl-fake,ruff-fake,fgl-version,ruff,flake8,torchfix)")
     ap.add_argument("--jobs", type=int, default=None, help="--jobs for fakegrad-lint (default: its own default)")
     ap.add_argument("--torchfix-path", default=os.environ.get("BENCH_TORCHFIX_PATH", DEFAULT_TORCHFIX_PATH),
                     help="a folder to put on PYTHONPATH for TorchFix (pip install --no-deps --target DIR torchfix)")
@@ -266,7 +338,9 @@ def main(argv=None) -> int:
 
     trees: dict[str, str] = {}
     for spec in args.tree:
-        name, _, path = spec.partition("=")
+        name, sep, path = spec.partition("=")
+        if not sep:  # a bare folder: named after it
+            path, name = spec, os.path.basename(os.path.normpath(spec))
         trees[name] = path
     if not args.tree:
         tr = package_dir("transformers") or (DEFAULT_TRANSFORMERS if os.path.isdir(DEFAULT_TRANSFORMERS) else None)
@@ -284,7 +358,7 @@ def main(argv=None) -> int:
         "python": sys.version.split()[0],
         "cpus": os.cpu_count(),
         "load_before": load,
-        "ruff": subprocess.run(["ruff", "--version"], capture_output=True, text=True).stdout.strip(),
+        "ruff": subprocess.run([ruff_path(), "--version"], capture_output=True, text=True).stdout.strip(),
         "trees": {},
     }
     print(f"load average before: {load}")

@@ -25,6 +25,7 @@ Trees:
 
     python bench/ecosystem.py --all-in /work/eco            # the usual run
     python bench/ecosystem.py /work/eco/torchtitan ao=/src/ao
+    python bench/ecosystem.py --unpack-mirror /work/.mirror/pytorch+ao/repo /work/eco/ao
     python bench/ecosystem.py --all-in /work/eco --update-baseline
         # records new findings as "unreviewed" (keeps the verdicts of the
         # others, drops findings that are gone); review them, then rerun
@@ -113,6 +114,52 @@ def download_wheels(wheel_dir: str) -> None:
             fh.write(f"wheel {os.path.basename(whl)}\n")
 
 
+def unpack_mirror(git_dir: str, dest: str) -> str:
+    """Write the Python files (and configuration) of a bare mirror's HEAD that
+    exist into ``dest`` (a mirror can lack its big blobs, which stops ``git
+    archive``), and the commit into ``dest/.eco_commit``. Returns the commit."""
+    import threading
+
+    git = ["git", "--git-dir", git_dir]
+    commit = subprocess.run(git + ["rev-parse", "--verify", "HEAD^{commit}"], capture_output=True, text=True).stdout.strip()
+    if not commit:  # a branch named HEAD makes HEAD ambiguous
+        commit = subprocess.run(git + ["log", "-1", "--format=%H"], capture_output=True, text=True).stdout.strip()
+    listing = subprocess.run(git + ["ls-tree", "-r", "-z", commit], capture_output=True, check=True).stdout
+    entries = []
+    for rec in listing.split(b"\0"):
+        if not rec:
+            continue
+        meta, path = rec.split(b"\t", 1)
+        mode, kind, sha = meta.split()
+        name = path.decode("utf-8", "surrogateescape")
+        if kind != b"blob" or mode == b"120000":
+            continue
+        if name.endswith((".py", ".pyi", ".ipynb")) or os.path.basename(name) in ("pyproject.toml", "setup.cfg", ".gitignore"):
+            entries.append((sha, name))
+    proc = subprocess.Popen(git + ["cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def feed():
+        for sha, _ in entries:
+            proc.stdin.write(sha + b"\n")
+        proc.stdin.close()
+
+    threading.Thread(target=feed, daemon=True).start()
+    for _sha, name in entries:
+        head = proc.stdout.readline().split()
+        if len(head) < 3 or head[1] == b"missing":
+            continue
+        data = proc.stdout.read(int(head[2]))
+        proc.stdout.read(1)
+        out = os.path.join(dest, name)
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with open(out, "wb") as fh:
+            fh.write(data)
+    proc.wait()
+    with open(os.path.join(dest, ".eco_commit"), "w") as fh:
+        fh.write(commit + "\n")
+    return commit
+
+
 def tree_commit(path: str) -> str:
     """The commit (or package version) a folder holds."""
     marker = os.path.join(path, ".eco_commit")
@@ -191,7 +238,7 @@ def count_tree(path: str) -> dict:
             continue
         n = sf.raw.count(b"\n")
         n_lines += n
-        if pipeline.needs_work(sf.text, codes):
+        if pipeline.needs_work(sf.text, codes, p):
             fake_files += 1
             fake_lines += n
     return {"files": len(files), "lines": n_lines, "prefilter_files": fake_files, "prefilter_lines": fake_lines}
@@ -352,18 +399,27 @@ def main(argv=None) -> int:
     ap.add_argument("--download", action="store_true", help="pip download and unpack the pinned wheels first")
     ap.add_argument("--no-packages", action="store_true", help="only the folders given, no pinned packages")
     ap.add_argument("--only", default="", help="comma-separated tree names to run (of those found)")
+    ap.add_argument("--skip", default="", help="comma-separated tree names to leave out")
     ap.add_argument("--baseline", default=BASELINE)
     ap.add_argument("--update-baseline", action="store_true",
                     help="record the findings in the baseline (new ones as unreviewed)")
     ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument("--timeout", type=float, default=60.0, help="--timeout-per-file (default 60)")
     ap.add_argument("--out", default=os.path.join(HERE, "results-ecosystem.json"))
+    ap.add_argument("--unpack-mirror", nargs=2, metavar=("GIT_DIR", "DEST"),
+                    help="unpack a bare mirror's HEAD (its Python files) into DEST, record the commit, and stop")
     args = ap.parse_args(argv)
 
+    if args.unpack_mirror:
+        print(unpack_mirror(*args.unpack_mirror))
+        return 0
     trees = collect_trees(args)
     if args.only:
         wanted = {s.strip() for s in args.only.split(",")}
         trees = {k: v for k, v in trees.items() if k in wanted}
+    if args.skip:
+        unwanted = {s.strip() for s in args.skip.split(",")}
+        trees = {k: v for k, v in trees.items() if k not in unwanted}
     if not trees:
         print("no trees to lint", file=sys.stderr)
         return 2

@@ -42,6 +42,8 @@ HOOKS = (
     ("summaries", "fakegrad_lint.analysis.summaries", "summarize"),
     ("summaries", "fakegrad_lint.analysis.project", "summarize_module"),
     ("analysis", "fakegrad_lint.checker", "analyze"),
+    # bodies parsed on first use count as parse time, not analysis
+    ("parse", "fakegrad_lint.lazyparse", "_materialize"),
     ("fixes", "fakegrad_lint.fix_builders", "build_fix"),
 )
 
@@ -169,14 +171,16 @@ def _one_file(path, codes, clock: Clock, pipeline, read_source, SourceError) -> 
     out["lines"] = _lines(sf.raw)
     reached.append("prefilter")
     with clock.stage("prefilter"):
-        passed = pipeline.needs_work(sf.text, codes)
+        passed = _needs_work(pipeline, sf.text, codes, path)
+        # what lint_text parses: a fake mode named, or a project import that reaches one
+        to_parse = passed and (pipeline.may_contain_fake_region(sf.text) or _reaches(pipeline, sf.text, path))
     out["passed"] = passed
     if passed:
         reached.append("parse")
         tree = None
         try:
             with clock.stage("parse"):
-                if pipeline.may_contain_fake_region(sf.text):
+                if to_parse:
                     tree = pipeline.parse(sf.text, path)
         except (SyntaxError, ValueError) as exc:
             out["error"] = f"{type(exc).__name__}: {exc}"
@@ -189,6 +193,18 @@ def _one_file(path, codes, clock: Clock, pipeline, read_source, SourceError) -> 
                 out["error"] = f"internal error: {type(exc).__name__}: {exc}"
     out["times"] = clock.take()
     return out
+
+
+def _needs_work(pipeline, text, codes, path) -> bool:
+    try:  # with the path: the project side of the prefilter (imports of modules that reach a region)
+        return pipeline.needs_work(text, codes, path)
+    except TypeError:
+        return pipeline.needs_work(text, codes)
+
+
+def _reaches(pipeline, text, path) -> bool:
+    fn = getattr(pipeline, "_reaches_region", None)
+    return bool(fn and fn(text, path))
 
 
 def ruff_cpu(files: list[str], runs: int) -> dict | None:

@@ -45,6 +45,7 @@ _FINGERPRINT_PARTS = (
     "rules",
     "checker.py",
     "prefilter.py",
+    "lazyparse.py",
     "noqa.py",
     "fix_builders.py",
     "fix_proof.py",

@@ -68,11 +68,10 @@ def check_source(source: str, filename: str = "<string>", *, tree: ast.Module | 
         rule = rule_for(leak)
         if rule is None:
             continue
-        key = (rule.code, leak.start)
+        # one finding per rule, position and value: `a @ b` leaks two values
+        key = (rule.code, leak.start, leak.value)
         if key in seen:
-            # one finding per code and place; the proof of a fix still counts this value
-            seen[key].extra["values"].append(leak.value)
-            continue
+            continue  # the same value at the same place by a second route
         finding = Finding(
             code=rule.code,
             message=rule.message(leak),

@@ -88,6 +88,12 @@ def build_parser():
     sel.add_argument("--extend-select", action="append", metavar="CODES",
                      help="codes or prefixes to enable in addition")
     sel.add_argument("--ignore", action="append", metavar="CODES", help="codes or prefixes to disable")
+    sel.add_argument("--extend-ignore", action="append", metavar="CODES",
+                     help="codes or prefixes to disable in addition to --ignore (as ruff and flake8)")
+    sel.add_argument("--per-file-ignores", action="append", metavar="PATTERN:CODES",
+                     help="ignore codes in files matching a glob, e.g. 'tests/*:FGL004' (replaces the configured table)")
+    sel.add_argument("--extend-per-file-ignores", action="append", metavar="PATTERN:CODES",
+                     help="like --per-file-ignores, on top of the configured table")
     sel.add_argument("--report-unused-noqa", action="store_true",
                      help="report `# noqa: FGL...` codes that silence nothing (same as --extend-select FGL100)")
     fix = parser.add_argument_group("fixes")
@@ -99,7 +105,10 @@ def build_parser():
     fix.add_argument("--diff", action="store_true",
                      help="print the fixes as a unified diff instead of writing them (exit 1 when there are any)")
     fix.add_argument("--fix-only", action="store_true", help="apply fixes and report nothing else (exit 0)")
-    fix.add_argument("--show-fixes", action="store_true", help="list the fixes applied, per file")
+    fix.add_argument("--show-fixes", action="store_true",
+                     help="with --fix: list the fixes applied, per file; without: list the fixes available")
+    fix.add_argument("--exit-non-zero-on-fix", action="store_true",
+                     help="exit 1 when --fix changed a file, even if no finding remains")
     fix.add_argument("--add-noqa", action="store_true",
                      help="append `# noqa: CODE` to every line with a finding (merging into existing comments)")
     out = parser.add_argument_group("output")
@@ -108,11 +117,21 @@ def build_parser():
     out.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                      help="colour and source snippets in text output (auto: when stdout is a terminal and NO_COLOR is unset)")
     out.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
+    out.add_argument("-s", "--silent", action="store_true",
+                     help="print nothing on stdout (the exit status still says whether there are findings)")
+    out.add_argument("-o", "--output-file", metavar="PATH", help="write the report to this file instead of stdout")
+    out.add_argument("--show-settings", action="store_true", help="print the settings used for the first path and exit")
+    out.add_argument("--show-files", action="store_true", help="print the files that would be checked and exit")
     out.add_argument("--show-trace", action="store_true",
                      help="text output: print each finding's chain (source, region, op, backward) under it")
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings (2 still means errors)")
     cfg = parser.add_argument_group("configuration and files")
-    cfg.add_argument("--config", metavar="PATH", help="the pyproject.toml to use (instead of searching for one)")
+    cfg.add_argument("--config", action="append", metavar="PATH | KEY=VALUE",
+                     help="the pyproject.toml to use for every file (instead of each file's nearest one), "
+                          "or a TOML `KEY = VALUE` override such as 'select = [\"FGL001\"]' (repeatable; overrides win)")
+    cfg.add_argument("--stdin-filename", metavar="PATH",
+                     help="the name of the file read from standard input (`-`): findings, configuration and "
+                          "per-file-ignores use it")
     cfg.add_argument("--isolated", action="store_true", help="ignore every configuration file")
     cfg.add_argument("--extend-exclude", action="append", metavar="GLOBS",
                      help="comma-separated globs to exclude in addition")
@@ -159,12 +178,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SUBCOMMANDS:
         return _delegate(argv[0], argv[1:])
-    if argv and argv[0] == "check":
-        argv = argv[1:]
     if argv == ["--version"]:
         sys.stdout.write(f"{PROG} {__version__}\n")
         return EXIT_CLEAN
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    argv = _drop_check_command(parser, argv)
+    # paths and options in any order (`src --fix tests`), as in ruff
+    args = parser.parse_intermixed_args(argv)
     try:
         return _check(args)
     except KeyboardInterrupt:
@@ -179,39 +199,113 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
 
 
-def _check(args) -> int:
+def _drop_check_command(parser, argv: list[str]) -> list[str]:
+    """Remove the ``check`` command wherever it stands before the first path
+    (``-q check src``), skipping the values of options that take one."""
+    takes_value = {
+        opt for action in parser._actions for opt in action.option_strings if action.nargs != 0
+    }
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--":
+            return argv
+        if tok.startswith("-") and tok != "-":
+            if tok in takes_value:
+                i += 1  # `--select FGL001`: skip the value
+            i += 1
+            continue
+        if tok == "check":
+            return argv[:i] + argv[i + 1 :]
+        return argv
+    return argv
+
+
+def _config_args(values: list[str] | None, settings_mod) -> tuple[str | None, dict]:
+    """``--config`` values: at most one file, any number of ``KEY = VALUE`` overrides."""
+    path = None
+    overrides: dict = {}
+    for value in values or ():
+        if os.path.exists(value) and not os.path.isdir(value):
+            if path is not None:
+                raise settings_mod.ConfigError(f"--config {value}: only one configuration file may be given ({path} already is)")
+            path = value
+        elif "=" in value:
+            overrides.update(settings_mod.parse_override(value))
+        else:
+            raise settings_mod.ConfigError(f"{value}: no such configuration file")
+    return path, overrides
+
+
+def _settings(args, paths: list[str]):
+    """``(settings of the first path, per-file resolver or None, config path)``."""
     from fakegrad_lint import settings as settings_mod
 
-    paths = args.paths or ["."]
-    try:
-        config: dict = {}
-        config_path = None
-        if args.config and not args.isolated:
-            config_path = args.config
-            if not os.path.isfile(config_path):
-                raise settings_mod.ConfigError(f"{config_path}: no such configuration file")
-            config = settings_mod.load_config(config_path)
-        elif not args.isolated:
-            config_path = settings_mod.find_config(paths[0])
-            if config_path:
-                config = settings_mod.load_config(config_path)
-        extend_select = _codes(args.extend_select) or []
-        if args.report_unused_noqa:
-            extend_select.append("FGL100")
-        extend_exclude = None
-        if args.extend_exclude:
-            extend_exclude = [g.strip() for v in args.extend_exclude for g in v.split(",") if g.strip()]
+    config_file, overrides = _config_args(args.config, settings_mod)
+    extend_select = _codes(args.extend_select) or []
+    if args.report_unused_noqa:
+        extend_select.append("FGL100")
+    extend_exclude = None
+    if args.extend_exclude:
+        extend_exclude = [g.strip() for v in args.extend_exclude for g in v.split(",") if g.strip()]
+    ignore = _codes(args.ignore)
+    if args.extend_ignore:
+        ignore = (ignore or []) + _codes(args.extend_ignore)
+    pfi = settings_mod.parse_per_file_ignores(args.per_file_ignores, "--per-file-ignores")
+    extend_pfi = settings_mod.parse_per_file_ignores(args.extend_per_file_ignores, "--extend-per-file-ignores")
+
+    def make(table: dict, config_path: str | None):
         st = settings_mod.resolve(
-            config,
+            {**table, **overrides},
             config_path=config_path,
             select=_codes(args.select),
-            ignore=_codes(args.ignore),
+            ignore=ignore,
             extend_select=extend_select,
             unsafe_fixes=args.unsafe_fixes,
             output_format=args.output_format,
             extend_exclude=extend_exclude,
+            per_file_ignores=pfi,
+            extend_per_file_ignores=extend_pfi,
         )
         st.force_exclude = args.force_exclude
+        return st
+
+    if args.isolated:
+        return make({}, None), None, None
+    if config_file:
+        return make(settings_mod.load_config(config_file), config_file), None, config_file
+    tree = settings_mod.ConfigTree(make)
+    first = args.stdin_filename if paths == ["-"] and args.stdin_filename else paths[0]
+    config_path = tree.config_for(first)
+    return tree.settings_for(first), tree, config_path
+
+
+def _per_file(tree, st, paths: list[str], files: list[str]):
+    """Settings of every file from its nearest configuration; drops walked
+    files that their own configuration excludes. Returns (files, codes_for)."""
+    if tree is None:
+        return files, st.codes_for
+    named = {os.path.normpath(p) for p in paths}
+    kept = []
+    for f in files:
+        own = tree.settings_for(f)
+        if own is not st and (f not in named or st.force_exclude):
+            if own.excluder().match_with_parents(os.path.abspath(f)):
+                continue
+        kept.append(f)
+    return kept, tree.codes_for
+
+
+def _check(args) -> int:
+    from fakegrad_lint import settings as settings_mod
+
+    # `--stdin-filename` alone reads stdin, as in ruff
+    paths = args.paths or (["-"] if args.stdin_filename else ["."])
+    if "-" in paths and len(paths) > 1:
+        _err("`-` (standard input) cannot be combined with other paths")
+        return EXIT_ERROR
+    try:
+        st, tree, config_path = _settings(args, paths)
     except settings_mod.ConfigError as exc:
         _err(str(exc))
         return EXIT_ERROR
@@ -224,20 +318,59 @@ def _check(args) -> int:
         _err(str(exc))
         return EXIT_ERROR
 
-    found = discover.discover(paths, st, respect_gitignore=args.respect_gitignore)
+    if args.show_settings:
+        sys.stdout.write(_show_settings(st, paths, config_path))
+        return EXIT_CLEAN
     mode = _mode(args)
     options = pipeline.Options(mode=mode, unsafe_fixes=st.unsafe_fixes, timeout=args.timeout_per_file or None)
-    cache = None
-    if found.files and mode == "check" and not args.no_cache:
-        from fakegrad_lint.cache import open_cache
-
-        cache = open_cache(True, config_path, args.cache_dir)
     from fakegrad_lint.analysis.project import set_run_roots
 
-    set_run_roots(args.paths or ["."])
-    result = pipeline.run(found.files, st.codes_for, options, jobs=args.jobs, cache=cache)
+    # the folders of the run are import roots of the whole-project analysis
+    set_run_roots([os.path.dirname(os.path.abspath(args.stdin_filename or "-"))] if paths == ["-"] else paths)
+    if paths == ["-"]:
+        from fakegrad_lint import stdin as stdin_mod
 
-    errors = list(found.errors) + result.all_errors
+        name = args.stdin_filename or "-"
+        if args.show_files:
+            sys.stdout.write(f"{name}\n")
+            return EXIT_CLEAN
+        try:
+            codes_for = tree.codes_for if tree is not None else st.codes_for
+            codes = codes_for(name)
+        except settings_mod.ConfigError as exc:
+            _err(str(exc))
+            return EXIT_ERROR
+        if st.force_exclude and args.stdin_filename and st.excluder().match_with_parents(os.path.abspath(name)):
+            if mode in ("fix", "fix-only"):  # excluded: the text passes through unchanged
+                sys.stdout.write(sys.stdin.read())
+            return EXIT_CLEAN
+        result, found_errors, fixed_bytes = stdin_mod.run(name, codes, options)
+        if isinstance(result, str):  # a one-line error
+            _err(result)
+            return EXIT_ERROR
+        result = pipeline.RunResult([result], [], 1)
+    else:
+        found = discover.discover(paths, st, respect_gitignore=args.respect_gitignore)
+        try:
+            files, codes_for = _per_file(tree, st, paths, found.files)
+        except settings_mod.ConfigError as exc:
+            _err(str(exc))
+            return EXIT_ERROR
+        if args.show_files:
+            sys.stdout.write("".join(f"{f}\n" for f in files))
+            for e in found.errors:
+                sys.stderr.write(f"{e}\n")
+            return EXIT_ERROR if found.errors else EXIT_CLEAN
+        cache = None
+        if files and mode == "check" and not args.no_cache:
+            from fakegrad_lint.cache import open_cache
+
+            cache = open_cache(True, config_path, args.cache_dir)
+        result = pipeline.run(files, codes_for, options, jobs=args.jobs, cache=cache)
+        found_errors = found.errors
+        fixed_bytes = None
+
+    errors = list(found_errors) + result.all_errors
     for e in errors:
         sys.stderr.write(f"{e}\n")
     sys.stderr.flush()
@@ -275,7 +408,8 @@ def _check(args) -> int:
         hidden_unsafe_fixes=sum(r.hidden_unsafe for r in result.results),
         diffs=[r.diff for r in result.results if r.diff],
         added_noqa=sum(r.added_noqa for r in result.results),
-        show_source=(stdout_tty and args.color != "never") or args.color == "always",
+        show_source=(stdout_tty and args.color != "never") or args.color == "always"
+        or (args.color == "auto" and bool(os.environ.get("FORCE_COLOR"))),
         color=color,
         statistics=args.statistics,
         quiet=args.quiet,
@@ -285,45 +419,112 @@ def _check(args) -> int:
         source_provider=source_provider,
     )
     text = report.render(st.output_format, ctx)
-    if args.show_fixes and ctx.fixed_by_file and mode in ("fix", "fix-only") and st.output_format in ("text", "concise"):
-        text += _show_fixes(ctx)
-    _write_out(text)
+    if args.show_fixes and st.output_format in ("text", "concise"):
+        if ctx.fixed_by_file and mode in ("fix", "fix-only"):
+            text += _show_fixes(ctx)
+        elif mode == "check":
+            text += _available_fixes(ctx)
+    _emit(args, text, fixed_bytes, mode)
 
     if errors:
         return EXIT_ERROR
+    if args.exit_non_zero_on_fix and mode in ("fix", "fix-only") and ctx.fixed:
+        return EXIT_FINDINGS
+    if args.exit_zero:
+        return EXIT_CLEAN
     if mode == "add-noqa" or mode == "fix-only":
         return EXIT_CLEAN
     if mode == "diff":
         return EXIT_FINDINGS if ctx.diffs else EXIT_CLEAN
-    if args.exit_zero:
-        return EXIT_CLEAN
     return EXIT_FINDINGS if findings else EXIT_CLEAN
 
 
-def _write_out(text: str) -> None:
+def _emit(args, text: str, fixed_bytes: bytes | None, mode: str) -> None:
+    """The report to stdout (or ``--output-file``; nothing with ``--silent``).
+    Reading from stdin with ``--fix``/``--fix-only``, stdout carries the fixed
+    text and the report goes to stderr, as ruff does."""
+    stdin_fix = fixed_bytes is not None
+    if stdin_fix:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(fixed_bytes)
+        sys.stdout.buffer.flush()
+    if args.output_file:
+        from fakegrad_lint.sourcefile import SourceError, write_atomic
+
+        try:
+            write_atomic(args.output_file, text.encode("utf-8", "surrogateescape"))
+        except SourceError as exc:
+            _err(f"{args.output_file}: {exc}")
+        return
+    if args.silent or not text:
+        return
+    _write_out(text, sys.stderr if stdin_fix else sys.stdout)
+
+
+def _available_fixes(ctx) -> str:
+    """``--show-fixes`` without ``--fix``: every fix on offer, with its safety."""
+    fixes = [f for f in ctx.findings if f.fix is not None and f.fix.edits]
+    if not fixes:
+        return ""
+    lines = [f"\n{len(fixes)} fix{'es' if len(fixes) != 1 else ''} available:"]
+    for f in fixes:
+        where = f.filename if f.cell is None else f"{f.filename}:cell {f.cell}"
+        how = f.fix.applicability.value
+        if how == "unsafe" and not ctx.unsafe_fixes:
+            how += ", needs --unsafe-fixes"
+        elif how == "display-only":
+            how += ", never applied"
+        lines.append(f"- {where}:{f.location.row}:{f.location.column + 1}: {f.code} ({how}) {f.fix.message}")
+    return "\n".join(lines) + "\n"
+
+
+def _show_settings(st, paths: list[str], config_path: str | None) -> str:
+    def toml_list(items) -> str:
+        return "[" + ", ".join(f'"{i}"' for i in items) + "]"
+
+    lines = [
+        f"Resolved settings for: {os.path.abspath(paths[0])}",
+        f"Settings path: {os.path.abspath(config_path) if config_path else '(none: defaults)'}",
+        "",
+        f"enabled = {toml_list(sorted(st.enabled))}",
+        "per-file-ignores = {" + ", ".join(f'"{p}" = {toml_list(sorted(c))}' for p, c in st.per_file_ignores) + "}",
+        f"exclude = {toml_list(st.exclude)}",
+        f"extend-exclude = {toml_list(st.extend_exclude)}",
+        f"force-exclude = {str(st.force_exclude).lower()}",
+        f"unsafe-fixes = {str(st.unsafe_fixes).lower()}",
+        f"output-format = \"{st.output_format}\"",
+        f"root = \"{st.root}\"",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _write_out(text: str, stream=None) -> None:
     """Write the report; a character stdout's encoding cannot hold (a file
     name's undecodable byte, kept as a surrogate escape) is written as the
     original byte, or escaped, instead of ending the run with a traceback."""
+    stream = stream or sys.stdout
     try:
-        sys.stdout.write(text)
+        stream.write(text)
     except UnicodeEncodeError:
-        encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+        encoding = getattr(stream, "encoding", None) or "utf-8"
         try:
             data = text.encode(encoding, "surrogateescape")
         except UnicodeEncodeError:
             data = text.encode(encoding, "backslashreplace")
-        buffer = getattr(sys.stdout, "buffer", None)
+        buffer = getattr(stream, "buffer", None)
         if buffer is None:
-            sys.stdout.write(data.decode(encoding, "replace"))
+            stream.write(data.decode(encoding, "replace"))
         else:
-            sys.stdout.flush()
+            stream.flush()
             buffer.write(data)
-    sys.stdout.flush()
+    stream.flush()
 
 
 def _show_fixes(ctx) -> str:
+    from fakegrad_lint.findings import display_path
+
     n = ctx.fixed
     lines = [f"\nFixed {n} error{'s' if n != 1 else ''}:"]
     for path in sorted(ctx.fixed_by_file):
-        lines.append(f"- {path}: {ctx.fixed_by_file[path]} fixed")
+        lines.append(f"- {display_path(path)}: {ctx.fixed_by_file[path]} fixed")
     return "\n".join(lines) + "\n"

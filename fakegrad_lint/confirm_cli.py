@@ -12,7 +12,16 @@ entries). The code runs in a subprocess with a timeout; its process group is
 killed when the time is up.
 
 Exit status: 1 when a hazard or crash was confirmed or missed, 0 otherwise,
-2 for tool errors (target not found, timeout, torch or CUDA missing).
+2 for tool errors (target not found, timeout, torch or CUDA missing) and for a
+run that could not report (it crashed, was killed, called ``os._exit`` or
+closed the report pipe before the final record).
+
+User code (the script, the module, the tests, and the package ``__init__``
+that looking up ``-m pkg.mod`` needs) runs only in child processes, under
+the timeout. The records come through an inherited pipe, never a file the
+script could delete. Every process the run started is killed when it ends
+(its process group, and through the child subreaper on Linux, every
+descendant, also in another session or left running by a script that exited).
 
 This module never imports torch (the child process does).
 """
@@ -22,15 +31,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
 
-RUNTIME_EXTRA_HINT = "pip install 'fakegrad-lint[runtime]'"
+from fakegrad_lint.runtime import RUNTIME_EXTRA_HINT  # does not import torch
+from fakegrad_lint.runtime.messages import add_tensor
+
 DEFAULT_TIMEOUT = 120.0
 KIND_OF_CODE = {"FGL001": "hazard", "FGL003": "hazard", "FGL002": "crash", "FGL004": "entry"}
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
 
 class _ToolError(Exception):
@@ -153,46 +162,43 @@ def _test_files(paths: list[str]) -> list[str]:
     return out
 
 
-def _noqa_drops(line_text: str, code: str) -> bool:
-    m = _NOQA.search(line_text)
-    if m is None:
-        return False
-    codes = m.group("codes")
-    if not codes:
-        return True
-    return code.upper() in {c.upper() for c in re.split(r"[\s,]+", codes) if c}
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
-def _static_findings(files: list[str], codes: frozenset[str]) -> tuple[list, list[str]]:
-    from fakegrad_lint.checker import check_source
-    from fakegrad_lint.sourcefile import SourceError, read_source
+def project_root(path: str) -> str:
+    """The project a script belongs to: the nearest folder above it with a
+    ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or ``.git``; else its own folder."""
+    start = os.path.dirname(os.path.abspath(path))
+    cur = start
+    while True:
+        if any(os.path.exists(os.path.join(cur, m)) for m in PROJECT_MARKERS):
+            return cur
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            return start
+        cur = parent
 
-    findings, errors = [], []
-    for path in files:
-        try:
-            src = read_source(path)
-            found = check_source(src.text, path)
-        except SourceError as exc:
-            errors.append(f"{path}: error: {exc}")
-            continue
-        except SyntaxError as exc:
-            errors.append(f"{path}: error: cannot parse: {exc.msg} (line {exc.lineno})")
-            continue
-        except ValueError as exc:
-            errors.append(f"{path}: error: cannot parse: {exc}")
-            continue
-        found = [f for f in found if f.code in codes]
-        try:  # the project's noqa rules (tokenize-based) when available
-            from fakegrad_lint import noqa
 
-            found, _ = noqa.apply(src.text, found)
-        except Exception:  # pragma: no cover - minimal fallback
-            lines = src.text.splitlines()
-            found = [
-                f for f in found if not (0 < f.location.row <= len(lines) and _noqa_drops(lines[f.location.row - 1], f.code))
-            ]
-        findings.extend(found)
-    return findings, errors
+def _project_findings(root: str, targets: list[str], select: frozenset[str] | None) -> tuple[list, dict]:
+    """Check the project under ``root`` the way ``fakegrad-lint check ROOT``
+    would (discovery, each file's nearest configuration, ``# noqa``), plus the
+    targets. Returns (findings, {real path: one-line error})."""
+    from fakegrad_lint import discover, pipeline
+    from fakegrad_lint import settings as settings_mod
+
+    def make(table: dict, config_path: str | None):
+        return settings_mod.resolve(table, config_path=config_path, select=sorted(select) if select else None)
+
+    from fakegrad_lint.analysis.project import set_run_roots
+
+    set_run_roots([root])
+    tree = settings_mod.ConfigTree(make)
+    found = discover.discover([root], tree.settings_for(targets[0] if targets else root))
+    seen = {_real(f) for f in found.files}
+    paths = found.files + [t for t in targets if _real(t) not in seen]
+    result = pipeline.run(paths, tree.codes_for, pipeline.Options(mode="check"))
+    errors = {_real(e.filename): str(e) for e in result.all_errors}
+    return result.findings, errors
 
 
 # -- running --------------------------------------------------------------------
@@ -288,7 +294,7 @@ def _child_command(target_args: list[str], extra: list[str], device: str, fd: in
     return cmd
 
 
-def _run_child(target_args: list[str], extra: list[str], device: str, timeout: float):
+def _run_child(target_args: list[str], extra: list[str], device: str, timeout: float, project: str | None = None):
     """Run the runner; returns (records, exit status, timed out, processes
     left behind and killed).
 
@@ -304,6 +310,8 @@ def _run_child(target_args: list[str], extra: list[str], device: str, timeout: f
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["FAKEGRAD_RUNNER_ROOT"] = root
     env["FAKEGRAD_CONFIRM_PID"] = str(os.getpid())
+    if project:
+        env["FAKEGRAD_PROJECT_ROOT"] = project  # the runner lists the project files the run loaded
     _proc.become_subreaper()
     before = set(_proc.children_of(os.getpid()))
     out = _child_output()
@@ -380,6 +388,7 @@ def _user_events(records: list[dict]) -> list[dict]:
                 seen[key]["count"] += 1
             else:
                 seen[key] = dict(rec, count=1)
+            add_tensor(seen[key], rec)
     return list(seen.values())
 
 
@@ -426,17 +435,19 @@ def _match(findings, records):
 
 
 def _display(path: str, spellings: dict) -> str:
+    from fakegrad_lint.findings import display_path
+
     real = _real(path)
     if real in spellings:
-        return spellings[real]
+        return display_path(spellings[real])
     try:
         rel = os.path.relpath(path)
     except ValueError:
-        return path
-    return path if rel.startswith(os.pardir) else rel
+        return display_path(path)
+    return display_path(path if rel.startswith(os.pardir) else rel)
 
 
-def _report(items, missed, spellings, fmt: str) -> list[dict]:
+def _report(items, missed, spellings, fmt: str, failure: dict | None = None) -> list[dict]:
     out = []
     for f, kind, hit in items:
         obj = {
@@ -450,9 +461,28 @@ def _report(items, missed, spellings, fmt: str) -> list[dict]:
         }
         if hit is not None:
             obj["runtime"] = _event_message(hit) if kind != "entry" else f"entered `{hit.get('op')}` under {hit.get('mode')}"
+            if (_real(hit["filename"]), hit["line"]) != (_real(f.filename), f.location.row):
+                # the op ran deeper (a module's forward): the finding's frame
+                # is where the real value was handed in; keep the inner frame
+                obj["op_filename"] = _display(hit["filename"], spellings)
+                obj["op_line"] = hit["line"]
+                obj["runtime"] += f" (the op ran at {obj['op_filename']}:{hit['line']})"
             if hit.get("sink_line") is not None:
                 obj["sink_filename"] = _display(hit["sink_filename"], spellings)
                 obj["sink_line"] = hit["sink_line"]
+        elif failure is not None:
+            obj["status"] = "script-error"
+            obj["runtime"] = f"not confirmed: the run failed first ({failure['exception']})"
+        out.append(obj)
+    if failure is not None:
+        obj = {
+            "status": "script-error",
+            "kind": "error",
+            "filename": _display(failure.get("exception_filename") or "-", spellings),
+            "line": failure.get("exception_line") or 0,
+            "code": None,
+            "message": failure["exception"],
+        }
         out.append(obj)
     for ev in missed:
         obj = {
@@ -476,7 +506,7 @@ def _print_text(objs: list[dict], summary: str) -> None:
         col = f":{o['column']}" if o.get("column") else ""
         code = f"{o['code']} " if o.get("code") else ""
         line = f"{o['filename']}:{o['line']}{col}: {code}{o['status']} ({o['kind']}): {o['message']}"
-        if o["status"] == "confirmed" and o.get("runtime"):
+        if o["status"] in ("confirmed", "script-error") and o.get("runtime"):
             line += f" [runtime: {o['runtime']}]"
         print(line)
     print(summary)
@@ -551,12 +581,16 @@ def main(argv: list[str]) -> int:
         _err(f"fakegrad-lint confirm: error: torch is not installed; the runtime checker needs it: {RUNTIME_EXTRA_HINT}")
         return 2
 
-    findings, errors = _static_findings(files, codes)
-    for e in errors:
-        _err(e)
+    first = files[0] if files else os.path.join(os.path.abspath(ns.pytest[0] if ns.pytest else "."), "-")
+    root = project_root(first)
+    try:
+        findings, file_errors = _project_findings(root, files, codes if ns.select else None)
+    except Exception as exc:  # a bad configuration: one line, as check prints it
+        _err(f"fakegrad-lint confirm: error: {exc}")
+        return 2
 
     try:
-        records, returncode, timed_out, left_behind = _run_child(target, extra, ns.device, ns.timeout)
+        records, returncode, timed_out, left_behind = _run_child(target, extra, ns.device, ns.timeout, root)
     except OSError as exc:
         _err(f"fakegrad-lint confirm: error: cannot start {sys.executable}: {exc}")
         return 2
@@ -571,12 +605,27 @@ def main(argv: list[str]) -> int:
             _err(f"fakegrad-lint confirm: error: {reason}")
             return 2
 
+    exit_rec = next((r for r in records if r.get("type") == "exit"), None)
+    # Report the code that ran: the targets, the project modules the run
+    # loaded, and (when the run was cut short) the files on the events' stacks.
+    ran = {_real(p) for p in files}
+    if exit_rec is not None:
+        ran |= {_real(p) for p in exit_rec.get("files") or ()}
+    for rec in records:
+        ran |= {fn for fn, _line in _frames(rec)} if rec.get("filename") else set()
+    findings = [f for f in findings if _real(f.filename) in ran]
+    errors = [msg for path, msg in sorted(file_errors.items()) if path in ran]
+    for e in errors:
+        _err(e)
+    failure = exit_rec if exit_rec is not None and exit_rec.get("exception") else None
+
     items, missed = _match(findings, records)
     spellings = {_real(p): p for p in files}
-    objs = _report(items, missed, spellings, ns.output_format)
+    objs = _report(items, missed, spellings, ns.output_format, failure)
 
-    exit_rec = next((r for r in records if r.get("type") == "exit"), None)
-    what = ns.script or (f"-m {ns.module}" if ns.module else "pytest")
+    from fakegrad_lint.findings import display_path
+
+    what = display_path(ns.script) if ns.script else (f"-m {ns.module}" if ns.module else "pytest")
     if timed_out:
         status_text = f"{what} timed out after {ns.timeout:g} s (process group killed)"
     elif exit_rec is not None:
@@ -587,6 +636,13 @@ def main(argv: list[str]) -> int:
     n_nr = sum(o["status"] == "not-reproduced" for o in objs)
     n_missed = sum(o["status"] == "missed" for o in objs)
     summary = f"{n_conf} confirmed, {n_nr} not reproduced, {n_missed} missed; {status_text}"
+    if failure is not None and not timed_out:
+        n_err = sum(o["status"] == "script-error" for o in objs)
+        status = exit_rec.get("status")
+        summary = (
+            f"{n_conf} confirmed, {n_nr} not reproduced, {n_missed} missed, {n_err} script-error; "
+            f"{what} failed with {failure['exception']} (exit status {status})"
+        )
 
     if ns.output_format == "json":
         print(json.dumps(objs, indent=2))
@@ -601,7 +657,11 @@ def main(argv: list[str]) -> int:
         return 2
     if errors:
         return 2
-    bad = any(o["status"] == "missed" or (o["status"] == "confirmed" and o["kind"] in ("hazard", "crash") and o["code"] != "FGL004") for o in objs)
+    bad = any(
+        o["status"] in ("missed", "script-error")
+        or (o["status"] == "confirmed" and o["kind"] in ("hazard", "crash") and o["code"] != "FGL004")
+        for o in objs
+    )
     return 1 if bad else 0
 
 

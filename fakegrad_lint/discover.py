@@ -20,6 +20,7 @@ followed.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass
 
@@ -128,11 +129,56 @@ def _compile_glob(glob: str, anchored: bool) -> list[tuple]:
     return steps
 
 
+# Patterns with at most this many unbounded wildcards are matched by a regex
+# (C speed; a backtracking matcher costs at most len(path) ** this); more go
+# to the automaton, whose cost does not grow with the stars.
+REGEX_MAX_WILDCARDS = 3
+
+
+def _regex_source(steps: list[tuple], start: int = 0, stop: int | None = None) -> str:
+    out = []
+    k = start
+    stop = len(steps) if stop is None else stop
+    while k < stop:
+        step = steps[k]
+        kind = step[0]
+        if kind == _LIT:
+            out.append(re.escape(step[1]))
+        elif kind == _ONE:
+            out.append("[^/]")
+        elif kind == _STAR:
+            out.append("[^/]*")
+        elif kind == _ANY:
+            out.append(".*")
+        elif kind == _CLASS:
+            _, negated, chars, ranges = step
+            body = "".join(re.escape(c) for c in sorted(chars))
+            body += "".join(f"{re.escape(lo)}-{re.escape(hi)}" for lo, hi in ranges)
+            out.append(f"[^/{body}]" if negated else f"(?!/)[{body}]" if body else "(?!)")
+        elif kind == _OPT:
+            out.append(f"(?:{_regex_source(steps, k + 1, k + 1 + step[1])})?")
+            k += step[1]
+        k += 1
+    return "".join(out)
+
+
 class GlobMatcher:
-    """A compiled gitignore glob; :meth:`match` is linear in the path length."""
+    """A compiled gitignore glob; :meth:`match` is linear in the path length
+    (a regex for patterns with few wildcards, an automaton for the rest)."""
 
     def __init__(self, glob: str, anchored: bool):
         self.steps = _compile_glob(glob, anchored)
+        wildcards = sum(1 for step in self.steps if step[0] in (_STAR, _ANY))
+        self._regex = None
+        if wildcards <= REGEX_MAX_WILDCARDS:
+            try:
+                self._regex = re.compile(_regex_source(self.steps), re.DOTALL)
+            except re.error:  # pragma: no cover - a class the regex cannot say
+                self._regex = None
+        self.match = self._regex_match if self._regex is not None else self._automaton_match
+
+    def _regex_match(self, path: str) -> bool:
+        return self._regex.fullmatch(path) is not None
 
     def _close(self, states: set[int]) -> set[int]:
         steps = self.steps
@@ -154,7 +200,7 @@ class GlobMatcher:
                     todo.append(e)
         return states
 
-    def match(self, path: str) -> bool:
+    def _automaton_match(self, path: str) -> bool:
         steps = self.steps
         end = len(steps)
         states = self._close({0})

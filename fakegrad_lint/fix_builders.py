@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.positions import PositionMap
@@ -55,6 +55,8 @@ class FixPlan:
     derived: bool = False  # the real value is not a leaf (computed from one)
     conditional: bool = False  # the mode was picked by a conditional expression
     grad_reads: list = field(default_factory=list)
+    # id(For node) -> expression of the real module the loop draws from (see the analysis)
+    loop_modules: dict = field(default_factory=dict)
 
 
 def build_fix(leak, source: str) -> Fix | None:
@@ -75,6 +77,14 @@ def build_fix(leak, source: str) -> Fix | None:
     # statement with the first of them (after whatever the block does to the value first)
     rewritten = list(plan.uses) if plan.kind == "module" else _with_gradient_reads(plan.uses, w.body, plan.value)
     first_stmt = _first_use_stmt(w, rewritten)
+    if _rebound_before_use(w, plan, first_stmt.lineno if not one_line else 0) and not one_line:
+        loop_root = _loop_module(w, plan)
+        if loop_root is not None:
+            # a loop variable drawn from a real module (`for layer in model.children()`):
+            # the loop draws from a fake copy of the module instead
+            plan = replace(plan, kind="module-copy", value=dotted_name(loop_root) or "", uses=[loop_root])
+            rewritten = [loop_root]
+            first_stmt = _first_use_stmt(w, rewritten)
     if _rebound_before_use(w, plan, first_stmt.lineno if not one_line else 0):
         # the name means something else by the time it leaks
         raise NoFix(f"`{plan.value}` is rebound in the region before it leaks (a loop or comprehension "
@@ -116,7 +126,35 @@ def build_fix(leak, source: str) -> Fix | None:
     base = re.sub(r"\W+", "_", plan.value.rsplit(".", 1)[-1]).strip("_") or "value"
     base = base.lower() if base.isupper() else base
 
-    if plan.kind == "module":
+    if plan.kind == "module-copy":
+        if leak.verdict.value == "crash":
+            raise NoFix("a method of a real module called under a strict mode: a fake copy needs "
+                        "allow_non_fake_inputs=True to be made inside the region")
+        names = _bound_imports(plan.module_tree, _first_line(w))
+        copy_name = names.get(("copy", None))
+        fcm_name = names.get(("torch._subclasses.fake_tensor", "FakeCopyMode"))
+        wanted = []
+        if copy_name is None:
+            copy_name = "copy" if "copy" not in taken else None
+            wanted.append("import copy")
+        if fcm_name is None:
+            fcm_name = "FakeCopyMode" if "FakeCopyMode" not in taken else None
+            wanted.append("from torch._subclasses.fake_tensor import FakeCopyMode")
+        if copy_name is None or fcm_name is None:
+            raise NoFix("`copy` or `FakeCopyMode` names something else in this scope")
+        fake = _unique(f"{base}_fake", taken)
+        stmt = f"with {fcm_name}({mode}):\n{indent}{_Layout(pos).unit}{fake} = {copy_name}.deepcopy({plan.value})"
+        edits.append(Edit(hoist_at, hoist_at, hoist_fmt.format(indent=indent, stmt=stmt)))
+        for node in plan.uses:
+            edits.append(Edit(Location(*pos.char_pos(node.lineno, node.col_offset)),
+                              Location(*pos.char_pos(node.end_lineno, node.end_col_offset)), fake))
+        if wanted:
+            line = _import_line(plan.module_tree, _first_line(w))
+            edits.append(Edit(Location(line, 0), Location(line, 0), "".join(f"{i}\n" for i in wanted)))
+        applicability = Applicability.UNSAFE
+        message = (f"Call `{plan.value}`'s method on a fake copy (`copy.deepcopy` under `FakeCopyMode`): "
+                   f"gradients and state changes land on the copy")
+    elif plan.kind == "module":
         torch_name, import_edit = _torch_module_name(plan.module_tree, pos, _first_line(w))
         rhs = (f"{{name: {mode}.from_tensor(t) for name, t in "
                f"[*{plan.value}.named_parameters(), *{plan.value}.named_buffers()]}}")
@@ -170,6 +208,12 @@ def build_fix(leak, source: str) -> Fix | None:
         message = f"Convert `{plan.value}` at the boundary with `{mode}.from_tensor`"
 
     body_lines = (w.body[0].lineno, w.body[-1].end_lineno)
+    if plan.kind in ("module", "module-copy"):
+        read = _module_grad_read(list(w.body) + _following(plan.module_tree, w), plan.value)
+        if read is not None:
+            # the gradients land on the fake copies: what the code reads there changes
+            return Fix(f"{message} (not applied: line {read} reads the gradients of `{plan.value}`'s parameters)",
+                       Applicability.DISPLAY_ONLY, tuple(edits))
     outside_grad = [ln for ln in plan.grad_reads if not body_lines[0] <= ln <= body_lines[1]]
     outside_sink = leak.sink == "torch.autograd.grad" and leak.sink_line is not None and not (
         body_lines[0] <= leak.sink_line <= body_lines[1]
@@ -335,6 +379,39 @@ def _leaked_fix(plan, pos) -> Fix | None:
     return Fix(f"Use a fake copy of `{plan.value}` made by `{mode}`", Applicability.UNSAFE, edits)
 
 
+def _module_grad_read(stmts, module: str) -> int | None:
+    """The first line of ``stmts`` that reads a gradient of ``module``'s parameters:
+    ``module.fc.weight.grad``, or ``p.grad`` for ``p`` drawn from
+    ``module.parameters()`` (``named_parameters``, ``buffers``...) in a loop or a
+    comprehension."""
+    def drawn_from_module(it) -> bool:
+        return isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
+            (dotted_name(it.func.value) or "") == module
+
+    def has_grad(node) -> int | None:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Attribute) and sub.attr == "grad":
+                return sub.lineno
+        return None
+
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Attribute) and node.attr == "grad":
+                name = dotted_name(node.value) or ""
+                if name.startswith(module + "."):
+                    return node.lineno
+            elif isinstance(node, (ast.For, ast.AsyncFor)) and drawn_from_module(node.iter):
+                line = next((ln for b in node.body if (ln := has_grad(b)) is not None), None)
+                if line is not None:
+                    return line
+            elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) and \
+                    any(drawn_from_module(g.iter) for g in node.generators):
+                line = has_grad(node)
+                if line is not None:
+                    return line
+    return None
+
+
 def _following(tree, w):
     """The statements after ``w`` in the block that holds it (empty if not found)."""
     if not isinstance(w, (ast.With, ast.AsyncWith)):
@@ -368,6 +445,19 @@ def _with_gradient_reads(uses, body, value):
                     for sub in ast.walk(part):
                         add(sub)
     return out
+
+
+def _loop_module(w, plan):
+    """The module expression of a loop of the block whose target is the leaking name
+    (``for layer in model.children()`` -> ``model``), when the analysis proved it a
+    real module; else None."""
+    root = plan.value.split(".", 1)[0]
+    for stmt in w.body:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.For, ast.AsyncFor)) and id(node) in plan.loop_modules and \
+                    any(isinstance(t, ast.Name) and t.id == root for t in ast.walk(node.target)):
+                return plan.loop_modules[id(node)]
+    return None
 
 
 def _rebound_before_use(w, plan, from_line: int = 0) -> bool:
@@ -496,32 +586,53 @@ def _first_line(w) -> int:
 
 def _torch_module_name(tree, pos, before_line: int):
     """The name bound to the ``torch`` module at the top level before ``before_line``,
-    or an edit adding ``import torch`` where it is bound before that line: after the
-    last top-level import above it, else after the docstring and ``__future__``
-    imports (never above a shebang or an encoding declaration)."""
-    last_import = None
-    header = None  # docstring / __future__ imports: the import goes below them
-    for index, stmt in enumerate(tree.body):
+    or an edit adding ``import torch`` where it is bound before that line
+    (:func:`_import_line`: never above a shebang, an encoding declaration, the
+    docstring or ``__future__`` imports)."""
+    for stmt in tree.body:
         if stmt.lineno >= before_line:
             break
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 if alias.name == "torch" or (alias.name.startswith("torch.") and alias.asname is None):
                     return alias.asname or "torch", None
-            last_import = stmt
-        elif isinstance(stmt, ast.ImportFrom):
-            if stmt.module == "__future__":
-                header = stmt
-            else:
-                last_import = stmt
+    line = _import_line(tree, before_line)
+    return "torch", Edit(Location(line, 0), Location(line, 0), "import torch\n")
+
+
+def _import_line(tree, before_line: int) -> int:
+    """Where a new import goes so that it is bound before ``before_line``: after the
+    last top-level import above that line, else after the docstring and ``__future__``
+    imports, else above the first statement (below a shebang, an encoding line and
+    leading comments)."""
+    anchor = None
+    for index, stmt in enumerate(tree.body):
+        if stmt.lineno >= before_line:
+            break
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            anchor = stmt
         elif index == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) \
                 and isinstance(stmt.value.value, str):
-            header = stmt  # docstring
-    anchor = last_import or header
+            anchor = stmt  # docstring
     if anchor is not None:
-        line = anchor.end_lineno + 1
-    else:
-        # above the first statement (below a shebang, an encoding line, leading comments)
-        first = tree.body[0] if tree.body else None
-        line = min([first.lineno] + [d.lineno for d in getattr(first, "decorator_list", [])]) if first else 1
-    return "torch", Edit(Location(line, 0), Location(line, 0), "import torch\n")
+        return anchor.end_lineno + 1
+    first = tree.body[0] if tree.body else None
+    return min([first.lineno] + [d.lineno for d in getattr(first, "decorator_list", [])]) if first else 1
+
+
+def _bound_imports(tree, before_line: int) -> dict:
+    """``{(module, name or None): bound name}`` for the top-level imports above
+    ``before_line`` (``import copy`` -> ``("copy", None)``; ``from m import n as k``
+    -> ``("m", "n"): "k"``)."""
+    out = {}
+    for stmt in tree.body:
+        if stmt.lineno >= before_line:
+            break
+        if isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                if a.asname or "." not in a.name:
+                    out[(a.name, None)] = a.asname or a.name
+        elif isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module:
+            for a in stmt.names:
+                out[(stmt.module, a.name)] = a.asname or a.name
+    return out

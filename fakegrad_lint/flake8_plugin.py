@@ -56,7 +56,7 @@ class FakegradChecker:
             return []
         from fakegrad_lint.checker import check_source
 
-        return check_source(source, self.filename, tree=self.tree)
+        return check_source(source, self.filename, tree=self.tree, fixes=False)  # flake8 shows no fixes
 
     def _source(self) -> str:
         if self.lines is not None:

@@ -9,6 +9,8 @@
   directive belongs at the end of the string / continued line instead (like
   ruff); that row is the finding's ``noqa_row``.
 - Comments are found with :mod:`tokenize`, so ``#`` inside a string never counts.
+- A comment that is only ``# fakegrad-lint: noqa`` (or ``# flake8: noqa``)
+  silences the whole file; ``# fakegrad-lint: noqa: FGL001`` only those codes.
 - ``FGL100`` (opt-in) reports ``# noqa: FGL...`` codes that silenced nothing.
   Bare ``# noqa`` and other tools' codes are never reported.
 """
@@ -28,6 +30,13 @@ _NOQA_RE = re.compile(
     re.IGNORECASE,
 )
 _CODE_RE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
+_FGL_CODE_RE = re.compile(r"FGL[0-9]+")  # a code of this tool (codes are upper-cased)
+# A comment that is only ``# fakegrad-lint: noqa`` (or flake8's ``# flake8: noqa``),
+# optionally with codes: the whole file, like ruff's ``# ruff: noqa``.
+_FILE_NOQA_RE = re.compile(
+    r"#\s*(?:fakegrad-lint|flake8)\s*:\s*noqa(?:\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?\s*",
+    re.IGNORECASE,
+)
 _LINE_SPLIT = re.compile(r"\r\n|\r|\n")
 
 
@@ -46,6 +55,11 @@ class NoqaMap:
     directives: dict[int, Directive]
     # row -> row its noqa belongs on (only rows that differ)
     redirect: dict[int, int]
+    # ``# fakegrad-lint: noqa``: ALL (every code) or the codes it names; None: none
+    file_codes: frozenset[str] | str | None = None
+
+    def file_silences(self, code: str) -> bool:
+        return self.file_codes == "ALL" or (isinstance(self.file_codes, frozenset) and code in self.file_codes)
 
     def noqa_row(self, row: int) -> int:
         return self.redirect.get(row, row)
@@ -64,11 +78,19 @@ def _lf_lines(text: str):
         yield ""
 
 
-def _take(tok, directives: dict, redirect: dict, comment_rows: set) -> None:
+def _take(tok, directives: dict, redirect: dict, comment_rows: set, file_level: list | None = None) -> None:
     srow, scol = tok.start
     erow, ecol = tok.end
     if tok.type == tokenize.COMMENT:
         comment_rows.add(srow)
+        fm = _FILE_NOQA_RE.fullmatch(tok.string)
+        if fm and file_level is not None:
+            if not fm.group("codes"):
+                file_level[0] = "ALL"
+            elif file_level[0] != "ALL":
+                named = frozenset(c.upper() for c in _CODE_RE.findall(fm.group("codes")))
+                file_level[0] = named | (file_level[0] or frozenset())
+            return
         m = _NOQA_RE.search(tok.string)
         if m:
             codes = None
@@ -93,10 +115,11 @@ def scan(text: str) -> NoqaMap:
     directives: dict[int, Directive] = {}
     redirect: dict[int, int] = {}
     comment_rows: set[int] = set()
+    file_level: list = [None]  # ``# fakegrad-lint: noqa``: "ALL" or a frozenset of codes
     try:
         # streamed, never listed: a big file's tokens would cost tens of MB
         for tok in tokenize.generate_tokens(_lf_lines(text).__next__):
-            _take(tok, directives, redirect, comment_rows)
+            _take(tok, directives, redirect, comment_rows, file_level)
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return NoqaMap({}, {})
     # backslash continuations: the directive goes on the last continued line
@@ -113,7 +136,7 @@ def scan(text: str) -> NoqaMap:
             seen.add(target)
             target = redirect[target]
         redirect[r] = target
-    return NoqaMap(directives, redirect)
+    return NoqaMap(directives, redirect, file_level[0])
 
 
 def annotate(findings: list[Finding], nmap: NoqaMap) -> list[Finding]:
@@ -143,6 +166,8 @@ def apply(text: str, findings: list[Finding], *, report_unused: bool = False, fi
     kept: list[Finding] = []
     used: dict[int, set[str]] = {}
     for f in findings:
+        if nmap.file_silences(f.code):
+            continue
         d = nmap.directives.get(f.extra["noqa_row"])
         if d is not None and (d.codes is None or f.code in d.codes):
             used.setdefault(d.row, set()).add(f.code)
@@ -154,7 +179,7 @@ def apply(text: str, findings: list[Finding], *, report_unused: bool = False, fi
         for row, d in sorted(nmap.directives.items()):
             if d.codes is None:
                 continue
-            fgl = [c for c in d.codes if c.startswith("FGL")]
+            fgl = [c for c in d.codes if _FGL_CODE_RE.fullmatch(c)]
             dead = [c for c in fgl if c not in used.get(row, set())]
             if not dead:
                 continue

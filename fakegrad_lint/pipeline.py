@@ -20,7 +20,6 @@ import os
 import signal
 import sys
 import threading
-import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
@@ -74,6 +73,7 @@ class FileResult:
     # error, unreadable file): such results are never cached.
     cacheable: bool = True
     cached: bool = False  # served from the cache
+    fixed_text: str | None = None  # fix modes, .py files: the text after the fixes, when it changed
     # {path: sha256} of the other project modules the analysis read (whole-project
     # analysis): the cached result holds only while they are unchanged
     deps: dict = field(default_factory=dict)
@@ -117,6 +117,14 @@ def time_limit(seconds: float | None):
         signal.signal(signal.SIGALRM, old)
 
 
+def disarm_alarm() -> None:
+    """Cancel the per-file alarm: called right before a fixed file is written,
+    so a timeout can never cut a write short nor report a file that was
+    written as skipped (the work is done; only the write is left)."""
+    if hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 def syntax_error_reason(exc: SyntaxError) -> str:
     where = []
     if exc.lineno:
@@ -134,15 +142,21 @@ class ParserLimit(Exception):
 
 
 def parse(text: str, path: str) -> ast.Module:
+    """The module's AST, with function bodies parsed when the analysis first reads
+    them (:mod:`fakegrad_lint.lazyparse`; the same AST as ``ast.parse`` once read)."""
+    from fakegrad_lint import lazyparse
+
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes etc.
-            return ast.parse(text, filename=path)
+        return lazyparse.parse(text, path)
     except MemoryError as exc:
-        detail = f": {exc}" if str(exc) else ""
-        raise ParserLimit(
-            f"too complex for Python's parser (CPython stops with MemoryError{detail}: the code nests too deeply)"
-        ) from None
+        raise _parser_limit(exc) from None
+
+
+def _parser_limit(exc: MemoryError) -> ParserLimit:
+    detail = f": {exc}" if str(exc) else ""
+    return ParserLimit(
+        f"too complex for Python's parser (CPython stops with MemoryError{detail}: nested too deeply or too large for it)"
+    )
 
 
 def lint_text(
@@ -167,6 +181,12 @@ def lint_text(
             found = checker.check_source(text, path, tree=tree, deps=deps)
         else:
             found = checker.check_source(text, path, tree=tree)
+        from fakegrad_lint.lazyparse import raise_deferred
+
+        try:
+            raise_deferred(tree)  # a syntax error in a body the analysis read
+        except MemoryError as exc:
+            raise _parser_limit(exc) from None
         findings = [f for f in found if f.code in codes]
     else:
         findings = []
@@ -353,6 +373,7 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
         if new_text != text:
             from fakegrad_lint.sourcefile import write_atomic
 
+            disarm_alarm()
             write_atomic(path, sf.encode(new_text), expected=sf.raw)
         result.added_noqa = added
         return
@@ -362,20 +383,33 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
         outcome = fixes.fix_text(text, lint, unsafe=options.unsafe_fixes, max_iterations=options.max_fix_iterations)
         findings = list(outcome.remaining)
         if outcome.changed:
+            result.fixed_text = outcome.text
             if mode == "diff":
-                result.diff = fixes.unified_diff(path, text, outcome.text)
+                result.diff = fixes.unified_diff(path, _as_written(sf, text), _as_written(sf, outcome.text))
             else:
                 from fakegrad_lint.sourcefile import write_atomic
 
                 # expected: a file changed by someone else since it was read
                 # is left alone (and reported), never overwritten.
-                write_atomic(path, sf.encode(outcome.text), expected=sf.raw)
+                data = sf.encode(outcome.text)
+                disarm_alarm()
+                write_atomic(path, data, expected=sf.raw)
                 text = outcome.text
         result.fixed = len(outcome.applied)
         if mode == "fix-only":
             findings = []
     result.findings = findings
     _finish_check(result, options, text)
+
+
+def _as_written(sf: SourceFile, text: str) -> str:
+    """``text`` as the bytes the file holds (its encoding, its BOM), seen as
+    UTF-8 with surrogate escapes: a diff of a latin-1 file then carries the
+    file's own bytes (the CLI writes them back with ``surrogateescape``), so
+    ``patch`` gives exactly what ``--fix`` writes."""
+    if sf.encoding == "utf-8" and not sf.bom:
+        return text
+    return sf.encode(text).decode("utf-8", "surrogateescape")
 
 
 def _process_notebook(result: FileResult, path: str, codes, options: Options, sf: SourceFile) -> None:

@@ -54,16 +54,23 @@ def may_contain_fake_region(text: str | bytes, extra_words: tuple[str, ...] = ()
 def may_have_fgl_noqa(text: str | bytes) -> bool:
     """Can FGL100 (unused noqa) report anything in ``text``? Only when a
     ``# noqa:`` directive names an FGL code (a superset: strings count too)."""
-    # one C-level lower-case copy and two substring searches (bytes: about
-    # 0.07 s for torch's 2,300 files, str: 0.15 s); the regex only on a hit
-    low = text.lower()
     if isinstance(text, bytes):
-        if b"fgl" not in low or b"noqa" not in low:
-            return False
         text = text.decode("latin-1")
-    elif "fgl" not in low or "noqa" not in low:
-        return False
-    return _FGL_NOQA_RE.search(text) is not None
+    return _has_noqa(text) and _FGL_NOQA_RE.search(text) is not None
+
+
+def _has_noqa(text: str) -> bool:
+    """Does ``noqa`` appear in any case? Every ``q`` (few in code) is looked at:
+    several times cheaper than a lower-case copy or a case-blind regex
+    (transformers, 2,860 files: 0.08 s against 0.29 s)."""
+    find = text.find
+    for q in ("q", "Q"):
+        i = find(q, 2)
+        while i >= 0:
+            if text[i - 2 : i + 2].lower() == "noqa":
+                return True
+            i = find(q, i + 1)
+    return False
 
 
 def _in_code(text: str | bytes, rx=None) -> bool:

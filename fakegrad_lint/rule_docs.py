@@ -64,7 +64,7 @@ def lookup(key: str) -> Rule | None:
 def _select_hint(rule: Rule) -> str:
     if rule.default:
         return "on by default"
-    return f"off by default; enable with `--extend-select {rule.code}` (or `--select {rule.code}`)"
+    return f"off by default; enable with `--extend-select {rule.code}` (`--select {rule.code}` would turn the other rules off)"
 
 
 # ---------------------------------------------------------------------------

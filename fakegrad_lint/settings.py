@@ -1,12 +1,12 @@
 """Settings: which codes apply to which file, from ``pyproject.toml`` and flags.
 
 Configuration lives in the ``[tool.fakegrad-lint]`` table of a
-``pyproject.toml``. One configuration is used per run: the one named with
-``--config``, else the nearest ``pyproject.toml`` that has the table, found by
-walking up from the first path given on the command line (from the current
-directory when none is given). ``--isolated`` ignores every configuration file.
-Relative globs in ``exclude`` and ``per-file-ignores`` are relative to the
-folder of that ``pyproject.toml``.
+``pyproject.toml``. Each file gets the nearest ``pyproject.toml`` that has the
+table, walking up from the file (:class:`ConfigTree`), unless ``--config`` names
+one file for all; ``--config KEY=VALUE`` overrides apply on top of whichever
+applies. ``--isolated`` ignores every configuration file. Relative globs in
+``exclude`` and ``per-file-ignores`` are relative to the folder of that
+``pyproject.toml``.
 
 Code selectors are codes (``FGL001``), prefixes (``FGL00``, ``FGL``) or ``ALL``.
 The enabled set is: ``select`` (the command line's replaces the file's; default:
@@ -150,17 +150,42 @@ def find_config(start: str) -> str | None:
 
 
 def load_config(path: str) -> dict:
-    """The validated ``[tool.fakegrad-lint]`` table of ``path`` (``{}`` if absent)."""
+    """The validated ``[tool.fakegrad-lint]`` table of ``path`` (``{}`` if absent;
+    an empty file, ``/dev/null`` say, is an empty configuration)."""
     data = _load_toml(path)
     table = data.get("tool", {}).get(TABLE, {})
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.{TABLE}] must be a table")
+    return validate_table(table, path, f"[tool.{TABLE}]")
+
+
+def parse_override(text: str) -> dict:
+    """``--config KEY=VALUE``: one TOML ``key = value`` pair (``select = ["FGL001"]``,
+    ``unsafe-fixes = true``, ``per-file-ignores = {"tests/*" = ["FGL004"]}``),
+    validated like the table. A ``tool.fakegrad-lint.`` prefix is allowed."""
+    try:
+        import tomllib  # type: ignore[import-not-found]
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"--config {text!r}: not a configuration file nor a valid `KEY = VALUE` override ({exc})") from None
+    if set(data) == {"tool"} and isinstance(data["tool"], dict) and set(data["tool"]) == {TABLE}:
+        data = data["tool"][TABLE]
+        if not isinstance(data, dict):
+            raise ConfigError(f"--config {text!r}: expected `KEY = VALUE`")
+    return validate_table(data, "--config", repr(text))
+
+
+def validate_table(table: dict, path: str, what: str) -> dict:
+    """Check the keys and value types of a configuration table; returns it."""
     for key, value in table.items():
         kind = _KNOWN_KEYS.get(key)
-        where = f"{path}: [tool.{TABLE}] {key}"
+        where = f"{path}: {what} {key}"
         if kind is None:
             known = ", ".join(sorted(_KNOWN_KEYS))
-            raise ConfigError(f"{path}: unknown key {key!r} in [tool.{TABLE}] (known: {known})")
+            raise ConfigError(f"{path}: unknown key {key!r} in {what} (known: {known})")
         if kind == "list":
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
@@ -284,8 +309,14 @@ def resolve(
     output_format: str | None = None,
     extend_exclude: list[str] | None = None,
     root: str | None = None,
+    per_file_ignores: list[tuple[str, list[str]]] | None = None,
+    extend_per_file_ignores: list[tuple[str, list[str]]] | None = None,
 ) -> Settings:
-    """Combine a config table with command-line values (which win)."""
+    """Combine a config table with command-line values (which win).
+
+    ``per_file_ignores`` (``--per-file-ignores``) replaces the table's;
+    ``extend_per_file_ignores`` adds to it. Their globs are relative to the
+    current folder."""
     config = config or {}
     where = config_path or "pyproject.toml"
     if select is not None:
@@ -298,11 +329,19 @@ def resolve(
     enabled = enabled | _expand_all(extend_select or [], "--extend-select")
     enabled = enabled - _expand_all(config.get("ignore", []), f"{where} ignore")
     enabled = enabled - _expand_all(ignore or [], "--ignore")
-    pfi = []
-    for pattern, codes in (config.get("per-file-ignores") or {}).items():
-        pfi.append((pattern, _expand_all(codes, f"{where} per-file-ignores {pattern!r}")))
     if root is None:
         root = os.path.dirname(os.path.abspath(config_path)) if config_path else os.getcwd()
+    pfi = []
+    if per_file_ignores is None:
+        for pattern, codes in (config.get("per-file-ignores") or {}).items():
+            pfi.append((pattern, _expand_all(codes, f"{where} per-file-ignores {pattern!r}")))
+    for flag, pairs in (("--per-file-ignores", per_file_ignores), ("--extend-per-file-ignores", extend_per_file_ignores)):
+        for pattern, codes in pairs or ():
+            # command-line globs are relative to the current folder, like paths
+            glob = pattern if os.path.isabs(pattern) else os.path.join(os.getcwd(), pattern)
+            if "/" not in pattern.replace(os.sep, "/").rstrip("/"):
+                glob = pattern  # a bare name matches anywhere
+            pfi.append((glob, _expand_all(codes, f"{flag} {pattern!r}")))
     exclude = tuple(config["exclude"]) if "exclude" in config else DEFAULT_EXCLUDE
     return Settings(
         enabled=frozenset(enabled),
@@ -314,3 +353,66 @@ def resolve(
         root=root,
         config_path=config_path,
     )
+
+
+def parse_per_file_ignores(values: list[str] | None, flag: str) -> list[tuple[str, list[str]]] | None:
+    """``--per-file-ignores 'tests/*:FGL004,FGL001'`` (repeatable; several
+    ``PATTERN:CODES`` pairs may also be separated by spaces, as in flake8)."""
+    if values is None:
+        return None
+    out = []
+    for value in values:
+        for pair in value.split():
+            pattern, sep, codes = pair.rpartition(":")
+            if not sep or not pattern or not codes:
+                raise ConfigError(f"{flag} {pair!r}: expected PATTERN:CODES, e.g. 'tests/*:FGL004'")
+            out.append((pattern, split_codes(codes)))
+    return out
+
+
+class ConfigTree:
+    """The nearest configuration of each file, like ruff: a subfolder's
+    ``pyproject.toml`` with ``[tool.fakegrad-lint]`` governs the files below it.
+
+    ``make(table, config_path)`` turns a validated table (``{}`` and ``None``
+    where no configuration applies) into :class:`Settings`; results are cached
+    per folder and per configuration file."""
+
+    def __init__(self, make):
+        self.make = make
+        self._dir: dict[str, str | None] = {}
+        self._settings: dict[str | None, Settings] = {}
+
+    def config_for(self, path: str) -> str | None:
+        cur = os.path.abspath(path)
+        if not os.path.isdir(cur):
+            cur = os.path.dirname(cur)
+        walked = []
+        found: str | None = None
+        while True:
+            if cur in self._dir:
+                found = self._dir[cur]
+                break
+            walked.append(cur)
+            candidate = os.path.join(cur, "pyproject.toml")
+            if os.path.isfile(candidate) and _has_table(candidate):
+                found = candidate
+                break
+            parent = os.path.dirname(cur)
+            if parent == cur:
+                break
+            cur = parent
+        for d in walked:
+            self._dir[d] = found
+        return found
+
+    def settings_for(self, path: str) -> Settings:
+        config_path = self.config_for(path)
+        st = self._settings.get(config_path)
+        if st is None:
+            table = load_config(config_path) if config_path else {}
+            st = self._settings[config_path] = self.make(table, config_path)
+        return st
+
+    def codes_for(self, path: str) -> frozenset[str]:
+        return self.settings_for(path).codes_for(path)

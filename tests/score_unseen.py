@@ -1,6 +1,7 @@
 """Score a linter on the unseen corpus (``fixtures/unseen/*.py``, ``fixtures/projects/*/``).
 
     python tests/score_unseen.py                       # runs: fakegrad-lint --output-format json PATHS
+    python tests/score_unseen.py --corpus heldout      # fixtures/heldout/*.py, fixtures/heldout_projects/*/
     python tests/score_unseen.py --cmd "python -m fakegrad_lint --output-format json"
     python tests/score_unseen.py --format json         # the score as JSON
 
@@ -40,6 +41,11 @@ from markers import expected_markers  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CMD = "fakegrad-lint --output-format json"
 DEFAULT_CODES = ("FGL001", "FGL002", "FGL003")
+# --corpus NAME -> (single-file folder, projects folder), relative to fixtures/
+CORPORA = {
+    "unseen": ("unseen", "projects"),
+    "heldout": ("heldout", "heldout_projects"),
+}
 
 
 @dataclass
@@ -181,11 +187,21 @@ def render_text(summary: dict) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cmd", default=DEFAULT_CMD, help=f"linter command printing JSON findings (default: {DEFAULT_CMD!r})")
-    ap.add_argument("--unseen-dir", type=Path, default=ROOT / "fixtures" / "unseen")
-    ap.add_argument("--projects-dir", type=Path, default=ROOT / "fixtures" / "projects")
+    ap.add_argument(
+        "--corpus",
+        choices=sorted(CORPORA),
+        default="unseen",
+        help="which corpus: unseen (fixtures/unseen, fixtures/projects) or heldout "
+        "(fixtures/heldout, fixtures/heldout_projects); default: unseen",
+    )
+    ap.add_argument("--unseen-dir", type=Path, default=None, help="single-file folder (overrides --corpus)")
+    ap.add_argument("--projects-dir", type=Path, default=None, help="projects folder (overrides --corpus)")
     ap.add_argument("--format", choices=("text", "json"), default="text")
     args = ap.parse_args(argv)
-    units = collect(args.unseen_dir.resolve(), args.projects_dir.resolve())
+    files_name, projects_name = CORPORA[args.corpus]
+    unseen_dir = args.unseen_dir or ROOT / "fixtures" / files_name
+    projects_dir = args.projects_dir or ROOT / "fixtures" / projects_name
+    units = collect(unseen_dir.resolve(), projects_dir.resolve())
     try:
         score(units, args.cmd)
     except (CommandFailed, OSError) as exc:

@@ -197,7 +197,7 @@ def test_show_fixes(proj, capsys):
 def test_noqa_silences(proj, capsys):
     write(proj / "a.py", "hazard(1)  # noqa\ncrash(1)  # NOQA:FGL002\nhazard(2)  # noqa: FGL002\n")
     rc, out, _ = run(capsys, "--output-format", "concise", "a.py")
-    assert out.splitlines() == ["a.py:4:1: FGL001 hazard found"]
+    assert out.splitlines() == ["a.py:4:1: FGL001 [*] hazard found"]
 
 
 def test_add_noqa_then_clean(proj, capsys):
@@ -216,8 +216,8 @@ def test_report_unused_noqa(proj, capsys):
     rc, out, _ = run(capsys, "--output-format", "concise", "--report-unused-noqa", "a.py")
     assert rc == 1
     assert out.splitlines() == [
-        "a.py:2:12: FGL100 Unused `noqa` directive (unused: FGL003)",
-        "a.py:3:8: FGL100 Unused `noqa` directive (unused: FGL002)",
+        "a.py:2:12: FGL100 [*] Unused `noqa` directive (unused: FGL003)",
+        "a.py:3:8: FGL100 [*] Unused `noqa` directive (unused: FGL002)",
     ]
     # and its fix removes them
     rc, out, _ = run(capsys, "--extend-select", "FGL100", "--fix", "a.py")
@@ -329,7 +329,7 @@ def test_config_from_pyproject_and_cli_override(proj, capsys):
         f"{os.path.join('tests', 't.py')}:2:1: FGL002 crash found",
     ]
     rc, out, _ = run(capsys, "--select", "FGL001", ".")
-    assert out.splitlines() == ["a.py:2:1: FGL001 hazard found", "a.py:4:1: FGL004 leak found"]
+    assert out.splitlines() == ["a.py:2:1: FGL001 [*] hazard found", "a.py:4:1: FGL004 leak found"]
     rc, out, _ = run(capsys, "--isolated", "--output-format", "concise", ".")
     assert [l.split()[1] for l in out.splitlines()] == ["FGL001", "FGL002", "FGL002"]
 

@@ -286,6 +286,7 @@ def _corpus() -> dict[str, tuple[bytes, int]]:
     }
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments(tmp_path):
     corpus = _corpus()
     expected = {name: raw.replace(b"BAD", b"GOOD") for name, (raw, _) in corpus.items()}

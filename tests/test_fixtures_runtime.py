@@ -13,6 +13,8 @@ import pytest
 
 pytest.importorskip("torch")
 
+pytestmark = pytest.mark.slow  # runs every fixture with real torch: about 20 s; `pytest -m slow` (.ci/run runs it)
+
 import oracle  # noqa: E402
 from markers import expected_markers, fixture_paths  # noqa: E402
 

@@ -105,6 +105,7 @@ def test_fixture_corpus_default_selection_matches_cli(fixture_paths):
     assert not {code for *_, code in got} - DEFAULT_CODES  # opt-in rules stay off
 
 
+@pytest.mark.slow
 def test_fixture_corpus_all_rules_and_parallel_match_cli(fixture_paths):
     _, serial, _ = flake8("--select", "FGL", "-j", "1", *fixture_paths)
     _, parallel, _ = flake8("--select", "FGL", "-j", "2", *fixture_paths)

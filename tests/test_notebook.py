@@ -24,8 +24,8 @@ BAD_NB_DIR = ROOT / "tests" / "data" / "notebooks"  # broken on purpose: kept ou
 
 HAZARD_CELL5_FIXED = (
     "with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:\n"
-    "    scale_fake = fake_mode.from_tensor(scale)\n"
     "    inp = torch.randn(4, 3)\n"
+    "    scale_fake = fake_mode.from_tensor(scale)\n"
     "    out = inp * scale_fake  # FGL001\n"
     "    out.mean().backward()\n"
     "print(tuple(out.shape))"
@@ -309,8 +309,8 @@ def test_magic_lines_survive_a_fix(tmp_path):
     fixed = source_of(cells_of(path)[0])
     assert fixed == src.replace(
         "with FakeTensorMode(allow_non_fake_inputs=True):\n",
-        "with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:\n    w_fake = fake_mode.from_tensor(w)\n",
-    ).replace("(w * 2)", "(w_fake * 2)")
+        "with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:\n",
+    ).replace("    (w * 2)", "    w_fake = fake_mode.from_tensor(w)\n    (w_fake * 2)")
 
 
 # ---------------------------------------------------------------------------

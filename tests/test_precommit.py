@@ -8,9 +8,11 @@ the tracked changes but without untracked files.) One test runs ``pre-commit
 try-repo <snapshot> fakegrad-lint``; ``try-repo`` builds the hook environment in
 a throw-away store on every call, so the others use a ``.pre-commit-config.yaml``
 pointing at the snapshot (what users write) and ``pre-commit run``, which
-builds it once in the shared ``PRE_COMMIT_HOME``. Offline: the hook virtualenv
-sees the system site-packages (libcst, setuptools), pip uses no index and no
-build isolation, and ``PRE_COMMIT_HOME`` is a temporary folder.
+builds it once in the shared ``PRE_COMMIT_HOME``. Offline and independent of the
+base interpreter: pip uses no index, only a folder of wheels rebuilt from this
+test environment's own installed packages (``tests/wheelhouse.py``: the
+dependencies and setuptools for the build), the hook virtualenv does not see
+any system site-packages, and ``PRE_COMMIT_HOME`` is a temporary folder.
 """
 
 from __future__ import annotations
@@ -57,15 +59,33 @@ def make_repo(path: Path, files: dict[str, str]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
+def wheels(tmp_path_factory) -> Path:
+    """fakegrad-lint's dependencies and its build backend, repacked as wheels
+    from this test environment (not from the base interpreter, not from an index)."""
+    from importlib import metadata
+
+    import wheelhouse
+
+    dest = tmp_path_factory.mktemp("wheelhouse")
+    roots = wheelhouse._requirements(metadata.distribution("fakegrad-lint")) + ["setuptools"]
+    wheelhouse.build(dest, roots)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory, wheels):
     home = tmp_path_factory.mktemp("pre-commit-home")
     e = dict(os.environ, **GIT_ENV)
+    for key in list(e):
+        if key.startswith(("PIP_", "VIRTUALENV_")):
+            del e[key]
     e.update(
         PRE_COMMIT_HOME=str(home),
-        VIRTUALENV_SYSTEM_SITE_PACKAGES="1",  # libcst and setuptools without a download
-        PIP_NO_INDEX="1",
-        PIP_NO_BUILD_ISOLATION="0",  # pip's spelling of --no-build-isolation
+        PIP_NO_INDEX="1",  # offline: only the wheels rebuilt from this environment
+        PIP_FIND_LINKS=str(wheels),
+        PIP_CONFIG_FILE=os.devnull,  # no site or user pip configuration
         PIP_DISABLE_PIP_VERSION_CHECK="1",
+        VIRTUALENV_SYSTEM_SITE_PACKAGES="0",  # never the base interpreter's packages
         PRE_COMMIT_COLOR="never",
     )
     e.pop("PYTHONPATH", None)
@@ -146,6 +166,7 @@ def hazard_source() -> tuple[str, list[int]]:
     return source, rows
 
 
+@pytest.mark.slow
 def test_try_repo_check_hook_fails_naming_the_finding(tmp_path, hook_repo, env):
     """``pre-commit try-repo <checkout> fakegrad-lint`` (builds its own
     throw-away hook environment)."""
@@ -159,6 +180,7 @@ def test_try_repo_check_hook_fails_naming_the_finding(tmp_path, hook_repo, env):
     assert (repo / "train.py").read_text(encoding="utf-8") == source  # the check hook never writes
 
 
+@pytest.mark.slow
 def test_check_hook_fails_then_fix_hook_rewrites(tmp_path, config, env):
     source, rows = hazard_source()
     repo = make_repo(
@@ -182,6 +204,7 @@ def test_check_hook_fails_then_fix_hook_rewrites(tmp_path, config, env):
     assert again.stdout.count("Passed") == 2, again.stdout
 
 
+@pytest.mark.slow
 def test_no_python_files_and_clean_files_pass(tmp_path, config, env):
     empty = make_repo(tmp_path / "docs-only", {"README.txt": "no python here\n", ".pre-commit-config.yaml": config})
     proc = run_hooks(empty, env)

@@ -73,13 +73,17 @@ def test_concise_one_line_per_finding_with_one_based_column():
     )
 
 
-def test_concise_has_no_source_no_fix_mark_and_no_summary(tmp_path):
+def test_concise_has_no_source_and_no_summary_but_keeps_the_fix_mark(tmp_path):
     src = tmp_path / "t.py"
     src.write_text("import torch\n" * 5 + "y = x * 2\n", encoding="utf-8")
     ctx = ctx_of(finding(filename=str(src), fix=SAFE_FIX), show_source=True, color=True)
     out = render("concise", ctx)
-    assert out == f"{src}:6:10: FGL001 real requires-grad tensor `x` enters FakeTensorMode\n"
-    assert "\x1b[" not in out and "[*]" not in out and "Found" not in out
+    assert out == f"{src}:6:10: FGL001 [*] real requires-grad tensor `x` enters FakeTensorMode\n"  # [*] as ruff
+    assert "\x1b[" not in out and "Found" not in out
+    # an unsafe fix is not applicable without --unsafe-fixes: no mark
+    unsafe = Fix(SAFE_FIX.message, Applicability.UNSAFE, SAFE_FIX.edits)
+    out = render("concise", ctx_of(finding(filename=str(src), fix=unsafe)))
+    assert "[*]" not in out
 
 
 def test_concise_empty_and_notebook_cell():
@@ -248,7 +252,8 @@ def test_cli_formats_agree_with_json(cli_outputs):
     line = HAZARD.splitlines()[d["location"]["row"] - 1]
     assert line[d["location"]["column"] - 1] == "x"
     assert [json.loads(line) for line in cli_outputs["json-lines"].splitlines()] == diags
-    assert cli_outputs["concise"] == f"hazard.py:{d['location']['row']}:{d['location']['column']}: FGL001 {d['message']}\n"
+    mark = "[*] " if d["fix"] and d["fix"]["applicability"] == "safe" else ""
+    assert cli_outputs["concise"] == f"hazard.py:{d['location']['row']}:{d['location']['column']}: FGL001 {mark}{d['message']}\n"
     kind, props, message = parse_workflow_command(cli_outputs["github"].rstrip("\n"))
     assert (kind, props["file"], message) == ("error", "hazard.py", d["message"])
     assert (int(props["line"]), int(props["col"])) == (d["location"]["row"], d["location"]["column"])

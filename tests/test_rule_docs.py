@@ -196,3 +196,40 @@ def test_rule_subcommand_through_the_cli():
         capture_output=True, text=True, encoding="utf-8", timeout=60,
     )
     assert proc.returncode == 0 and proc.stdout == rule_docs.all_markdown()
+
+
+# ---------------------------------------------------------------------------
+# expected fixes of the invalid examples (like Fixit's expected_replacement)
+
+
+def _fixed(code: str, source: str) -> str | None:
+    from fakegrad_lint.fixes import fix_text
+    from fakegrad_lint.pipeline import lint_text
+
+    out = fix_text(source, lambda t: lint_text(t, "example.py", frozenset({code})), unsafe=True)
+    return out.text if out.changed else None
+
+
+def test_every_invalid_example_has_its_expected_fix():
+    for rule in RULES:
+        assert len(rule.invalid_fixed) == len(rule.invalid), rule.code
+
+
+@pytest.mark.parametrize("code,index,source", INVALID, ids=[f"{c}-invalid-{i}" for c, i, _ in INVALID])
+def test_invalid_example_fixes_to_expected_code(code, index, source):
+    rule = next(r for r in RULES if r.code == code)
+    want = rule.invalid_fixed[index]
+    got = _fixed(code, source)
+    assert got == want
+    if want is not None:
+        assert not {c for _, c in found(want, "fixed.py")} & (DEFAULT_CODES | {code})
+        assert _fixed(code, want) is None  # a second --fix changes nothing
+
+
+def test_fixed_example_is_the_first_expected_fix_without_markers():
+    for rule in RULES:
+        if rule.fixed_example is not None and rule.code != "FGL003":
+            unmarked = re.sub(r"  # FGL\d{3}$", "", rule.invalid_fixed[0], flags=re.MULTILINE)
+            assert rule.fixed_example == unmarked, rule.code
+        elif rule.fixed_example is not None:
+            assert rule.fixed_example == rule.invalid_fixed[0], rule.code

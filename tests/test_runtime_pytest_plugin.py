@@ -58,6 +58,7 @@ TESTS = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(__import__("importlib").util.find_spec("torch") is None, reason="torch not installed")
 def test_fakegrad_flag_fails_the_leaking_test_naming_the_line(tmp_path):
     (tmp_path / "test_shapes.py").write_text(TESTS)

@@ -109,3 +109,43 @@ def test_command_without_json_is_an_error(tmp_path, capsys):
     )
     assert code == 2
     assert "no JSON on stdout" in capsys.readouterr().err
+
+
+def _expected_groups(files_dir, projects_dir):
+    files = [p.name for p in files_dir.glob("*.py") if p.name.startswith(("hazard_", "safe_"))]
+    projects = [d.name for d in projects_dir.iterdir() if (d / "project.json").is_file()] if projects_dir.is_dir() else []
+    return {
+        "file": {
+            "hazards": sum(n.startswith("hazard_") for n in files),
+            "hazards_flagged": 0,
+            "safe": sum(n.startswith("safe_") for n in files),
+            "safe_flagged": 0,
+        },
+        "project": {
+            "hazards": sum(n.startswith("hazard_") for n in projects),
+            "hazards_flagged": 0,
+            "safe": sum(n.startswith("safe_") for n in projects),
+            "safe_flagged": 0,
+        },
+    }
+
+
+def test_corpus_option_selects_the_heldout_folders(capsys, fixtures_dir):
+    silent = f"{sys.executable} -c \"print('[]')\""
+    code = score_unseen.main(["--cmd", silent, "--corpus", "heldout", "--format", "json"])
+    summary = json.loads(capsys.readouterr().out)
+    want = _expected_groups(fixtures_dir / "heldout", fixtures_dir / "heldout_projects")
+    assert want["file"]["hazards"] >= 20 and want["project"]["hazards"] >= 6
+    assert summary["groups"] == want
+    assert code == 1  # nothing reported: every hazard is a miss
+    expected = [e for m in summary["misses"] for e in m["expected"]]
+    assert expected and all(e.startswith(("fixtures/heldout/", "fixtures/heldout_projects/")) for e in expected)
+
+
+def test_default_corpus_is_still_unseen(capsys, fixtures_dir):
+    silent = f"{sys.executable} -c \"print('[]')\""
+    score_unseen.main(["--cmd", silent, "--format", "json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["groups"] == _expected_groups(fixtures_dir / "unseen", fixtures_dir / "projects")
+    expected = [e for m in summary["misses"] for e in m["expected"]]
+    assert expected and all(e.startswith(("fixtures/unseen/", "fixtures/projects/")) for e in expected)

@@ -21,6 +21,8 @@ import pytest
 EXPECTED_FILE = Path(__file__).resolve().parent / "data" / "torch_tree_findings.json"
 ERROR_LINE = re.compile(r"^\S.*: error: \S.*$")
 
+pytestmark = pytest.mark.slow  # the whole torch tree: about 10-20 s; `pytest -m slow` (.ci/run runs it)
+
 
 def _torch_dir() -> Path | None:
     import importlib.util

@@ -21,7 +21,8 @@ import builtins
 import os
 import re
 
-from fakegrad_lint.analysis import names as N
+from fakegrad_lint.analysis import torch_tables as N
+from fakegrad_lint.analysis.context import CallSite, DispatchContext
 from fakegrad_lint.analysis.leaks import Leak, Route, Step, Verdict
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.positions import PositionMap
@@ -33,7 +34,10 @@ from fakegrad_lint.analysis.values import (
     ClassVal,
     ConstVal,
     CtxVal,
+    DecoratorVal,
     ExitStackVal,
+    ExportedProgramVal,
+    FieldVal,
     FuncVal,
     InstanceVal,
     LeakRecord,
@@ -47,11 +51,15 @@ from fakegrad_lint.analysis.values import (
     ProjModVal,
     Region,
     SeqVal,
+    SuperVal,
     TracedFn,
+    TransformVal,
     TVal,
     Value,
     join,
+    union,
 )
+from fakegrad_lint.lazyparse import LAZY_DEF_TYPES
 from fakegrad_lint.prefilter import ENTRY_WORDS
 
 MAX_DEPTH = 6
@@ -122,43 +130,48 @@ class Scope:
 
 
 class State:
-    __slots__ = ("scope", "regions", "grad_enabled", "dispatch_off", "patched", "fake_copy", "returns", "depth", "stack", "self_val", "sites", "cur")
+    """Where the interpreter is: the scope, the dispatch context (one immutable
+    value, ``ctx``) and the call stack."""
+
+    __slots__ = ("scope", "ctx", "returns", "depth", "stack", "self_val", "sites", "cur", "fv")
 
     def __init__(self, scope):
         self.scope = scope
-        self.regions: list[Region] = []
-        self.grad_enabled = True
-        self.dispatch_off = 0
-        self.patched: set = set()
-        self.fake_copy = None
+        self.ctx = DispatchContext()
         self.returns: list = []
         self.depth = 0
         self.stack: tuple = ()
         self.self_val = None
-        self.sites: tuple = ()  # (caller func node, call node, arg exprs, arg values) per descent
+        self.sites: tuple[CallSite, ...] = ()  # one per descent into a function
         self.cur = None  # (block, index) of the statement being executed
+        self.fv = None  # the FuncVal being run
 
     def child(self, scope):
         c = State(scope)
-        c.regions = self.regions
-        c.grad_enabled = self.grad_enabled
-        c.dispatch_off = self.dispatch_off
-        c.patched = self.patched
-        c.fake_copy = self.fake_copy
+        c.ctx = self.ctx
         c.depth = self.depth + 1
         c.stack = self.stack
         c.sites = self.sites
         return c
 
+    # the fields of the context, read (and replaced) by name
+    regions = property(lambda self: self.ctx.regions)
+    patched = property(lambda self: self.ctx.patched)
+    grad_enabled = property(lambda self: self.ctx.grad_enabled,
+                            lambda self, v: setattr(self, "ctx", self.ctx.but(grad_enabled=v)))
+    dispatch_off = property(lambda self: self.ctx.dispatch_off,
+                            lambda self, v: setattr(self, "ctx", self.ctx.but(dispatch_off=v)))
+    fake_copy = property(lambda self: self.ctx.fake_copy,
+                         lambda self, v: setattr(self, "ctx", self.ctx.but(fake_copy=v)))
+    meta_device = property(lambda self: self.ctx.meta_device,
+                           lambda self, v: setattr(self, "ctx", self.ctx.but(meta_device=v)))
+    may = property(lambda self: self.ctx.may, lambda self, v: setattr(self, "ctx", self.ctx.but(may=v)))
+
     def active_region(self):
-        if self.regions and not self.dispatch_off:
-            return self.regions[-1]
-        return None
+        return self.ctx.active_region()
 
     def allow_of(self, mode):
-        return True if mode in self.patched else mode.allow
-
-
+        return self.ctx.allow_of(mode)
 
 
 def _const_kw(call, name, default=None):
@@ -201,6 +214,9 @@ class Interpreter:
         self._loaded_bytes = 0  # source of the project modules loaded so far
         self._main_ids = None  # ids of the linted file's nodes (computed when needed)
         self.records: dict = {}  # (id(node), id(origin)) -> LeakRecord
+        # id(For node) -> the expression naming the real module its loop draws from
+        # (`for layer in model.children()` -> `model`): the fix copies that module
+        self.loop_modules: dict = {}
         self.steps = 0
         self.exhausted = False
         self.instances: dict = {}  # ClassVal -> instance for standalone method analysis
@@ -208,6 +224,9 @@ class Interpreter:
         self.module_scope.func_node = tree
         self._func_contains_yield: dict = {}
         self._capture_gen = None
+        self._manual_undo: dict = {}  # id(context value) -> undo of its explicit __enter__()
+        self.method_index: dict = {}  # method name -> def nodes of the classes of the file
+        self.defs: dict = {}  # def node -> its FuncVal before decorators (standalone analysis runs it)
         self._matter: dict = {}
         self._entry_rx = None
         name, is_pkg = P.module_name_of(filename) if project is not None and filename else ("__main__", False)
@@ -220,6 +239,8 @@ class Interpreter:
     def run(self) -> list[Leak]:
         _values.CURRENT_FILE[0] = None
         st = State(self.module_scope)
+        # the file runs as a script (how its hazards show): `if __name__ == "__main__":` is taken
+        self.module_scope.vars["__name__"] = ConstVal("__main__")
         stopped = False
         for i, stmt in enumerate(self.tree.body):
             if stopped and not isinstance(stmt, _DEFINITIONS):
@@ -249,10 +270,10 @@ class Interpreter:
         units = []  # (FuncVal, ClassVal or None, text)
         for d in self.tree.body:
             val = mvars.get(getattr(d, "name", None))
-            if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(val, FuncVal) and val.node is d:
-                units.append((val, None))
+            if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d in self.defs:
+                units.append((self.defs[d], None))  # the function itself, before its decorators
             elif isinstance(d, ast.ClassDef) and isinstance(val, ClassVal) and val.node is d:
-                units.extend((fv, val) for fv in val.methods.values() if fv.cls is val)
+                units.extend((self.defs[m], val) for m in d.body if m in self.defs and self.defs[m].cls is val)
         if not units:
             return
 
@@ -503,6 +524,8 @@ class Interpreter:
 
     @staticmethod
     def _is_static(fv):
+        if fv.kind in ("static", "class"):
+            return True
         for dec in fv.node.decorator_list:
             if isinstance(dec, ast.Name) and dec.id in ("staticmethod", "classmethod"):
                 return True
@@ -512,6 +535,8 @@ class Interpreter:
         best: dict = {}
         order = {Verdict.CRASH: 3, Verdict.HAZARD: 2, Verdict.FORWARD_ONLY: 1}
         for rec in self.records.values():
+            if rec.may:
+                continue  # a link is only possible: never a finding
             if rec.crash:
                 verdict = Verdict.CRASH
             elif rec.sinks:
@@ -545,14 +570,14 @@ class Interpreter:
             )
             if rec.fix_plan is not None and rec.origin.grad_reads:
                 leak.fix = None if verdict is Verdict.FORWARD_ONLY else _with_grad_reads(rec.fix_plan, rec.origin.grad_reads)
-            key = (start, route)
+            if any(desc == ".grad assignment" for desc, _ in rec.sinks):
+                leak.fix = None  # the computed gradients are written to the real tensor whatever it is converted to
+            # one leak per place, route and value: `a @ b` leaks two values, two
+            # findings (issue 14), each with its own fix
+            key = (start, route, rec.value_text)
             prev = best.get(key)
             if prev is None or order[verdict] > order[prev.verdict]:
-                if prev is not None:
-                    leak.also = [prev.value, *prev.also]
                 best[key] = leak
-            elif leak.value != prev.value:
-                prev.also.append(leak.value)
         return sorted(best.values(), key=lambda l: l.start)
 
     def _in_main(self, block):
@@ -666,7 +691,7 @@ class Interpreter:
             else:
                 val = self.binop(s, [(left, s.target), (right, s.value)], st)
             self.assign(s.target, val, st, s)
-        elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
+        elif t in _FUNCTION_DEFS:
             fv = self.make_function(s, st)
             st.scope.assign(s.name, fv)
         elif t is ast.ClassDef:
@@ -677,6 +702,12 @@ class Interpreter:
             self.exec_if(s, st)
         elif t in (ast.For, ast.AsyncFor):
             it = self.eval(s.iter, st)
+            root = s.iter.func.value if (isinstance(s.iter, ast.Call) and isinstance(s.iter.func, ast.Attribute)
+                                         and not s.iter.args and s.iter.func.attr in _MODULE_ITERATORS) else s.iter
+            if st.regions and dotted_name(root) is not None:
+                root_val = self.eval(root, st) if root is not s.iter else it
+                if isinstance(root_val, ModuleVal) and root_val.is_real():
+                    self.loop_modules[id(s)] = root
             item = self.iter_item(it)
             self.assign(s.target, item, st, None)
             self.exec_branch(s.body, st)
@@ -685,9 +716,11 @@ class Interpreter:
                 now = st.scope.lookup(s.target.id)
                 if now is not None and now is not item and now.real_rg() - item.real_rg():
                     container = s.iter
+                    is_dict = False
                     if isinstance(container, ast.Call) and isinstance(container.func, ast.Attribute) and container.func.attr == "values":
                         container = container.func.value  # `for v in d.values()`
-                    self.rebind(container, SeqVal(it.items + (now,)), st)
+                        is_dict = True
+                    self.rebind(container, SeqVal(it.items + (now,), is_dict=is_dict), st)
             self.exec_branch(s.orelse, st)
         elif t is ast.While:
             self.eval(s.test, st)
@@ -720,7 +753,7 @@ class Interpreter:
             elif s.level == 0 and s.module:
                 for alias in s.names:
                     if alias.name == "*":
-                        for name in _STAR_EXPORTS.get(s.module, ()):
+                        for name in N.STAR_EXPORTS.get(s.module, ()):
                             st.scope.assign(name, ModRef(f"{s.module}.{name}"))
                         continue
                     st.scope.assign(alias.asname or alias.name, ModRef(f"{s.module}.{alias.name}"))
@@ -760,17 +793,20 @@ class Interpreter:
             return
         scope = st.scope
         before = dict(scope.vars)
+        regions_before = list(st.regions)
         crashed = 0
         try:
             self.exec_branch(s.body, st)
         except Crashed:
             crashed += 1
+        _mark_may_regions(st.regions, regions_before)
         after_body = scope.vars
         scope.vars = dict(before)
         try:
             self.exec_branch(s.orelse, st)
         except Crashed:
             crashed += 1
+        _mark_may_regions(st.regions, regions_before)
         merged = after_body
         for k, b in scope.vars.items():
             a = merged.get(k)
@@ -812,50 +848,62 @@ class Interpreter:
             self.exec_block(s.body, st)
         finally:
             for fn in reversed(undo):
-                fn()
+                fn(st)
 
-    def enter(self, cm, st, undo, with_node=None, index=-1, bound=None, expr=None):
-        """Enter a context manager value; push what it changes and its undo on ``undo``."""
+    def enter(self, cm, st, undo, with_node=None, index=-1, bound=None, expr=None, may=False):
+        """Enter a context manager value: ``st.ctx`` becomes the context inside it; its undo,
+        a function of the state that leaves it, goes on ``undo``.
+        ``may``: the value is entered on some paths only (its region proves nothing)."""
         if isinstance(cm, MaybeVal):
-            modes = [o for o in cm.options if isinstance(o, (ModeVal, CtxVal, ExitStackVal))]
+            opts = [o for o in cm.options if not _is_none_const(o)]
+            modes = [o for o in opts if isinstance(o, ModeVal)]
             if modes:
-                # an unknown condition selects a fake mode on some path: enter it
-                pick = next((o for o in modes if isinstance(o, ModeVal)), modes[0])
-                # (no fix: the block cannot know which one it got)
-                return self.enter(pick, st, undo, None, index, None, None)
+                # an unknown condition or key selects a fake mode on some path: enter it,
+                # as a may region unless every option is a mode (no fix: the block
+                # cannot know which one it got)
+                pick = modes[0]
+                if any(m.allow != pick.allow for m in modes):
+                    pick = ModeVal(None, pick.line, pick.desc, pick.node, pick.conditional)
+                return self.enter(pick, st, undo, None, index, None, None, may=may or len(modes) < len(opts))
+            others = [o for o in opts if isinstance(o, (CtxVal, ExitStackVal, InstanceVal))]
+            if len(others) == 1 and len(opts) == 1:
+                return self.enter(others[0], st, undo, with_node, index, bound, expr, may=may)
             return UNKNOWN
+        if isinstance(cm, InstanceVal):
+            return self.enter_instance(cm, st, undo, may)
         if isinstance(cm, ModeVal):
             name = bound
             if name is None and expr is not None:
                 d = dotted_name(expr)
                 if d is not None:
                     name = d
-            region = Region(cm, cm.allow, with_node, index, name)
-            region.func_node = st.scope.func_node  # type: ignore[attr-defined]
-            st.regions.append(region)
-            regions = st.regions
-            undo.append(lambda: regions.remove(region) if region in regions else None)
+            region = Region(cm, cm.allow, with_node, index, name, may=bool(may or st.may))
+            region.func_node = st.scope.func_node
+            st.ctx = st.ctx.entering(region)
+            undo.append(lambda s: setattr(s, "ctx", s.ctx.leaving(region)))
             return cm
         if isinstance(cm, CtxVal):
             k = cm.kind
             if k == "grad_off" or k == "grad_on":
                 old = st.grad_enabled
                 st.grad_enabled = k == "grad_on"
-                undo.append(lambda: setattr(st, "grad_enabled", old))
+                undo.append(lambda s: setattr(s, "grad_enabled", old))
             elif k == "unset_fake":
                 st.dispatch_off += 1
-                undo.append(lambda: setattr(st, "dispatch_off", st.dispatch_off - 1))
+                undo.append(lambda s: setattr(s, "dispatch_off", max(0, s.dispatch_off - 1)))
             elif k == "fake_copy":
                 old = st.fake_copy
                 st.fake_copy = cm.target
-                undo.append(lambda: setattr(st, "fake_copy", old))
+                undo.append(lambda s: setattr(s, "fake_copy", old))
             elif k == "patch_allow":
-                if cm.target is not None:
+                if cm.target is not None and cm.target not in st.patched:
                     target = cm.target
-                    added = target not in st.patched
-                    st.patched.add(target)
-                    if added:
-                        undo.append(lambda: st.patched.discard(target))
+                    st.ctx = st.ctx.but(patched=st.patched | {target})
+                    undo.append(lambda s: setattr(s, "ctx", s.ctx.but(patched=s.patched - {target})))
+            elif k == "meta_device":
+                old_meta = st.meta_device
+                st.meta_device = True
+                undo.append(lambda s: setattr(s, "meta_device", old_meta))
             elif k == "gen":
                 return self.enter_generator(cm, st, undo, with_node, index, bound)
             return UNKNOWN
@@ -863,44 +911,72 @@ class Interpreter:
             marker = []  # undo actions of the contexts entered through this stack
             cm.pushed.append(marker)
 
-            def close(marker=marker):
+            def close(s, marker=marker):
                 for fn in reversed(marker):
-                    fn()
+                    fn(s)
                 marker.clear()
 
             undo.append(close)
             return cm
         return UNKNOWN
 
+    def enter_instance(self, cm, st, undo, may=False):
+        """``with obj:`` for an instance of a class of the file: run its ``__enter__`` as a
+        method (what it enters stays entered) and its ``__exit__`` when the block ends."""
+        enter_fn = cm.cls.lookup_method("__enter__")
+        if enter_fn is None:
+            return UNKNOWN
+        before = list(st.regions)
+        if may:
+            st.may += 1
+        try:
+            res = self.call_function(enter_fn, [cm], {}, st, force=True, propagate=True)
+        except (YieldReached, _BlockExit):
+            res = UNKNOWN
+        finally:
+            if may:
+                st.may -= 1
+        for r in st.regions:
+            if r not in before:
+                r.with_node = None  # opened inside a method: no block of this code to fix
+                r.may = r.may or may
+        exit_fn = cm.cls.lookup_method("__exit__")
+
+        def leave(s):
+            if exit_fn is not None:
+                try:
+                    self.call_function(exit_fn, [cm, ConstVal(None), ConstVal(None), ConstVal(None)], {}, s,
+                                       force=True, propagate=True)
+                except (Crashed, YieldReached, _BlockExit):
+                    pass
+            # what __enter__ opened and __exit__ did not close (unknown to us) ends here
+            s.ctx = s.ctx.but(regions=tuple(r for r in s.regions if r in before))
+
+        undo.append(leave)
+        return res
+
     def enter_generator(self, cm, st, undo, with_node=None, index=-1, bound=None):
         """Enter a @contextmanager helper: run it up to its ``yield`` and keep the
         regions and grad state active there for the body of the ``with``."""
         fv, args, kwargs = cm.target
-        before = list(st.regions)
-        old_grad, old_off, old_patched = st.grad_enabled, st.dispatch_off, set(st.patched)
+        outer = st.ctx
         prev, self._capture_gen = self._capture_gen, fv.node
         try:
             self.call_function(fv, args, kwargs, st, run_generator=True)
         except YieldReached as y:
-            # the generator's own with-blocks were unwound by the exception: re-apply
-            for r in y.regions:
-                if r not in st.regions:
-                    st.regions.append(r)
-                    if r.mode is y.value and with_node is not None:
-                        # the helper yields its mode: the block can bind and use it
-                        r.with_node, r.item_index, r.bound_name = with_node, index, bound
-                        r.func_node = st.scope.func_node
-            st.grad_enabled = y.grad_enabled
-            st.dispatch_off = y.dispatch_off
-            st.patched |= y.patched
-            regions = st.regions
+            # the context at the yield is the context of the block (the exception
+            # unwound the generator's own with-blocks, not what they had entered)
+            for r in y.ctx.regions:
+                if r not in outer.regions and r.mode is y.value and with_node is not None:
+                    # the helper yields its mode: the block can bind and use it
+                    r.with_node, r.item_index, r.bound_name = with_node, index, bound
+                    r.func_node = st.scope.func_node
+            st.ctx = y.ctx.but(patched=outer.patched | y.ctx.patched, may=outer.may)
 
-            def restore():
-                for r in list(regions):
-                    if r not in before:
-                        regions.remove(r)
-                st.grad_enabled, st.dispatch_off = old_grad, old_off
-                st.patched.intersection_update(old_patched)
+            def restore(s):
+                s.ctx = s.ctx.but(regions=tuple(r for r in s.regions if r in outer.regions),
+                                  grad_enabled=outer.grad_enabled, dispatch_off=outer.dispatch_off,
+                                  patched=s.patched & outer.patched)
 
             undo.append(restore)
             return y.value
@@ -933,7 +1009,18 @@ class Interpreter:
         if t is ast.Name:
             st.scope.assign(target.id, val)
         elif t in (ast.Tuple, ast.List):
-            elts = val.elts if isinstance(val, SeqVal) and val.elts is not None and len(val.elts) == len(target.elts) else None
+            elts = (val.elts if isinstance(val, SeqVal) and val.elts is not None and val.keys is None
+                    and len(val.elts) == len(target.elts) else None)
+            if isinstance(val, MaybeVal):
+                # one of (or each of) several tuples of the same length: element by element
+                opts = [o for o in val.options if not _is_none_const(o)]
+                n = len(target.elts)
+                if opts and all(isinstance(o, SeqVal) and o.elts is not None and o.keys is None and len(o.elts) == n
+                                for o in opts):
+                    combine = union if val.each else join
+                    elts = list(opts[0].elts)
+                    for o in opts[1:]:
+                        elts = [combine(a, b) for a, b in zip(elts, o.elts)]
             for i, e in enumerate(target.elts):
                 if isinstance(e, ast.Starred):
                     self.assign(e.value, SeqVal(items=(self.iter_item(val),)), st, None)
@@ -943,7 +1030,11 @@ class Interpreter:
                     self.assign(e, self.iter_item(val), st, None)
         elif t is ast.Attribute:
             obj = self.eval(target.value, st)
-            if isinstance(obj, (InstanceVal, ModuleVal)):
+            if target.attr == "grad" and isinstance(obj, TVal) and obj.real_rg():
+                # `p.grad = g`: a gradient computed under a fake mode (torch.func.grad)
+                # becomes the real parameter's grad, with no backward (HAZARD 17)
+                self.sink(val, ".grad assignment", target, st)
+            if isinstance(obj, (InstanceVal, ModuleVal, ClassVal)):
                 obj.attrs[target.attr] = val
             elif isinstance(obj, ModeVal) and target.attr == "allow_non_fake_inputs":
                 if isinstance(val, ConstVal):
@@ -957,15 +1048,27 @@ class Interpreter:
                     self.rebind(target.value, TVal(frozenset(), None, obj.leaks), st)
         elif t is ast.Subscript:
             obj = self.eval(target.value, st)
-            self.eval(target.slice, st)
-            if isinstance(obj, SeqVal):
-                self.rebind(target.value, SeqVal(obj.items + (val,)), st)
+            key = self.eval(target.slice, st)
+            if isinstance(obj, SeqVal) and obj.keys is not None and isinstance(key, ConstVal):
+                keys = [k for k in obj.keys if not (k == key.value and type(k) is type(key.value))]
+                elts = [v for k, v in zip(obj.keys, obj.elts) if not (k == key.value and type(k) is type(key.value))]
+                self.rebind(target.value, _dict_val(keys + [key.value], elts + [val]), st)
+            elif isinstance(obj, SeqVal):
+                self.rebind(target.value, SeqVal(obj.items + (val,), is_dict=obj.is_dict), st)
         elif t is ast.Starred:
             self.assign(target.value, val, st, value_node)
 
     def rebind(self, expr, val, st):
+        """A change to the object a name holds (``d[k] = v``, ``x.requires_grad_()``):
+        the name is updated where it lives (a global or a closure variable too)."""
         if isinstance(expr, ast.Name):
-            st.scope.assign(expr.id, val)
+            sc = st.scope
+            while sc is not None and expr.id not in sc.vars:
+                sc = sc.parent
+            if sc is None or sc is st.scope:
+                st.scope.assign(expr.id, val)
+            else:
+                sc.vars[expr.id] = val
         elif isinstance(expr, ast.Attribute):
             obj = self.eval(expr.value, st)
             if isinstance(obj, (InstanceVal, ModuleVal)):
@@ -973,18 +1076,82 @@ class Interpreter:
 
     # -------------------------------------------------------------- functions
     def make_function(self, node, st, cls=None):
-        cm = False
-        grad_off = False
-        for dec in node.decorator_list:
-            dv = self.eval(dec.func if isinstance(dec, ast.Call) else dec, st)
-            if isinstance(dv, ModRef):
-                if dv.qualname in N.CONTEXT_MANAGER:
-                    cm = True
-                elif dv.qualname in N.GRAD_OFF:
-                    grad_off = True
-        fv = FuncVal(node, st.scope, cls, cm, grad_off)
-        fv.defaults = [self.eval(d, st) for d in node.args.defaults] if not isinstance(node, ast.Lambda) else []  # type: ignore[attr-defined]
-        return fv
+        fv = FuncVal(node, st.scope, cls)
+        if not isinstance(node, ast.Lambda):
+            fv.defaults = [self.eval(d, st) for d in node.args.defaults]
+            fv.kw_defaults = {a.arg: self.eval(d, st) for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults) if d is not None}
+            self.defs[node] = fv
+        out = fv
+        # decorators apply bottom-up, each a call on what the one below returned
+        for dec in reversed(getattr(node, "decorator_list", ())):
+            out = self.apply_decorator(dec, out, st)
+        return out
+
+    def apply_decorator(self, dec, f, st):
+        if isinstance(dec, ast.Attribute) and dec.attr in ("setter", "deleter"):
+            prop = self.eval(dec.value, st)  # `@prop.setter`: the class keeps the property
+            return prop if isinstance(prop, FuncVal) else f
+        if isinstance(dec, ast.Call):
+            callee = self.eval(dec.func, st)
+            args, kwargs = self.eval_args(dec, st)
+            if isinstance(callee, ModRef):
+                dv = self.call_qualname(dec, callee.qualname, args, kwargs, st)
+            else:
+                dv = self.call_forced(dec, callee, args, kwargs, st)  # a decorator factory
+        else:
+            dv = self.eval(dec, st)
+        return self.decorate(dv, f, st, dec)
+
+    def decorate(self, dv, f, st, node):
+        """``f = dv(f)``: what a decorator returns, evaluated (unknown decorators leave
+        the function as it was)."""
+        if isinstance(dv, ModRef):
+            q = dv.qualname
+            if isinstance(f, FuncVal):
+                if q in N.CONTEXT_MANAGER:
+                    f.contextmanager = True
+                elif q in N.GRAD_OFF:
+                    f.grad_off = True
+                elif q in N.STATIC_DECORATORS:
+                    f.kind = "static"
+                elif q in N.CLASS_DECORATORS:
+                    f.kind = "class"
+                elif q in N.PROPERTY_DECORATORS:
+                    f.kind = "property"
+            return f
+        if isinstance(dv, CtxVal):
+            if dv.kind == "grad_off" and isinstance(f, FuncVal):
+                f.grad_off = True  # `@torch.no_grad()`: a context manager used as a decorator
+            return f
+        if isinstance(dv, (FuncVal, BoundMethod, PartialVal, ClassVal, InstanceVal)):
+            res = self.call_forced(node, dv, [f], {}, st)
+            if res is UNKNOWN or res is None:
+                return f
+            if isinstance(res, FuncVal) and res is not f and isinstance(f, FuncVal):
+                res.wrapped = f
+                if res.cls is None:
+                    res.cls = f.cls
+            return res
+        return f
+
+    def call_forced(self, node, callee, args, kwargs, st):
+        """Call ``callee`` and run its body even when nothing of interest goes in."""
+        if isinstance(callee, FuncVal):
+            return self.call_function(callee, list(args), kwargs, st, force=True)
+        if isinstance(callee, BoundMethod):
+            return self.call_function(callee.func, [callee.self_val] + list(args), kwargs, st, force=True)
+        if isinstance(callee, PartialVal):
+            return self.call_forced(node, callee.func, list(callee.args) + list(args), {**callee.kwargs, **kwargs}, st)
+        if isinstance(callee, ClassVal):
+            return self.instantiate(callee, list(args), kwargs, st, node, force=True)
+        if isinstance(callee, InstanceVal):
+            call = callee.cls.lookup_method("__call__")
+            if call is not None:
+                return self.call_function(call, [callee] + list(args), kwargs, st, force=True)
+            return UNKNOWN
+        if isinstance(node, ast.Call):
+            return self.call_value(node, callee, list(args), kwargs, st, func_expr=None)
+        return UNKNOWN
 
     def make_class(self, node, st):
         bases = tuple(self.eval(b, st) for b in node.bases)
@@ -993,53 +1160,93 @@ class Interpreter:
         for b in bases:
             if isinstance(b, ModRef) and _is_nn_module_class(b.qualname):
                 is_module = True
-                if b.qualname not in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+                if b.qualname not in N.NN_MODULE_BASE:
                     torch_base = True
             elif isinstance(b, ClassVal) and b.is_module:
                 is_module = True
-                torch_base = torch_base or getattr(b, "torch_base", False)
+                torch_base = torch_base or b.torch_base
         cv = ClassVal(node, st.scope, is_module, {}, bases)
-        cv.torch_base = torch_base  # type: ignore[attr-defined]
-        for b in bases:
-            if isinstance(b, ClassVal):
-                cv.methods.update(b.methods)
+        cv.torch_base = torch_base
+        cv.mro = _c3_mro(cv)
+        # the class body runs in its own scope; its names become class attributes
         cls_scope = Scope(parent=st.scope, module=st.scope.module, func_node=st.scope.func_node)
         cst = st.child(cls_scope)
         cst.depth = st.depth
-        for item in node.body:
+        for i, item in enumerate(node.body):
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 fv = self.make_function(item, cst, cls=cv)
-                fv.scope = st.scope  # methods do not see the class body as a closure
-                cv.methods[item.name] = fv
-        return cv
+                base = self.defs.get(item)
+                if base is not None:
+                    base.scope = st.scope  # methods do not see the class body as a closure
+                cls_scope.vars[item.name] = fv
+                cv.own[item.name] = fv
+                self.method_index.setdefault(item.name, []).append(item)
+                continue
+            cst.cur = (node.body, i)
+            try:
+                self.exec_stmt(item, cst)
+            except (Crashed, _BlockExit, YieldReached):
+                break
+        for name, v in cls_scope.vars.items():
+            if name in cv.own:
+                continue
+            if isinstance(v, FuncVal) and not isinstance(v.node, ast.Lambda):
+                cv.own[name] = v  # `__call__ = forward`
+            else:
+                cv.attrs[name] = v
+        for c in reversed(cv.mro):
+            cv.methods.update(c.own)
+        out = cv
+        for dec in reversed(node.decorator_list):
+            dv = self.eval(dec.func if isinstance(dec, ast.Call) else dec, st)
+            if isinstance(dv, ModRef) and dv.qualname in N.DATACLASS:
+                cv.dataclass = True
+                continue
+            out = self.apply_decorator(dec, out, st)  # `cls = register("name")(cls)`
+        return out
 
-    def instantiate(self, cls, args, kwargs, st, node):
+    def instantiate(self, cls, args, kwargs, st, node, force=False):
         region = st.active_region()
         if cls.is_module:
             inst = ModuleVal(None, region.mode if region else None, cls, {})
         else:
             inst = InstanceVal(cls, {})
-        init = cls.methods.get("__init__")
+        init = cls.lookup_method("__init__")
         if init is not None:
             try:
-                self.call_function(init, [inst] + list(args), kwargs, st)
+                self.call_function(init, [inst] + list(args), kwargs, st, force=force)
             except (YieldReached, _BlockExit):
                 pass
         else:
-            # a dataclass / NamedTuple-style class: annotated fields take the arguments
-            fields = [n.target.id for n in cls.node.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
-            for i, name in enumerate(fields):
+            # a dataclass / NamedTuple-style class: annotated fields take the arguments,
+            # else their defaults (``field(default_factory=...)`` is called)
+            for i, name in enumerate(cls.fields()):
                 if i < len(args):
                     inst.attrs[name] = args[i]
                 elif name in kwargs:
                     inst.attrs[name] = kwargs[name]
+                else:
+                    default = cls.lookup_attr(name)
+                    if isinstance(default, FieldVal):
+                        if default.factory is not None:
+                            default = self.call_forced(node, default.factory, [], {}, st)
+                        else:
+                            default = default.default
+                    inst.attrs[name] = default if default is not None else UNKNOWN
+            post = cls.lookup_method("__post_init__")
+            if post is not None:
+                try:
+                    self.call_function(post, [inst], {}, st, force=True)
+                except (YieldReached, _BlockExit):
+                    pass
         if cls.is_module and region is None:
-            has_params = getattr(cls, "torch_base", False) or any(
+            has_params = cls.torch_base or any(
                 v.real_rg() or (isinstance(v, ModuleVal) and v.origin is not None) for v in inst.attrs.values()
             )
             if has_params:
                 name = "module"
-                inst.origin = Origin(name, "module", getattr(node, "lineno", 0))
+                inst.origin = Origin(name, "module", getattr(node, "lineno", 0), owner=inst)
+                inst.meta = st.meta_device
         return inst
 
     def call_function(self, fv, args, kwargs, st, *more, **options):
@@ -1060,13 +1267,16 @@ class Interpreter:
             self._entries.pop()
             self._switch(prev)
 
-    def _call_function(self, fv, args, kwargs, st, run_generator=False, site=None):
+    def _call_function(self, fv, args, kwargs, st, run_generator=False, site=None, force=False, propagate=True):
+        """Run ``fv`` on the values; ``force``: even when nothing of interest goes in
+        (decorators, dunder methods); ``propagate``: contexts it enters and does not
+        leave stay entered in the caller, as in Python."""
         node = fv.node
         if st.depth >= MAX_DEPTH or self.exhausted or node in st.stack:
             return UNKNOWN
         if fv.contextmanager and not run_generator:
             return CtxVal("gen", (fv, list(args), dict(kwargs)))
-        if not (st.regions or self._may_matter(node, self._lines_of(fv)) or self._init_matters(fv)
+        if not (force or st.regions or self._may_matter(node, self._lines_of(fv)) or self._init_matters(fv)
                 or any(_interesting(a) for a in args)
                 or any(_interesting(v) for v in kwargs.values())):
             return UNKNOWN  # outside any region, nothing of interest in or out: skip the body
@@ -1078,7 +1288,8 @@ class Interpreter:
         cst = st.child(scope)
         cst.stack = st.stack + (node,)
         if site is not None:
-            cst.sites = st.sites + ((st.scope.func_node,) + site,)
+            cst.sites = st.sites + (CallSite(st.scope.func_node, *site),)
+        cst.fv = fv
         self.bind_args(fv, args, kwargs, scope)
         if fv.grad_off:
             cst.grad_enabled = False
@@ -1090,6 +1301,13 @@ class Interpreter:
             self.exec_block(node.body, cst)
         except _BlockExit:
             pass
+        if not run_generator:
+            # what the function entered and did not leave stays entered, as in Python
+            # (its own `@torch.no_grad()` ends with it; its may-paths are its own)
+            ctx = cst.ctx.but(may=st.may)
+            if fv.grad_off or not propagate:
+                ctx = ctx.but(grad_enabled=st.grad_enabled)
+            st.ctx = ctx
         if is_gen and not run_generator:
             return SeqVal(tuple(cst.returns))
         if not cst.returns:
@@ -1111,7 +1329,7 @@ class Interpreter:
         node = fv.node
         a = node.args
         params = list(a.posonlyargs) + list(a.args)
-        defaults = getattr(fv, "defaults", [])
+        defaults = fv.defaults
         nd = len(defaults)
         for i, p in enumerate(params):
             if i < len(args):
@@ -1127,9 +1345,11 @@ class Interpreter:
             extra = args[len(params):]
             scope.vars[a.vararg.arg] = SeqVal(tuple(extra), tuple(extra))
         for p in a.kwonlyargs:
-            scope.vars[p.arg] = kwargs.get(p.arg, UNKNOWN)
+            scope.vars[p.arg] = kwargs.get(p.arg, fv.kw_defaults.get(p.arg, UNKNOWN))
         if a.kwarg is not None:
-            scope.vars[a.kwarg.arg] = SeqVal(tuple(v for k, v in kwargs.items() if k not in scope.vars))
+            rest = [(k, v) for k, v in kwargs.items() if k not in scope.vars]
+            vals = tuple(v for _, v in rest)
+            scope.vars[a.kwarg.arg] = SeqVal(vals, vals, tuple(k for k, _ in rest), is_dict=True)
 
     def _entry_aliases(self, scope=None):
         """Local names bound by imports to a way into a fake region (``FTM`` in
@@ -1167,17 +1387,44 @@ class Interpreter:
             text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
             flag = bool(self._entry_re(ctx).search(text) or _SOURCE_RE.search(text))
             if not flag:
+                # names a module-level value of interest (a registry of module classes,
+                # or of functions that matter)
+                mvars = ctx.scope.vars
+                self._matter[node] = False  # guard recursion
+                flag = any(_interesting(mvars[w]) or _module_classes(mvars[w]) or self._registry_matters(mvars[w], node)
+                           for w in set(_WORD_RE.findall(text)) if w in mvars)
+            if not flag:
                 # calls a function of its module that matters (by name)
                 for name in _called_names(text):
                     target = self._force(ctx.scope.vars.get(name))
-                    if isinstance(target, (FuncVal, ClassVal)) and target.node is not node and self._matter.get(target.node, None) is not False:
-                        self._matter[node] = False  # guard recursion
-                        tctx = self._scope_ctx.get(getattr(target.scope, "module", None), ctx)
-                        if self._may_matter(target.node, self._lines_of(target), tctx):
-                            flag = True
-                            break
+                    # a function or class by that name, or a method of a class of the file
+                    cands = []
+                    if isinstance(target, (FuncVal, ClassVal)):
+                        cands.append((target.node, self._lines_of(target),
+                                      self._scope_ctx.get(getattr(target.scope, "module", None), ctx)))
+                    if ctx is self.main:
+                        cands += [(t, None, ctx) for t in self.method_index.get(name, [])]
+                    for t, tlines, tctx in cands:
+                        if t is not node and self._matter.get(t, None) is not False:
+                            self._matter[node] = False  # guard recursion
+                            if self._may_matter(t, tlines, tctx):
+                                flag = True
+                                break
+                    if flag:
+                        break
             self._matter[node] = flag
         return flag
+
+    def _registry_matters(self, v, node, depth=0):
+        """A container of functions, one of which matters (a registry of model factories)."""
+        if isinstance(v, SeqVal) and depth < 2:
+            return any(self._registry_matters(x, node, depth + 1) for x in v.items)
+        if isinstance(v, MaybeVal) and depth < 2:
+            return any(self._registry_matters(x, node, depth + 1) for x in v.options)
+        if depth and isinstance(v, FuncVal) and v.node is not node and self._matter.get(v.node, None) is not False:
+            return self._may_matter(v.node, self._lines_of(v),
+                                    self._scope_ctx.get(getattr(v.scope, "module", None), self.ctx))
+        return False
 
     # ------------------------------------------------------------- expressions
     def eval(self, e, st) -> Value:
@@ -1210,17 +1457,26 @@ class Interpreter:
             return self.binop(e, [(v, e.operand)], st)
         if t is ast.Compare:
             vals = [(self.eval(e.left, st), e.left)] + [(self.eval(c, st), c) for c in e.comparators]
+            known = _compare(e.ops, [v for v, _ in vals])
+            if known is not None:
+                return ConstVal(known)
             if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in e.ops):
                 return UNKNOWN
             if any(_is_tensorish(v) for v, _ in vals):
                 return self.op(e, vals, st, differentiable=False)
             return UNKNOWN
         if t is ast.BoolOp:
-            vals = [self.eval(v, st) for v in e.values]
-            out = vals[0]
-            for v in vals[1:]:
-                out = join(out, v)
-            return out
+            # `a and b` is a when a is falsy, else b; `a or b` is a when a is truthy, else b
+            is_and = isinstance(e.op, ast.And)
+            out = None
+            for i, ve in enumerate(e.values):
+                v = self.eval(ve, st)
+                tv = _truth(v)
+                if i == len(e.values) - 1 or (is_and and tv is False) or (not is_and and tv is True):
+                    return v if out is None else join(out, v)
+                if tv is None:
+                    out = v if out is None else join(out, v)  # may be the result
+            return out or UNKNOWN
         if t is ast.IfExp:
             test = _truth(self.eval(e.test, st))
             if test is not None:
@@ -1240,13 +1496,23 @@ class Interpreter:
             return SeqVal(tuple(items), elts)
         if t is ast.Dict:
             items = []
+            keys = []
             for k, v in zip(e.keys, e.values):
                 if k is not None:
-                    self.eval(k, st)
+                    kv = self.eval(k, st)
                     items.append(self.eval(v, st))
+                    keys.append(kv.value if isinstance(kv, ConstVal) else _NONCONST)
                 else:
-                    items.append(self.iter_item(self.eval(v, st)))
-            return SeqVal(tuple(items))
+                    sub = self.eval(v, st)
+                    if isinstance(sub, SeqVal) and sub.keys is not None and sub.elts is not None:
+                        items.extend(sub.elts)
+                        keys.extend(sub.keys)
+                    else:
+                        items.append(self.iter_item(sub))
+                        keys.append(_NONCONST)
+            if _NONCONST in keys:
+                return SeqVal(tuple(items), is_dict=True)
+            return _dict_val(keys, items)
         if t in (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp):
             return self.eval_comprehension(e, st)
         if t is ast.Subscript:
@@ -1255,7 +1521,7 @@ class Interpreter:
             return self.subscript(e, obj, idx, st)
         if t is ast.Lambda:
             fv = FuncVal(e, st.scope)
-            fv.defaults = [self.eval(d, st) for d in e.args.defaults]  # type: ignore[attr-defined]
+            fv.defaults = [self.eval(d, st) for d in e.args.defaults]
             return fv
         if t is ast.NamedExpr:
             v = self.eval(e.value, st)
@@ -1284,10 +1550,7 @@ class Interpreter:
     def on_yield(self, v, st):
         if st.stack and self._capture_gen is st.stack[-1]:
             y = YieldReached(st, v)
-            y.regions = list(st.regions)
-            y.grad_enabled = st.grad_enabled
-            y.dispatch_off = st.dispatch_off
-            y.patched = set(st.patched)
+            y.ctx = st.ctx
             raise y
         st.returns.append(v)
 
@@ -1304,18 +1567,24 @@ class Interpreter:
                 self.eval(cond, cst)
         if isinstance(e, ast.DictComp):
             self.eval(e.key, cst)
-            v = self.eval(e.value, cst)
-        else:
-            v = self.eval(e.elt, cst)
-        return SeqVal((v,))
+            return SeqVal((self.eval(e.value, cst),), is_dict=True)
+        return SeqVal((self.eval(e.elt, cst),))
 
     def iter_item(self, v):
+        if isinstance(v, SeqVal) and v.is_dict:
+            # iterating a mapping gives its keys
+            if v.keys is None or not v.keys:
+                return UNKNOWN
+            out = ConstVal(v.keys[0])
+            for k in v.keys[1:]:
+                out = union(out, ConstVal(k))
+            return out
         if isinstance(v, SeqVal):
             if not v.items:
                 return UNKNOWN
             out = v.items[0]
             for x in v.items[1:]:
-                out = join(out, x)
+                out = union(out, x)
             return out
         if isinstance(v, TVal):
             return v  # iterating a tensor yields slices with the same provenance
@@ -1325,11 +1594,24 @@ class Interpreter:
             out = None
             for o in v.options:
                 x = self.iter_item(o)
-                out = x if out is None else join(out, x)
+                out = x if out is None else (union(out, x) if v.each else join(out, x))
             return out or UNKNOWN
         return UNKNOWN
 
     def subscript(self, e, obj, idx, st):
+        if isinstance(obj, SeqVal) and obj.keys is not None:
+            if isinstance(idx, ConstVal):
+                v = obj.lookup(idx.value)
+                return v if v is not None else UNKNOWN  # a KeyError, or a key added later
+            # an unknown key: one of the values
+            out = None
+            for v in obj.elts or ():
+                out = v if out is None else join(out, v)
+            return out or UNKNOWN
+        if isinstance(obj, MaybeVal):
+            return self.over_options(obj, lambda o: self.subscript(e, o, idx, st), st)
+        if isinstance(obj, SeqVal) and obj.is_dict:
+            return _values_of(obj)
         if isinstance(obj, SeqVal):
             if obj.elts is not None and isinstance(idx, ConstVal) and isinstance(idx.value, int):
                 try:
@@ -1342,6 +1624,20 @@ class Interpreter:
         if _is_tensorish(obj):
             return self.op(e, [(obj, e.value)], st)
         return UNKNOWN
+
+    def bind_method(self, m, obj, cls, st):
+        """A function found on the class of ``obj``, bound as Python binds it."""
+        if not isinstance(m, FuncVal):
+            return m
+        if m.kind == "property" or any(
+            isinstance(d, ast.Name) and d.id in ("property", "cached_property") for d in getattr(m.node, "decorator_list", ())
+        ):
+            return self.call_function(m, [obj], {}, st)
+        if m.kind == "static":
+            return m
+        if m.kind == "class":
+            return BoundMethod(m, cls)
+        return BoundMethod(m, obj)
 
     def eval_attribute(self, e, st):
         obj = self.eval(e.value, st)
@@ -1371,20 +1667,46 @@ class Interpreter:
                 return TVal(frozenset(), obj.mode, frozenset())
             if attr in ("T", "mT", "H", "mH", "real", "imag"):
                 return self.op(e, [(obj, e.value)], st)
+            if attr in N.MODEL_OUTPUT_ATTRS:
+                return obj
             return UNKNOWN
         if isinstance(obj, (InstanceVal, ModuleVal)):
             if attr in obj.attrs:
                 return obj.attrs[attr]
             cls = obj.cls
-            if cls is not None and attr in cls.methods:
-                m = cls.methods[attr]
-                if any(isinstance(d, ast.Name) and d.id in ("property", "cached_property") for d in m.node.decorator_list):
-                    return self.call_function(m, [obj], {}, st)
-                return BoundMethod(m, obj)
-            if isinstance(obj, ModuleVal) and attr in ("weight", "bias", "in_proj_weight", "in_proj_bias", "weight_ih_l0", "weight_hh_l0"):
-                if obj.origin is not None and obj.mode is None:
+            if cls is not None:
+                m = cls.methods.get(attr)
+                if m is not None:
+                    return self.bind_method(m, obj, cls, st)
+                a = cls.lookup_attr(attr)
+                if a is not None:
+                    return (a.default or UNKNOWN) if isinstance(a, FieldVal) else a
+            if isinstance(obj, ModuleVal) and obj.cls is None and attr in N.MODULE_WRAPPER_ATTRS:
+                return obj  # DataParallel(m).module, torch.compile(m)._orig_mod: the same parameters
+            if isinstance(obj, ModuleVal) and attr in N.MODULE_PARAM_ATTRS:
+                if obj.is_real():
                     return TVal(frozenset([Origin(f"{dotted_name(e) or attr}", "parameter", e.lineno, parent=obj.origin, param=attr)]))
                 return TVal(frozenset(), obj.mode)
+            return UNKNOWN
+        if isinstance(obj, ClassVal):
+            m = obj.methods.get(attr)
+            if m is not None:
+                return BoundMethod(m, obj) if m.kind == "class" else m
+            a = obj.lookup_attr(attr)
+            return a if a is not None and not isinstance(a, FieldVal) else UNKNOWN
+        if isinstance(obj, SuperVal):
+            owner = getattr(obj.self_val, "cls", None)
+            mro = owner.mro if isinstance(owner, ClassVal) and owner.mro else obj.cls.mro
+            after = False
+            for c in mro:
+                if after:
+                    if attr in c.own:
+                        return self.bind_method(c.own[attr], obj.self_val, c, st)
+                    if attr in c.attrs:
+                        return c.attrs[attr]
+                after = after or c is obj.cls
+            return UNKNOWN
+        if isinstance(obj, ExportedProgramVal):
             return UNKNOWN
         if isinstance(obj, ModeVal):
             if attr == "allow_non_fake_inputs":
@@ -1393,13 +1715,17 @@ class Interpreter:
         return UNKNOWN
 
     # ------------------------------------------------------------------ calls
-    def eval_call(self, e, st):
-        func = e.func
+    def eval_args(self, e, st):
+        """A call's arguments as Python passes them: ``*seq`` spreads the known elements,
+        ``**d`` the known keys of a dict."""
         args = []
         for a in e.args:
             if isinstance(a, ast.Starred):
                 v = self.eval(a.value, st)
-                args.append(self.iter_item(v))
+                if isinstance(v, SeqVal) and v.elts is not None and v.keys is None:
+                    args.extend(v.elts)
+                else:
+                    args.append(self.iter_item(v))
             else:
                 args.append(self.eval(a, st))
         kwargs = {}
@@ -1407,6 +1733,15 @@ class Interpreter:
             v = self.eval(kw.value, st)
             if kw.arg is not None:
                 kwargs[kw.arg] = v
+            elif isinstance(v, SeqVal) and v.keys is not None and v.elts is not None:
+                for k, x in zip(v.keys, v.elts):
+                    if isinstance(k, str):
+                        kwargs.setdefault(k, x)
+        return args, kwargs
+
+    def eval_call(self, e, st):
+        func = e.func
+        args, kwargs = self.eval_args(e, st)
         if isinstance(func, ast.Attribute):
             recv = self.eval(func.value, st)
             if isinstance(recv, ModRef):
@@ -1430,59 +1765,138 @@ class Interpreter:
             if callee.func.node.name == "forward" and isinstance(callee.self_val, ModuleVal):
                 return self.module_call(e, callee.self_val, func_expr, args, kwargs, st)
             return self.call_function(callee.func, [callee.self_val] + list(args), kwargs, st,
-                                      site=(e, [None] + _arg_exprs(e), [callee.self_val] + list(args)))
+                                      site=(e, [e.func.value if isinstance(e.func, ast.Attribute) else None]
+                                            + _arg_exprs(e), [callee.self_val] + list(args)))
         if isinstance(callee, ClassVal):
             return self.instantiate(callee, args, kwargs, st, e)
         if isinstance(callee, ModuleVal):
             return self.module_call(e, callee, func_expr, args, kwargs, st)
         if isinstance(callee, InstanceVal):
-            call = callee.cls.methods.get("__call__")
+            call = callee.cls.lookup_method("__call__")
             if call is not None:
-                return self.call_function(call, [callee] + list(args), kwargs, st)
+                return self.call_function(call, [callee] + list(args), kwargs, st,
+                                          site=(e, [func_expr] + _arg_exprs(e), [callee] + list(args)))
             return UNKNOWN
         if isinstance(callee, TracedFn):
             return self.call_traced(e, callee, args, kwargs, st)
         if isinstance(callee, PartialVal):
             return self.call_value(e, callee.func, list(callee.args) + list(args), {**callee.kwargs, **kwargs}, st,
                                    func_expr=None)
+        if isinstance(callee, TransformVal):
+            return self.call_transform(e, callee, args, kwargs, st)
+        if isinstance(callee, ExportedProgramVal):
+            # the program lifts and fakifies its own parameters: no leak by the caller
+            region = st.active_region()
+            return TVal(frozenset(), region.mode) if region is not None else TVal()
+        if isinstance(callee, DecoratorVal):
+            return args[0] if args else UNKNOWN
         if isinstance(callee, MaybeVal):
-            out = None
-            for o in callee.options:
-                if isinstance(o, (FuncVal, BoundMethod, ModuleVal, TracedFn, ModRef)):
-                    v = self.call_value(e, o, args, kwargs, st)
-                    out = v if out is None else join(out, v)
-            return out or UNKNOWN
+            opts = [o for o in callee.options if not _is_none_const(o)]
+            if opts and all(isinstance(o, ModuleVal) for o in opts):
+                # one of several modules: a single call with the may value as the operand
+                return self.module_call(e, callee, func_expr, args, kwargs, st)
+            return self.over_options(callee, lambda o: self.call_value(e, o, args, kwargs, st, func_expr=func_expr), st)
         return UNKNOWN
+
+    def over_options(self, mv, fn, st):
+        """Apply ``fn`` to each option of a may value and join the results; a path
+        that only may be taken runs with ``st.may`` raised (its leaks prove nothing),
+        unless every option is a proven real requires-grad value."""
+        opts = [o for o in mv.options if not _is_none_const(o)]
+        may = not mv.each and len(opts) > 1 and not all(o.proven_rg() for o in opts)
+        out = None
+        if may:
+            st.may += 1
+        try:
+            for o in opts:
+                v = UNKNOWN if o is UNKNOWN else fn(o)
+                out = v if out is None else (union(out, v) if mv.each else join(out, v))
+        finally:
+            if may:
+                st.may -= 1
+        return out or UNKNOWN
+
+    def call_transform(self, e, tf, args, kwargs, st):
+        """torch.func.grad(f)(*args) and friends: f runs on the arguments; gradients
+        (grad, jac) are fake under an active region and carry the leaks of f's result."""
+        region = st.active_region()
+        mode = region.mode if region is not None else None
+        entered = frozenset()
+        runnable = isinstance(tf.func, (FuncVal, BoundMethod, PartialVal, ModuleVal, InstanceVal, MaybeVal, TransformVal))
+        if mode is not None and not runnable:
+            # a function we cannot follow: the real arguments enter the fake computation here
+            entered = self.op(e, _operands(e, args, kwargs), st).taint()
+        # the function runs on the arguments: a real one is first an operand where its
+        # body uses it (functional_call), as a TorchFunctionMode sees it
+        res = self.call_value(e, tf.func, args, kwargs, st, func_expr=None) if runnable else UNKNOWN
+        if tf.kind == "vmap":
+            return _with_taint(res, entered) if entered else res
+        leaks = (res.taint() | entered) if st.grad_enabled else frozenset()
+        idx = tf.argnums if isinstance(tf.argnums, int) else 0
+        wrt = args[idx] if idx < len(args) else UNKNOWN
+
+        def grads_like(v):
+            if isinstance(v, SeqVal):
+                items = tuple(grads_like(x) for x in v.items)
+                elts = tuple(grads_like(x) for x in v.elts) if v.elts is not None else None
+                return SeqVal(items, elts, v.keys, v.is_dict)
+            return TVal(frozenset(), mode, leaks)
+
+        grads = grads_like(wrt)
+        if tf.kind == "grad_and_value":
+            return SeqVal((grads, res), (grads, res))
+        return grads
 
     def call_traced(self, e, tf, args, kwargs, st):
         mode = tf.mode
         fake_args = [_fake_copy(a, mode) for a in args]
         region = Region(mode, mode.allow, None, -1, None)
-        region.func_node = None  # type: ignore[attr-defined]
-        st.regions.append(region)
+        st.ctx = st.ctx.entering(region)
         try:
             if isinstance(tf.func, (FuncVal, BoundMethod, ModuleVal)):
                 res = self.call_value(e, tf.func, fake_args, kwargs, st)
             else:
                 res = UNKNOWN
         finally:
-            if region in st.regions:
-                st.regions.remove(region)
+            st.ctx = st.ctx.leaving(region)
         return res
 
     def module_call(self, e, mod, func_expr, args, kwargs, st):
+        fwd = mod.cls.lookup_method("forward") if isinstance(mod, ModuleVal) and mod.cls is not None else None
+        if (isinstance(fwd, FuncVal) and st.active_region() is None and fwd.node not in st.stack
+                and self._forward_opens_region(fwd)):
+            # outside any region, a module of the file whose forward opens one: calling it runs forward
+            return self.call_function(fwd, [mod] + list(args), kwargs, st,
+                                      site=(e, [func_expr] + _arg_exprs(e), [mod] + list(args)))
         operands = [(mod, func_expr)] + _operands(e, args, kwargs)
         return self.op(e, operands, st)
 
+    def _forward_opens_region(self, fv):
+        node = fv.node
+        text = "\n".join(self._lines_of(fv)[node.lineno - 1 : node.end_lineno])
+        return bool(self._entry_re().search(text))
+
     def call_method(self, e, recv, name, args, kwargs, st):
         if isinstance(recv, MaybeVal):
-            out = None
-            for o in recv.options:
-                if o is UNKNOWN:
-                    continue
-                v = self.call_method(e, o, name, args, kwargs, st)
-                out = v if out is None else join(out, v)
-            return out or UNKNOWN
+            opts = [o for o in recv.options if not isinstance(o, ConstVal)]  # a constant has no such method
+            if name == "backward" and opts and all(isinstance(o, TVal) for o in opts):
+                # the sink reaches what is in the graph on every path
+                taints = [o.taint() for o in opts]
+                common = frozenset.union(*taints) if recv.each else frozenset.intersection(*taints)
+                return self.tensor_method(e, TVal(frozenset(), None, common), name, args, kwargs, st)
+            if len(opts) == 1:
+                return self.call_method(e, opts[0], name, args, kwargs, st)
+            return self.over_options(recv, lambda o: self.call_method(e, o, name, args, kwargs, st), st)
+        if isinstance(recv, (SuperVal, ClassVal)):
+            return self.call_value(e, self.attribute(e.func, recv, name, st), args, kwargs, st)
+        if isinstance(recv, ExportedProgramVal):
+            if name == "module":
+                return recv.module if isinstance(recv.module, ModuleVal) else UNKNOWN  # keeps the real parameters
+            if name in N.EXPORTED_PROGRAM_SELF_METHODS:
+                return recv
+            if name == "__call__":
+                return self.call_value(e, recv, args, kwargs, st)
+            return UNKNOWN
         if isinstance(recv, TVal):
             return self.tensor_method(e, recv, name, args, kwargs, st)
         if isinstance(recv, ModeVal):
@@ -1496,7 +1910,7 @@ class Interpreter:
             if name == "__exit__":
                 for r in reversed(st.regions):
                     if r.mode is recv:
-                        st.regions.remove(r)
+                        st.ctx = st.ctx.leaving(r)
                         break
                 return UNKNOWN
             return UNKNOWN
@@ -1511,11 +1925,21 @@ class Interpreter:
             if name in recv.attrs:
                 return self.call_value(e, recv.attrs[name], args, kwargs, st)
             m = recv.cls.methods.get(name)
+            if m is None and recv.cls.lookup_attr(name) is not None:
+                return self.call_value(e, self.attribute(e.func, recv, name, st), args, kwargs, st)
+            if m is not None and (not isinstance(m, FuncVal) or m.kind == "property"):
+                return self.call_value(e, self.bind_method(m, recv, recv.cls, st), args, kwargs, st)
+            if m is not None and m.kind == "class":
+                return self.call_function(m, [recv.cls] + list(args), kwargs, st)
             if m is not None:
                 if self._is_static(m):
                     return self.call_function(m, args, kwargs, st)
                 return self.call_function(m, [recv] + list(args), kwargs, st,
                                           site=(e, [e.func.value] + _arg_exprs(e), [recv] + list(args)))
+            return UNKNOWN
+        if isinstance(recv, OptimizerVal):
+            if name == "step" and args:
+                return self.call_value(e, args[0], [], {}, st, func_expr=None)  # step(closure) runs the closure
             return UNKNOWN
         if isinstance(recv, ExitStackVal):
             if name == "enter_context" and args:
@@ -1539,39 +1963,67 @@ class Interpreter:
             if name in ("append", "add", "insert", "extend", "update", "setdefault"):
                 new_items = list(recv.items)
                 for a in args:
-                    new_items.append(self.iter_item(a) if name in ("extend", "update") else a)
-                if name == "setdefault" and len(args) > 1:
-                    pass
-                self.rebind(e.func.value, SeqVal(tuple(new_items)), st)
+                    if name == "update":
+                        new_items.append(_values_of(a) if isinstance(a, SeqVal) else a)
+                    else:
+                        new_items.append(self.iter_item(a) if name == "extend" else a)
+                new_items.extend(kwargs.values())
+                self.rebind(e.func.value, SeqVal(tuple(new_items), is_dict=recv.is_dict), st)
                 return UNKNOWN
             if name in ("items",):
+                if recv.keys is not None:
+                    return SeqVal(tuple(SeqVal((ConstVal(k), v), (ConstVal(k), v)) for k, v in zip(recv.keys, recv.elts)))
                 return SeqVal(tuple(SeqVal((UNKNOWN, v), (UNKNOWN, v)) for v in recv.items))
-            if name in ("values", "copy", "__iter__"):
-                return SeqVal(recv.items)
+            if name == "copy":
+                return recv
+            if name == "keys":
+                return SeqVal(tuple(ConstVal(k) for k in recv.keys)) if recv.keys is not None else UNKNOWN
+            if name == "values":
+                return SeqVal(recv.items, recv.elts if recv.keys is not None else None)
+            if name == "__iter__":
+                return SeqVal((self.iter_item(recv),))
+            if name in ("get", "pop", "__getitem__") and recv.keys is not None and args:
+                got = self.subscript(e, recv, args[0], st)
+                if got is UNKNOWN and len(args) > 1:
+                    return args[1]
+                return got
             if name in ("get", "pop", "popitem", "__getitem__"):
-                return self.iter_item(recv)
+                return _values_of(recv)
             return UNKNOWN
-        if isinstance(recv, ClassVal) and name in recv.methods:
-            m = recv.methods[name]
-            extra = [recv] if any(isinstance(d, ast.Name) and d.id == "classmethod" for d in m.node.decorator_list) else []
-            return self.call_function(m, extra + list(args), kwargs, st, site=(e, [None] * len(extra) + _arg_exprs(e), extra + list(args)))
         if isinstance(recv, PartialVal) and name == "__call__":
             return self.call_value(e, recv, args, kwargs, st)
         if isinstance(recv, (FuncVal, BoundMethod)) and name == "__call__":
             return self.call_value(e, recv, args, kwargs, st)
         if isinstance(recv, CtxVal) and name == "__enter__":
+            self._manual_undo[id(recv)] = (st.grad_enabled, st.dispatch_off, st.fake_copy, st.meta_device)
             self.enter(recv, st, [])
+            return UNKNOWN
+        if isinstance(recv, CtxVal) and name == "__exit__":
+            saved = self._manual_undo.pop(id(recv), None)
+            if saved is not None:  # restore what this context changed, in the state that leaves it
+                k = recv.kind
+                if k in ("grad_off", "grad_on"):
+                    st.grad_enabled = saved[0]
+                elif k == "unset_fake":
+                    st.dispatch_off = max(0, st.dispatch_off - 1)
+                elif k == "fake_copy":
+                    st.fake_copy = saved[2]
+                elif k == "meta_device":
+                    st.meta_device = saved[3]
+            return UNKNOWN
+        if isinstance(recv, InstanceVal) and name in ("__enter__", "__exit__"):
             return UNKNOWN
         return UNKNOWN
 
     def module_method(self, e, mod, name, args, kwargs, st):
-        real = mod.origin is not None and mod.mode is None
+        real = mod.is_real()
         if name in mod.attrs:
             return self.call_value(e, mod.attrs[name], args, kwargs, st)
         if name == "forward" or name == "__call__":
             return self.module_call(e, mod, e.func.value, args, kwargs, st)
         if mod.cls is not None and name in mod.cls.methods:
-            return self.call_function(mod.cls.methods[name], [mod] + list(args), kwargs, st)
+            return self.call_function(mod.cls.methods[name], [mod] + list(args), kwargs, st,
+                                      site=(e, [e.func.value] + _arg_exprs(e), [mod] + list(args)))
         if name in ("parameters", "named_parameters") or (name == "state_dict" and _kw_true(kwargs, "keep_vars")):
             if real:
                 p = TVal(frozenset([mod.origin]))  # the module's own provenance: freezing them freezes it
@@ -1579,28 +2031,51 @@ class Interpreter:
                 p = TVal(frozenset(), mod.mode)
             if name == "parameters":
                 return SeqVal((p,))
-            return SeqVal((SeqVal((UNKNOWN, p), (UNKNOWN, p)),)) if name == "named_parameters" else SeqVal((p,))
+            if name == "named_parameters":
+                return SeqVal((SeqVal((UNKNOWN, p), (UNKNOWN, p)),))
+            return SeqVal((p,), is_dict=True)  # state_dict(keep_vars=True)
         if name in ("children", "modules"):
             return SeqVal((mod,))
         if name in ("named_children", "named_modules"):
             return SeqVal((SeqVal((UNKNOWN, mod), (UNKNOWN, mod)),))
+        if name in N.MODULE_DETACHING_METHODS and real:
+            region = st.active_region()
+            if region is not None and st.allow_of(region.mode) is False:
+                # it detaches every parameter: an op on real tensors under a strict mode
+                # (no fix: the call is not the module's own call that a fix rewrites)
+                try:
+                    self.op(e, [(mod, e.func.value)], st, differentiable=False)
+                finally:
+                    for rec in self.records.values():
+                        if rec.node is e:
+                            rec.fix_plan = None
         if name in ("state_dict", "buffers", "named_buffers"):
             t = TVal(frozenset(), mod.mode)
-            return SeqVal((SeqVal((UNKNOWN, t), (UNKNOWN, t)),)) if name == "named_buffers" else SeqVal((t,))
+            if name == "named_buffers":
+                return SeqVal((SeqVal((UNKNOWN, t), (UNKNOWN, t)),))
+            return SeqVal((t,), is_dict=name == "state_dict")
         if name == "to_empty":
+            # new storage for every parameter, in place: fake under an active region,
+            # real (uninitialised) outside it, whatever the module held before
             region = st.active_region()
             if region is not None:
-                return ModuleVal(None, region.mode, mod.cls, mod.attrs)
-            return mod
-        if name in ("to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval", "type", "share_memory", "apply"):
-            if name == "to" and (_is_meta(args) or _is_meta(list(kwargs.values()))):
-                return ModuleVal(None, None, mod.cls, mod.attrs)
+                mod.mode = region.mode
+            elif mod.meta or (mod.origin is None and mod.mode is not None):
+                if mod.origin is None:
+                    mod.origin = Origin("module", "module", e.lineno)
+                mod.mode, mod.meta = None, False
             return mod
         if name == "requires_grad_":
-            if args and isinstance(args[0], ConstVal) and args[0].value is False or _kw_false(kwargs, "requires_grad"):
-                new = ModuleVal(None, mod.mode, mod.cls, mod.attrs)
-                self.rebind(e.func.value, new, st)
-                return new
+            # in place, on every parameter: the module (and what was taken from it) is
+            # frozen or unfrozen from here on
+            off = (args and isinstance(args[0], ConstVal) and args[0].value is False) or _kw_false(kwargs, "requires_grad")
+            _set_requires_grad(mod, not off)
+            return mod
+        if name in N.MODULE_SELF_METHODS:
+            if name == "to" and (_is_meta(args) or _is_meta(list(kwargs.values()))):
+                mod.meta = True
+            if name == "apply" and args:
+                self.call_value(e, args[0], [mod], {}, st, func_expr=None)  # fn(m) for every submodule m
             return mod
         if name in ("register_parameter", "register_buffer") and len(args) >= 2 and isinstance(args[0], ConstVal):
             mod.attrs[str(args[0].value)] = args[1]
@@ -1652,13 +2127,18 @@ class Interpreter:
     def call_qualname(self, e, q, args, kwargs, st):
         if q.startswith("builtins."):
             return self.call_builtin(e, q[9:], args, kwargs, st)
+        known = self.call_table(e, q, args, kwargs, st)
+        if known is not None:
+            return known
         if q in N.FAKE_TENSOR_MODE:
             v = kwargs.get("allow_non_fake_inputs", ConstVal(False))
             allow = bool(v.value) if isinstance(v, ConstVal) else None
             desc = "FakeTensorMode(allow_non_fake_inputs=True)" if allow else ("FakeTensorMode()" if allow is False else "FakeTensorMode(...)")
             return ModeVal(allow, e.lineno, desc, e)
         if q in N.DETECT_FAKE_MODE:
-            return ModeVal(False, e.lineno, "detect_fake_mode()", e)
+            # whatever mode the inputs were made in: what it allows is not known here
+            # (torch.export's non-strict mode allows non-fake inputs) unless patched
+            return ModeVal(None, e.lineno, "detect_fake_mode()", e)
         if q in N.FAKE_COPY_MODE:
             return CtxVal("fake_copy", args[0] if args and isinstance(args[0], ModeVal) else None)
         if q in N.UNSET_FAKE:
@@ -1675,7 +2155,8 @@ class Interpreter:
         if q in N.SET_GRAD_ENABLED:
             if args and isinstance(args[0], ConstVal):
                 return CtxVal("grad_on" if args[0].value else "grad_off")
-            return CtxVal("null")
+            # unknown: grad may be off, so no gradient claim holds (a strict mode still crashes)
+            return CtxVal("grad_off")
         if q in N.NULL_CONTEXT:
             return CtxVal("null")
         if q in N.EXIT_STACK:
@@ -1703,13 +2184,8 @@ class Interpreter:
                 desc = f'make_fx(tracing_mode="{tm}"' + (", _allow_non_fake_inputs=True)" if allow else ")")
                 return TracedFn(args[0], ModeVal(allow, e.lineno, desc, None))
             return UNKNOWN
-        if q == "functools.partial" and args:
+        if q in N.PARTIAL and args:
             return PartialVal(args[0], tuple(args[1:]), dict(kwargs))
-        if q in N.DEEPCOPY:
-            src = args[0] if args else UNKNOWN
-            if st.fake_copy is not None:
-                return _fake_copy(src, st.fake_copy)
-            return src
         if q in N.FUNCTIONAL_CALL:
             # the module itself is not an operand: its state comes from the dict
             return self.op(e, _operands(e, args, kwargs)[1:], st)
@@ -1734,21 +2210,7 @@ class Interpreter:
         if q.startswith("torch.optim.") and q.rsplit(".", 1)[-1][:1].isupper():
             return OptimizerVal(args[0] if args else UNKNOWN)
         if _is_nn_module_class(q):
-            region = st.active_region()
-            if region is not None:
-                return ModuleVal(None, region.mode)
-            if _is_meta(list(kwargs.values())):
-                return ModuleVal(None, None)
-            mod = ModuleVal(Origin("module", "module", e.lineno), None)
-            last = q.rsplit(".", 1)[-1]
-            mod.origin.param_names = _known_params(last, kwargs)
-            if last in _CONTAINER_MODULES:
-                children = [x for a in list(args) + list(kwargs.values()) for x in _flatten(a)]
-                if not any(x.real_rg() for x in children):
-                    mod.origin = None
-            elif last in _PARAMLESS_MODULES:
-                mod.origin = None
-            return mod
+            return self.new_module(e, q, args, kwargs, st)
         if q.startswith("torch.") and _is_torch_op(q):
             operands = _operands(e, args, {k: v for k, v in kwargs.items() if k != "out"})
             diff = q not in N.NON_DIFFERENTIABLE_FUNCS
@@ -1756,8 +2218,8 @@ class Interpreter:
                 # a factory: born fake inside a region, real (maybe requires grad) outside
                 region = st.active_region()
                 if region is not None:
-                    return TVal(frozenset(), region.mode)
-                if _kw_true(kwargs, "requires_grad") and not _is_meta(list(kwargs.values())):
+                    return TVal(frozenset(), region.mode, may_fake=region.may or bool(st.may))
+                if _kw_true(kwargs, "requires_grad"):  # (on the meta device too: not fake)
                     return TVal(frozenset([Origin("tensor", "tensor", e.lineno)]))
                 return TVal()
             res = self.op(e, operands, st, differentiable=diff)
@@ -1766,14 +2228,114 @@ class Interpreter:
             return res
         return UNKNOWN
 
+    def call_table(self, e, q, args, kwargs, st):
+        """Calls whose meaning is a row of ``torch_tables`` (None: not one of them)."""
+        first = args[0] if args else UNKNOWN
+        if q in N.DEEPCOPY:
+            return self.deepcopy(e, first, st)
+        if q in N.IMPORT_MODULE:
+            return ModRef(first.value) if isinstance(first, ConstVal) and isinstance(first.value, str) else UNKNOWN
+        if q in N.DEVICE_CONTEXT:
+            return CtxVal("meta_device") if _is_meta(args[:1] + [kwargs.get("type", UNKNOWN)]) else UNKNOWN
+        if q in N.MODULE_KEEPING_TRANSFORMS:
+            if isinstance(first, (ModuleVal, FuncVal, BoundMethod, PartialVal, MaybeVal, InstanceVal)):
+                return first  # the result runs the same module, with its real parameters
+            # `torch.compile(mode=...)`, `torch._dynamo.optimize("eager")`: a decorator that keeps them
+            return DecoratorVal() if not args or isinstance(first, ConstVal) else UNKNOWN
+        if q in N.EXPORT:
+            return ExportedProgramVal(first)
+        if q in N.CALL_THROUGH:
+            # checkpoint(fn, *args): the function runs on the arguments (its own keywords dropped)
+            return self.call_value(e, first, list(args[1:]), {k: v for k, v in kwargs.items() if k not in N.CALL_THROUGH[q]},
+                                   st, func_expr=e.args[0] if e.args else None)
+        if q in N.SKIP_INIT:
+            return self.call_value(e, first, list(args[1:]), kwargs, st, func_expr=None)
+        for kind, qs in N.FUNC_TRANSFORMS.items():
+            if q in qs:
+                argnums = kwargs.get("argnums", args[1] if len(args) > 1 else ConstVal(0))
+                return TransformVal(kind, first, argnums.value if isinstance(argnums, ConstVal) else None)
+        if _is_module_factory(q):
+            return self.new_module(e, q, args, kwargs, st, torch_layer=False)
+        if q in N.DATACLASS_FIELD:
+            return FieldVal(kwargs.get("default"), kwargs.get("default_factory"))
+        if q in N.DATACLASS:
+            if isinstance(first, ClassVal):
+                first.dataclass = True
+                return first
+            return DecoratorVal("dataclass")
+        if q in N.WRAPS:
+            return DecoratorVal()
+        if q in N.UPDATE_WRAPPER:
+            return first
+        return None
+
+    def deepcopy(self, e, src, st):
+        """copy.deepcopy: under an active allow-mode region (or FakeCopyMode) the copy
+        is fake; a real requires-grad value copied while a default mode is active
+        crashes (HAZARD 11)."""
+        region = st.active_region()
+        if region is not None and src.real_rg():
+            if st.allow_of(region.mode) is False:
+                return self.op(e, [(src, e.args[0] if e.args else None)], st, differentiable=False)
+            return _fake_copy(src, region.mode)
+        if st.fake_copy is not None:
+            return _fake_copy(src, st.fake_copy)
+        if isinstance(src, ModuleVal) and src.origin is not None:
+            copy = ModuleVal(Origin(src.origin.name, "module", e.lineno, param_names=src.origin.param_names),
+                             src.mode, src.cls, dict(src.attrs), src.meta)
+            copy.origin.disabled = src.origin.disabled
+            return copy
+        return src
+
+    def new_module(self, e, q, args, kwargs, st, torch_layer=True):
+        """A module built by a known constructor or factory: fake inside a region, meta
+        on the meta device, else real with requires-grad parameters."""
+        region = st.active_region()
+        if region is not None:
+            return ModuleVal(None, region.mode)
+        mod = ModuleVal(Origin("module", "module", e.lineno), None)
+        if st.meta_device or _is_meta(list(kwargs.values())):
+            mod.meta = True
+        if not torch_layer:
+            return mod
+        last = q.rsplit(".", 1)[-1]
+        mod.origin.param_names = _known_params(last, kwargs)
+        if last in N.CONTAINER_MODULES:
+            children = [x for a in list(args) + list(kwargs.values()) for x in _flatten(a)]
+            if not any(x.real_rg() or (isinstance(x, ModuleVal) and x.meta) for x in children):
+                mod.origin = None
+        elif last in N.PARAMLESS_MODULES:
+            mod.origin = None
+        return mod
+
     def call_builtin(self, e, name, args, kwargs, st):
         if name in ("list", "tuple", "set", "sorted", "reversed", "iter", "frozenset"):
             if not args:
                 return SeqVal(())
             a = args[0]
-            if isinstance(a, SeqVal):
+            if isinstance(a, SeqVal) and not a.is_dict:
                 return SeqVal(a.items, a.elts if name in ("list", "tuple") else None)
             return SeqVal((self.iter_item(a),))
+        if name in ("setattr", "object.__setattr__") and len(args) == 3 and isinstance(args[1], ConstVal):
+            if isinstance(args[0], (InstanceVal, ModuleVal, ClassVal)) and isinstance(args[1].value, str):
+                args[0].attrs[args[1].value] = args[2]  # (a frozen dataclass's __post_init__)
+            return UNKNOWN
+        if name == "super":
+            fv = st.fv
+            cls = args[0] if args and isinstance(args[0], ClassVal) else (fv.cls if fv is not None else None)
+            self_val = args[1] if len(args) > 1 else None
+            if self_val is None and fv is not None and not isinstance(fv.node, ast.Lambda):
+                params = list(fv.node.args.posonlyargs) + list(fv.node.args.args)
+                self_val = st.scope.vars.get(params[0].arg) if params else None
+            if isinstance(cls, ClassVal) and self_val is not None:
+                return SuperVal(cls, self_val)
+            return UNKNOWN
+        if name == "type" and len(args) == 1 and isinstance(args[0], (InstanceVal, ModuleVal)) and args[0].cls is not None:
+            return args[0].cls
+        if name == "dict" and not args and kwargs:
+            return _dict_val(list(kwargs), list(kwargs.values()))
+        if name == "dict" and len(args) == 1 and isinstance(args[0], SeqVal) and args[0].is_dict and not kwargs:
+            return args[0]
         if name == "dict":
             items = []
             for a in args:
@@ -1783,7 +2345,7 @@ class Interpreter:
                 else:
                     items.append(self.iter_item(it))
             items += list(kwargs.values())
-            return SeqVal(tuple(items))
+            return SeqVal(tuple(items), is_dict=True)
         if name == "next" and args:
             return self.iter_item(args[0])
         if name == "enumerate" and args:
@@ -1799,6 +2361,10 @@ class Interpreter:
             return UNKNOWN
         if name in ("getattr",) and len(args) >= 2 and isinstance(args[1], ConstVal) and isinstance(args[1].value, str):
             return self.attribute(e, args[0], args[1].value, st)
+        if name in ("getattr",) and len(args) == 2 and isinstance(args[1], MaybeVal):
+            # a name among known strings (a config's entries): each of them, or one of them
+            return self.over_options(args[1], lambda o: (
+                self.attribute(e, args[0], o.value, st) if isinstance(o, ConstVal) and isinstance(o.value, str) else UNKNOWN), st)
         if name in ("max", "min", "abs") and args and any(_is_tensorish(a) for a in args):
             return self.op(e, [(a, None) for a in args], st, differentiable=name == "abs")
         return UNKNOWN
@@ -1825,14 +2391,14 @@ class Interpreter:
                     whole[id(x)] = v
             else:
                 flat.append((v, ex))
-        if mode is None and not st.dispatch_off:
+        if mode is None:  # (a fake operand dispatches to its own mode, even with dispatch off)
             for v, _ in flat:
                 m = v.fake_mode()
                 if m is not None:
                     mode = m
                     route = "leaked-mix"
-                    region = Region(m, m.allow, None, -1, None)
-                    region.func_node = None  # type: ignore[attr-defined]
+                    # a value made fake on some paths only proves no leak
+                    region = Region(m, m.allow, None, -1, None, may=not v.proven_fake())
                     break
         leaks = frozenset()
         for v, _ in flat:
@@ -1848,22 +2414,29 @@ class Interpreter:
                             and v.fake_mode() is mode and dotted_name(ex)), None)
         if mode is not None:
             allow = st.allow_of(mode)
+            # every link known: the region is entered on this path, what it allows is
+            # known, and the operand is a real requires-grad value on every path
+            region_may = bool(st.may) or region.may or allow is None
             new = []
             for v, ex in flat:
-                for origin in v.real_rg():
+                origins = v.real_rg()
+                if not origins:
+                    continue
+                may = region_may or not v.proven_rg()
+                for origin in origins:
                     if origin.disabled:
                         continue
-                    rec = self.record(node, origin, whole.get(id(v), v), ex, region, route, allow, st, grad, fake_ex)
+                    rec = self.record(node, origin, whole.get(id(v), v), ex, region, route, allow, st, grad, fake_ex, may)
                     if rec is not None:
                         new.append(rec)
-            return TVal(frozenset(), mode, (leaks | frozenset(new)) if grad else frozenset())
+            return TVal(frozenset(), mode, (leaks | frozenset(new)) if grad else frozenset(), may_fake=region_may)
         origins = frozenset()
         if grad:
             for v, _ in flat:
                 origins |= v.real_rg()
         return TVal(origins, None, leaks if grad else frozenset(), derived=bool(origins))
 
-    def record(self, node, origin, value, expr, region, route, allow, st, grad, fake_ex=None):
+    def record(self, node, origin, value, expr, region, route, allow, st, grad, fake_ex=None, may=False):
         crash = allow is False
         if not crash and not grad:
             return None
@@ -1880,15 +2453,17 @@ class Interpreter:
                 return None
             key += (id(entry[0][0]) if entry[0] is not None else id(entry[1]),)
         rec = self.records.get(key)
+        if rec is not None and rec.may and not may:
+            rec.may = False  # proven on this path
         if rec is None:
             if expr is None and isinstance(node, ast.Call):
                 expr = None
                 text = self._text(node.func)
             else:
                 text = self._text(expr) if expr is not None else origin.name
-            rec = LeakRecord(node, origin, text, region, route, crash)
+            rec = LeakRecord(node, origin, text, region, route, crash, may=may)
             rec.value_kind = (
-                "module" if isinstance(value, ModuleVal)
+                "module" if _is_module_value(value)
                 else "parameter" if origin.kind in ("module", "parameter")
                 else "container" if isinstance(value, SeqVal) else "tensor"
             )
@@ -1906,7 +2481,7 @@ class Interpreter:
             # the same value leaks again in this op (`w["a"] * w["b"]`): its fix must
             # convert this expression too (the plan's uses are shared per region)
             self._fix_plan(node, expr, value, origin, region, st)
-        if crash:
+        if crash and not may:
             raise Crashed()
         return rec
 
@@ -1915,29 +2490,54 @@ class Interpreter:
         expressible in the ``with`` block that opened the region."""
         if region.with_node is None:
             return None
+        if isinstance(value, ModuleVal) and value.meta:
+            return None  # fake copies of meta parameters stay on the meta device: not proven to run
         from fakegrad_lint.fix_builders import FixPlan
 
-        if getattr(region, "func_node", None) is not st.scope.func_node:
+        inner = st.scope.func_node
+        kind = None
+        if inner is not getattr(region, "func_node", None) and _defined_in(inner, region.with_node) \
+                and expr is not None and _free_in(expr, inner):
+            # a lambda or closure defined in the block reads the real value from outside:
+            # the copy hoisted in the block is what it reads instead (it runs in the block)
+            pass
+        elif region.func_node is not st.scope.func_node:
             # the leak is inside a helper called from the block: convert the argument
             # that carries the real value at the call in the block
-            site = next((x for x in reversed(st.sites) if x[0] is getattr(region, "func_node", None)), None)
+            site = next((x for x in reversed(st.sites) if x.caller is region.func_node), None)
             if site is None:
                 return None
             _, call, exprs, values = site
+            kind = None
             for ex, val in zip(exprs, values):
-                if ex is not None and origin in val.real_rg() and not isinstance(val, ModuleVal):
+                if ex is not None and origin in val.real_rg() and not isinstance(val, (ModuleVal, MaybeVal)):
                     expr, value = ex, val
                     node = call
                     break
             else:
-                return None
-            kind = None
-        else:
+                # a method of a real module (`ae.encode(x)`) whose body leaks its parameters:
+                # the module itself is converted, as a fake copy, at the call
+                recv = exprs[0] if exprs else None
+                val = values[0] if values else None
+                if not (isinstance(val, ModuleVal) and recv is not None and isinstance(call.func, ast.Attribute)
+                        and call.func.value is recv and _owns(val, origin)):
+                    return None
+                expr, value, node, kind = recv, val, call, "module-copy"
+        if kind is None:
+            if isinstance(value, MaybeVal):
+                return None  # one of several values: no single conversion is proven to fit
             kind = "module" if isinstance(value, ModuleVal) else None
             if kind == "module" and not (isinstance(node, ast.Call) and (node.func is expr or getattr(node.func, "value", None) is expr)):
                 return None
         if expr is None:
             return None
+        if isinstance(expr, (ast.List, ast.Tuple)) and isinstance(value, SeqVal) and kind is None:
+            # `torch.cat([a, b])`: the element that names the real value is converted
+            elt = next((e for e in expr.elts if dotted_name(e) == origin.name), None)
+            item = next((v for v in value.items if origin in v.real_rg()), None)
+            if elt is None or not isinstance(item, TVal):
+                return None
+            expr, value = elt, item
         dotted = dotted_name(expr)
         base = expr
         if dotted is None and kind == "module":
@@ -1956,11 +2556,13 @@ class Interpreter:
             kind = "container" if isinstance(value, SeqVal) else "tensor"
         # every expression in the block that leaks this value: the fix converts them all
         target = node if kind == "module" else (base if kind == "container" else expr)
+        if kind == "module-copy" and dotted is None:
+            return None
         uses = region.uses.setdefault((kind, dotted), [])
         if not any(u is target for u in uses):
             uses.append(target)
         return FixPlan(kind=kind, value=dotted, with_node=region.with_node, item_index=region.item_index,
-                       mode_name=region.bound_name, uses=uses, module_tree=self.tree,
+                       mode_name=region.bound_name, uses=uses, module_tree=self.tree, loop_modules=self.loop_modules,
                        derived=isinstance(value, TVal) and value.derived, conditional=region.mode.conditional)
 
     def _leaked_fix_plan(self, node, expr, value, fake_ex):
@@ -1983,8 +2585,8 @@ class Interpreter:
 
     def sink(self, v, desc, node, st, inputs=None):
         leaks = v.taint()
-        if not leaks:
-            return
+        if not leaks or st.may:
+            return  # (a sink on a path that only may be taken proves no hazard)
         wanted = None
         if inputs is not None and inputs is not UNKNOWN:
             wanted = set()
@@ -2010,30 +2612,210 @@ class Interpreter:
 
 
 # ----------------------------------------------------------------- helpers
-_PARAMLESS_MODULES = frozenset(
-    {
-        "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "Identity", "Flatten",
-        "Unflatten", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
-        "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool2d", "MSELoss",
-        "CrossEntropyLoss", "L1Loss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "Softplus", "LeakyReLU",
-        "ELU", "Hardtanh", "ReLU6", "Mish", "Hardswish", "Upsample", "PixelShuffle", "Module",
-    }
-)
-_CONTAINER_MODULES = frozenset({"Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
+def _c3_mro(cv):
+    """C3 linearization over the in-file classes among the bases (others are opaque)."""
+    seqs = [list(b.mro or (b,)) for b in cv.bases if isinstance(b, ClassVal)]
+    seqs.append([b for b in cv.bases if isinstance(b, ClassVal)])
+    out = [cv]
+    while True:
+        seqs = [q for q in seqs if q]
+        if not seqs:
+            return tuple(out)
+        for q in seqs:
+            head = q[0]
+            if not any(any(head is x for x in t[1:]) for t in seqs):
+                break
+        else:  # inconsistent hierarchy (a TypeError at run time): depth-first order
+            rest = []
+            for q in seqs:
+                rest.extend(c for c in q if not any(c is x for x in out + rest))
+            return tuple(out + rest)
+        out.append(head)
+        for q in seqs:
+            if q and q[0] is head:
+                q.pop(0)
+
+
+def _is_none_const(v):
+    return isinstance(v, ConstVal) and v.value is None
+
+
+_KNOWN_OBJECTS = (ModeVal, CtxVal, ExitStackVal, FuncVal, ClassVal, BoundMethod, PartialVal, TracedFn, TransformVal,
+                  OptimizerVal, DecoratorVal, InstanceVal, ModuleVal, TVal, SeqVal, ExportedProgramVal, FieldVal)
+_CMP = {
+    ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
+}
+
+
+def _is_none_test(v):
+    """``v is None``: True, False, or None when not known."""
+    if isinstance(v, ConstVal):
+        return v.value is None
+    if isinstance(v, _KNOWN_OBJECTS):
+        return False
+    if isinstance(v, MaybeVal):
+        answers = {_is_none_test(o) for o in v.options}
+        return answers.pop() if len(answers) == 1 else None
+    return None
+
+
+def _compare(ops, vals):
+    """A comparison Python can answer from known values (None: not known)."""
+    result = True
+    for op, a, b in zip(ops, vals, vals[1:]):
+        t = type(op)
+        if t in (ast.Is, ast.IsNot):
+            if _is_none_const(b):
+                r = _is_none_test(a)
+            elif _is_none_const(a):
+                r = _is_none_test(b)
+            else:
+                return None
+            if r is None:
+                return None
+            r = r if t is ast.Is else not r
+        elif t in _CMP and isinstance(a, ConstVal) and isinstance(b, ConstVal):
+            try:
+                r = bool(_CMP[t](a.value, b.value))
+            except Exception:
+                return None
+        elif t in (ast.In, ast.NotIn) and isinstance(a, ConstVal) and isinstance(b, SeqVal) and b.elts is not None:
+            keys = b.keys if b.keys is not None else b.elts
+            if b.keys is None and not all(isinstance(x, ConstVal) for x in keys):
+                return None
+            pool = [k for k in keys] if b.keys is not None else [x.value for x in keys]
+            try:
+                r = a.value in pool
+            except Exception:
+                return None
+            r = r if t is ast.In else not r
+        else:
+            return None
+        result = result and r
+    return result
+
+
+def _mark_may_regions(regions, before):
+    """Regions entered in a branch whose test is unknown, still entered after it:
+    after the ``if`` they are entered on some paths only."""
+    for r in regions:
+        if not any(r is b for b in before):
+            r.may = True
+
+
+def _is_module_value(v):
+    if isinstance(v, MaybeVal):
+        opts = [o for o in v.options if not _is_none_const(o)]
+        return bool(opts) and all(isinstance(o, ModuleVal) for o in opts)
+    return isinstance(v, ModuleVal)
+
+
+def _values_of(seq):
+    """The values of a mapping (each of them)."""
+    if not seq.items:
+        return UNKNOWN
+    out = seq.items[0]
+    for x in seq.items[1:]:
+        out = union(out, x)
+    return out
+
+
+def _dict_val(keys, values):
+    """A dict with constant keys (later keys win, as in Python)."""
+    ks, vs = [], []
+    for k, v in zip(keys, values):
+        try:
+            hash(k)
+        except TypeError:
+            return SeqVal(tuple(values), is_dict=True)
+        if k in ks:
+            i = ks.index(k)
+            del ks[i], vs[i]
+        ks.append(k)
+        vs.append(v)
+    return SeqVal(tuple(vs), tuple(vs), tuple(ks), is_dict=True)
+
+
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+# with the function definitions whose bodies are parsed on first use (fakegrad_lint.lazyparse)
+_FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, *LAZY_DEF_TYPES)
+
+
+def _defined_in(func, with_node) -> bool:
+    """Is ``func`` (a lambda or def) written inside the block of ``with_node``?"""
+    body = getattr(with_node, "body", None) or []
+    if func is None or not body or not hasattr(func, "lineno"):
+        return False
+    return body[0].lineno <= func.lineno and func.end_lineno <= body[-1].end_lineno
+
+
+def _free_in(expr, func) -> bool:
+    """Is the root name of ``expr`` free in ``func`` (not a parameter, not assigned,
+    not declared global in it)? Then it is read from the block's scope."""
+    root = expr
+    while isinstance(root, (ast.Attribute, ast.Subscript)):
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return False
+    a = func.args
+    params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if x is not None}
+    if root.id in params:
+        return False
+    body = func.body if isinstance(func.body, list) else [func.body]
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and node.id == root.id and not isinstance(node.ctx, ast.Load):
+                return False
+            if isinstance(node, (ast.Global, ast.Nonlocal)) and root.id in node.names:
+                return False
+    return True
+
+
+_MODULE_ITERATORS = frozenset({"children", "modules", "named_children", "named_modules", "parameters",
+                               "named_parameters", "buffers", "named_buffers", "values", "items"})
+
+
+def _owns(mod, origin, depth: int = 0) -> bool:
+    """Is ``origin`` the origin of module value ``mod``, of one of its parameters, or
+    of one of its submodules (known attributes, a few levels down)?"""
+    o = origin
+    while o is not None:
+        if o is mod.origin:
+            return True
+        o = o.parent
+    if depth >= 4:
+        return False
+    return any(isinstance(v, ModuleVal) and _owns(v, origin, depth + 1) for v in mod.attrs.values())
 
 
 def _is_nn_module_class(q):
-    if q in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+    if q in N.NN_MODULE_BASE:
         return True
     if not q.startswith("torch.nn."):
         return False
     parts = q[len("torch.nn."):].split(".")
     if not parts[-1][:1].isupper():
         return False
-    if parts[0] in ("utils", "functional", "init", "parameter", "attention", "common_types"):
+    if parts[0] in N.NN_NON_MODULE_SUBPACKAGES:
         return False
-    return parts[-1] not in ("Parameter", "UninitializedParameter", "Buffer", "UninitializedBuffer")
+    return parts[-1] not in N.NN_NON_MODULE_CLASSES
+
+
+def _is_module_factory(q):
+    """A third-party call that returns a real module (torchvision.models.resnet18,
+    timm.create_model, transformers' from_pretrained / from_config)."""
+    for prefix, how in N.MODULE_FACTORIES:
+        if how == "exact":
+            if q == prefix:
+                return True
+        elif q.startswith(prefix):
+            rest = q[len(prefix):].split(".")
+            if how == "lower" and len(rest) == 1 and rest[0][:1].islower():
+                return True
+            if how == "loader" and len(rest) == 2 and rest[0][:1].isupper() and rest[1] in N.LOADER_METHODS:
+                return True
+    return False
 
 
 def _is_torch_op(q):
@@ -2051,6 +2833,16 @@ _SOURCE_RE = re.compile(r"requires_grad|Parameter|parameters\(|\bnn\.|Module\b|t
 
 
 _CALL_RE = re.compile(r"\b(\w+)\s*\(")
+_WORD_RE = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def _module_classes(v, depth=0):
+    """A module class of the file, or a container of them (a registry)."""
+    if isinstance(v, ClassVal):
+        return v.is_module
+    if isinstance(v, (SeqVal, MaybeVal)) and depth < 2:
+        return any(_module_classes(x, depth + 1) for x in (v.items if isinstance(v, SeqVal) else v.options))
+    return False
 
 
 def _hot_in_code(node, text, hot_re):
@@ -2058,27 +2850,17 @@ def _hot_in_code(node, text, hot_re):
     where running the unit can evaluate it? Annotations are never evaluated (nor by
     this interpreter), docstrings and comments are not code: a unit that names a
     fake mode only there (``fake_mode: FakeTensorMode | None``) cannot open a region
-    by itself, so it is analysed on its own only when it calls one that can."""
+    by itself, so it is analysed on its own only when it calls one that can.
+    The signature's annotations are checked first, so that a unit that names a
+    fake mode only there does not need its body (parsed on first use)."""
+    import bisect
+
     first = min([node.lineno] + [dec.lineno for dec in node.decorator_list])
-    spans = []  # (start line, start col, end line, end col): columns in UTF-8 bytes
-    for n in ast.walk(node):
-        t = type(n)
-        if t is ast.arg or t is ast.AnnAssign:
-            a = n.annotation
-        elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
-            a = n.returns
-        elif t is ast.Expr and type(n.value) is ast.Constant and isinstance(n.value.value, str):
-            a = n.value
-        else:
-            continue
-        if a is not None:
-            spans.append((a.lineno, a.col_offset, a.end_lineno, a.end_col_offset))
     lines = text.split("\n")
     starts = [0]
     for ln in lines:
         starts.append(starts[-1] + len(ln) + 1)
-    import bisect
-
+    hits = []  # (line, start col, end col) of the matches in code, columns in UTF-8 bytes
     for m in hot_re.finditer(text):
         i = bisect.bisect_right(starts, m.start()) - 1
         line = lines[i]
@@ -2087,14 +2869,41 @@ def _hot_in_code(node, text, hot_re):
         h = prefix.find("#")
         if h >= 0 and not any(q in prefix[:h] for q in ("'", '"')):
             continue  # in a comment
-        lineno = first + i
         bcol = len(prefix.encode("utf-8")) if not prefix.isascii() else col
-        bend = bcol + len(m.group().encode("utf-8"))
-        if not any(
-            (sl, sc) <= (lineno, bcol) and (lineno, bend) <= (el, ec) for sl, sc, el, ec in spans
-        ):
-            return True
-    return False
+        hits.append((first + i, bcol, bcol + len(m.group().encode("utf-8"))))
+
+    def outside(hits, spans):
+        return [
+            (ln, c0, c1)
+            for ln, c0, c1 in hits
+            if not any((sl, sc) <= (ln, c0) and (ln, c1) <= (el, ec) for sl, sc, el, ec in spans)
+        ]
+
+    def span(a):
+        return (a.lineno, a.col_offset, a.end_lineno, a.end_col_offset)
+
+    args = node.args
+    header = [span(x.annotation) for x in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+              if x is not None and x.annotation is not None]
+    if node.returns is not None:
+        header.append(span(node.returns))
+    hits = outside(hits, header)
+    if not hits:
+        return False
+    spans = []
+    for n in ast.walk(node):  # the body too: annotations of locals and nested defs, docstrings
+        t = type(n)
+        if t is ast.arg or t is ast.AnnAssign:
+            a = n.annotation
+        elif t in _FUNCTION_DEFS:
+            a = n.returns
+        elif t is ast.Expr and type(n.value) is ast.Constant and isinstance(n.value.value, str):
+            a = n.value
+        else:
+            continue
+        if a is not None:
+            spans.append(span(a))
+    return bool(outside(hits, spans))
 
 
 def _called_names(text):
@@ -2107,14 +2916,37 @@ def _interesting(v, depth=0):
     """Does this value carry anything the rules care about?"""
     if isinstance(v, TVal):
         return bool(v.origins or v.mode is not None or v.leaks)
-    if isinstance(v, (ModuleVal, ModeVal, CtxVal, ExitStackVal, TracedFn, OptimizerVal)):
+    if isinstance(v, (ModuleVal, ModeVal, CtxVal, ExitStackVal, TracedFn, OptimizerVal, TransformVal, ExportedProgramVal)):
         return True
+    if isinstance(v, ClassVal):
+        return v.is_module  # calling it makes a module
     if isinstance(v, (SeqVal, MaybeVal)) and depth < 3:
         items = v.items if isinstance(v, SeqVal) else v.options
         return any(_interesting(x, depth + 1) for x in items)
     if isinstance(v, InstanceVal) and depth < 2:
         return any(_interesting(x, depth + 1) for x in v.attrs.values())
     return False
+
+
+def _set_requires_grad(v, on, depth=0):
+    """``module.requires_grad_(on)``: every parameter of the module, its submodules'
+    included (attributes of modules of the file), is switched."""
+    if isinstance(v, ModuleVal):
+        if v.origin is not None:
+            v.origin.disabled = not on
+            if on:
+                v.origin.frozen.clear()
+        if depth < 4:
+            for x in v.attrs.values():
+                if isinstance(x, (ModuleVal, TVal, SeqVal)):
+                    _set_requires_grad(x, on, depth + 1)
+    elif isinstance(v, TVal):
+        for o in v.origins:
+            if o.kind in ("parameter", "module"):
+                o.disabled = not on
+    elif isinstance(v, SeqVal) and depth < 4:
+        for x in v.items:
+            _set_requires_grad(x, on, depth + 1)
 
 
 def _disable_module_origins(v):
@@ -2125,6 +2957,8 @@ def _disable_module_origins(v):
     for o in v.origins:
         if o.kind == "module":
             o.disabled = True
+            if o.owner is not None:
+                _set_requires_grad(o.owner, False)
         elif o.parent is not None and o.param is not None:
             o.disabled = True
             parent = o.parent
@@ -2133,16 +2967,11 @@ def _disable_module_origins(v):
                 parent.disabled = True
 
 
-_WEIGHT_AND_BIAS = ("Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
-                    "ConvTranspose3d", "Bilinear", "LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d",
-                    "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "RMSNorm")
-
-
 def _known_params(cls_name, kwargs):
     """The parameter names of common torch.nn layers (None when not known)."""
-    if cls_name in ("Embedding", "EmbeddingBag", "PReLU"):
+    if cls_name in N.WEIGHT_ONLY_MODULES:
         return frozenset({"weight"})
-    if cls_name in _WEIGHT_AND_BIAS:
+    if cls_name in N.WEIGHT_AND_BIAS_MODULES:
         names = {"weight", "bias"}
         for flag in ("bias", "elementwise_affine", "affine"):
             v = kwargs.get(flag)
@@ -2195,13 +3024,6 @@ def _flatten(v, depth=0):
     return [v]
 
 
-_STAR_EXPORTS = {
-    "torch._subclasses.fake_tensor": ("FakeTensorMode", "FakeCopyMode", "unset_fake_temporarily"),
-    "torch._subclasses": ("FakeTensorMode",),
-    "torch.fx.experimental.proxy_tensor": ("make_fx",),
-}
-
-
 def _sets_requires_grad(body, name):
     for n in ast.walk(ast.Module(body=list(body), type_ignores=[])):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "requires_grad_":
@@ -2223,11 +3045,25 @@ def _is_tensorish(v):
 
 
 def _truth(v):
+    """bool(v) when Python's answer is known: constants, objects without
+    ``__bool__``/``__len__`` (modes, context managers, functions, classes), literals."""
     if isinstance(v, ConstVal):
         try:
             return bool(v.value)
         except Exception:
             return None
+    if isinstance(v, (ModeVal, CtxVal, ExitStackVal, FuncVal, ClassVal, BoundMethod, PartialVal, TracedFn,
+                      TransformVal, OptimizerVal, DecoratorVal)):
+        return True
+    if isinstance(v, InstanceVal):
+        cls = v.cls
+        if all(isinstance(b, ClassVal) for c in cls.mro for b in c.bases) and not (
+            cls.lookup_method("__bool__") or cls.lookup_method("__len__")
+        ):
+            return True
+        return None
+    if isinstance(v, SeqVal) and v.elts is not None:
+        return bool(v.elts)
     return None
 
 
@@ -2248,13 +3084,27 @@ def _is_meta(vals):
     return False
 
 
-def _fake_copy(v, mode):
-    if isinstance(v, ModuleVal):
-        return ModuleVal(None, mode, v.cls, dict(v.attrs))
+def _with_taint(v, leaks):
+    if isinstance(v, TVal):
+        return TVal(v.origins, v.mode, v.leaks | leaks, v.derived)
     if isinstance(v, SeqVal):
-        items = tuple(_fake_copy(x, mode) for x in v.items)
-        elts = tuple(_fake_copy(x, mode) for x in v.elts) if v.elts is not None else None
-        return SeqVal(items, elts)
+        items = tuple(_with_taint(x, leaks) for x in v.items)
+        elts = tuple(_with_taint(x, leaks) for x in v.elts) if v.elts is not None else None
+        return SeqVal(items, elts, v.keys, v.is_dict)
+    return v
+
+
+def _fake_copy(v, mode, depth=0):
+    """What ``from_tensor`` / a deepcopy under a fake mode gives: the same structure,
+    every tensor (and every submodule's parameter) fake."""
+    if isinstance(v, ModuleVal):
+        attrs = {k: (_fake_copy(x, mode, depth + 1) if depth < 4 and isinstance(x, (ModuleVal, TVal, SeqVal)) else x)
+                 for k, x in v.attrs.items()}
+        return ModuleVal(None, mode, v.cls, attrs)
+    if isinstance(v, SeqVal):
+        items = tuple(_fake_copy(x, mode, depth + 1) for x in v.items)
+        elts = tuple(_fake_copy(x, mode, depth + 1) for x in v.elts) if v.elts is not None else None
+        return SeqVal(items, elts, v.keys, v.is_dict)
     if isinstance(v, (TVal, MaybeVal)) or v is UNKNOWN:
         return TVal(frozenset(), mode)
     return v

@@ -34,6 +34,14 @@ class Value:
     def fake_mode(self):
         return None
 
+    def proven_rg(self) -> bool:
+        """Is this, on every path, a real value with requires-grad provenance?"""
+        return bool(self.real_rg())
+
+    def proven_fake(self) -> bool:
+        """Is this, on every path, a fake value?"""
+        return False
+
 
 class _Unknown(Value):
     __slots__ = ()
@@ -58,6 +66,7 @@ class Origin:
     param_names: frozenset | None = None  # a module's parameters, when known
     frozen: set = field(default_factory=set)  # parameters switched off one by one
     disabled: bool = False  # requires_grad switched off (e.g. every parameter frozen)
+    owner: object = None  # the ModuleVal of a module of the file (its submodules are its parameters too)
     file: object = field(default_factory=_current_file)  # project module it was made in (None: the linted file)
 
 
@@ -74,6 +83,7 @@ class LeakRecord:
     sinks: list = field(default_factory=list)  # (description, line)
     fix_plan: object = None
     value_kind: str = "tensor"  # "tensor", "parameter", "module", "container"
+    may: bool = False  # some link is only possible (a may value, a may region): never a default finding
     file: object = None  # project module of ``node`` (None: the linted file)
     entry: object = None  # when ``file`` is set: (call node, arg exprs, arg values, statement) in the linted file
     sink_sites: list = field(default_factory=list)  # (description, node, project module or None)
@@ -102,6 +112,8 @@ class Region:
     item_index: int = -1
     bound_name: str | None = None  # how the code can name the mode inside the region
     uses: dict = field(default_factory=dict)  # (fix kind, value text) -> expressions that leak it here
+    may: bool = False  # entered on some paths only (a context chosen by an unknown condition or key)
+    func_node: object = None  # the function whose code entered it (None: implicit)
     file: object = field(default_factory=_current_file)  # project module that entered it (None: the linted file)
 
 
@@ -115,6 +127,7 @@ class TVal(Value):
     mode: ModeVal | None = None
     leaks: frozenset = frozenset()
     derived: bool = False  # computed from a requires-grad value (not a leaf)
+    may_fake: bool = False  # made in a region entered on some paths only (fake or real)
 
     def real_rg(self):
         return self.origins if self.mode is None else frozenset()
@@ -125,18 +138,26 @@ class TVal(Value):
     def fake_mode(self):
         return self.mode
 
+    def proven_fake(self):
+        return self.mode is not None and not self.may_fake
+
 
 @dataclass(eq=False)
 class ModuleVal(Value):
     """An nn.Module instance. Real modules built outside a region carry real parameters."""
 
-    origin: Origin | None  # None: fake / meta / no parameters
+    origin: Origin | None  # None: fake / no parameters
     mode: ModeVal | None = None
     cls: object = None  # ClassVal for modules defined in the file
     attrs: dict = field(default_factory=dict)
+    meta: bool = False  # parameters on the meta device: no data, but not fake either (a fake mode
+    # treats them as non-fake inputs: a strict one crashes, an allowing one fakes their .grad)
+
+    def is_real(self):
+        return self.origin is not None and self.mode is None
 
     def real_rg(self):
-        return frozenset([self.origin]) if (self.origin is not None and self.mode is None) else frozenset()
+        return frozenset([self.origin]) if self.is_real() else frozenset()
 
     def fake_mode(self):
         return self.mode
@@ -149,6 +170,17 @@ class SeqVal(Value):
 
     items: tuple = ()
     elts: tuple | None = None
+    keys: tuple | None = None  # a dict with constant keys: keys[i] names elts[i]
+    is_dict: bool = False  # a mapping: ``items`` are its values, iterating it gives its keys
+
+    def lookup(self, key):
+        """The value under a constant key of a dict with known keys (None: not known)."""
+        if self.keys is None or self.elts is None:
+            return None
+        for k, v in zip(self.keys, self.elts):
+            if k == key and type(k) is type(key):
+                return v
+        return None
 
     def real_rg(self):
         out = frozenset()
@@ -189,6 +221,10 @@ class FuncVal(Value):
     cls: object = None
     contextmanager: bool = False
     grad_off: bool = False  # decorated with @torch.no_grad()
+    kind: str = "plain"  # "plain", "static", "class", "property" (how a class attribute binds)
+    defaults: list = field(default_factory=list)
+    kw_defaults: dict = field(default_factory=dict)
+    wrapped: "FuncVal | None" = None  # a decorator's wrapper: the function it was given
 
 
 @dataclass(eq=False)
@@ -202,8 +238,35 @@ class ClassVal(Value):
     node: ast.ClassDef
     scope: object
     is_module: bool
-    methods: dict = field(default_factory=dict)
+    methods: dict = field(default_factory=dict)  # every method visible, by the MRO
     bases: tuple = ()
+    own: dict = field(default_factory=dict)  # methods defined in this class body
+    attrs: dict = field(default_factory=dict)  # class attributes defined in this class body (or set later)
+    mro: tuple = ()  # in-file classes, this one first (C3 linearization)
+    torch_base: bool = False  # derives from a torch.nn class that has parameters of its own
+    dataclass: bool = False
+
+    def lookup_method(self, name):
+        for c in self.mro or (self,):
+            m = c.own.get(name)
+            if m is not None:
+                return m
+        return self.methods.get(name)
+
+    def lookup_attr(self, name):
+        for c in self.mro or (self,):
+            if name in c.attrs:
+                return c.attrs[name]
+        return None
+
+    def fields(self):
+        """Annotated class-level names, bases first (dataclass / NamedTuple order)."""
+        out = []
+        for c in reversed(self.mro or (self,)):
+            for n in c.node.body:
+                if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.target.id not in out:
+                    out.append(n.target.id)
+        return out
 
 
 @dataclass(eq=False)
@@ -228,9 +291,20 @@ class ExitStackVal(Value):
 
 @dataclass(frozen=True, eq=False)
 class MaybeVal(Value):
-    """Either of two values (a conditional whose test is unknown)."""
+    """One of several values (``each=False``: a conditional whose test is unknown, a
+    lookup by an unknown key, a function with several returns), or each of several
+    (``each=True``: the elements of a container, all of them used)."""
 
     options: tuple
+    each: bool = False
+
+    def proven_rg(self):
+        opts = [o for o in self.options if not _is_none(o)]
+        if not opts:
+            return False
+        if self.each:
+            return any(o.proven_rg() for o in opts)
+        return all(o.proven_rg() for o in opts)
 
     def real_rg(self):
         out = frozenset()
@@ -265,23 +339,91 @@ class OptimizerVal(Value):
     params: Value
 
 
+@dataclass(eq=False)
+class ExportedProgramVal(Value):
+    """torch.export.export(m, args): ``.module()`` keeps m's parameters; calling the
+    program itself fakifies them (not a leak by the caller)."""
+
+    module: Value
+
+
+@dataclass(eq=False)
+class TransformVal(Value):
+    """torch.func.grad(f) and friends: calling it runs f; ``kind`` says what it returns."""
+
+    kind: str
+    func: Value
+    argnums: object = 0
+
+
+@dataclass(eq=False)
+class FieldVal(Value):
+    """dataclasses.field(default=..., default_factory=...)."""
+
+    default: Value | None = None
+    factory: Value | None = None
+
+
+@dataclass(eq=False)
+class DecoratorVal(Value):
+    """A decorator known by what it does: ``identity`` (functools.wraps(fn),
+    torch.compile(mode=...)) returns the function it is given."""
+
+    kind: str = "identity"
+
+
+@dataclass(eq=False)
+class SuperVal(Value):
+    """super() in a method: attribute lookups start after ``cls`` in the MRO of ``self_val``."""
+
+    cls: object
+    self_val: Value
+
+
+def _is_none(v):
+    return isinstance(v, ConstVal) and v.value is None
+
+
+def _options(v):
+    return v.options if isinstance(v, MaybeVal) and not v.each else (v,)
+
+
 def join(a: Value, b: Value) -> Value:
+    """One of ``a`` and ``b`` (branches, several returns, a lookup by an unknown key):
+    what holds for the result must hold on both paths."""
+    if a is b:
+        return a
+    if (isinstance(a, TVal) and isinstance(b, TVal) and a.mode is b.mode and bool(a.origins) == bool(b.origins)
+            and a.leaks == b.leaks and a.may_fake == b.may_fake):
+        return TVal(a.origins | b.origins, a.mode, a.leaks, a.derived or b.derived, a.may_fake)
+    opts = []
+    for v in (a, b):
+        for o in _options(v):
+            if not any(o is p for p in opts):
+                opts.append(o)
+    if len(opts) > 6:
+        opts = opts[:5] + [UNKNOWN]
+    return MaybeVal(tuple(opts))
+
+
+def union(a: Value, b: Value) -> Value:
+    """Each of ``a`` and ``b`` (the elements of a container, all of them used)."""
     if a is b:
         return a
     if a is UNKNOWN:
-        return b if not isinstance(b, (TVal, SeqVal)) else MaybeVal((a, b))
+        return b if not isinstance(b, (TVal, SeqVal)) else MaybeVal((a, b), each=True)
     if b is UNKNOWN:
-        return a if not isinstance(a, (TVal, SeqVal)) else MaybeVal((a, b))
+        return a if not isinstance(a, (TVal, SeqVal)) else MaybeVal((a, b), each=True)
     if isinstance(a, TVal) and isinstance(b, TVal) and a.mode is b.mode:
-        return TVal(a.origins | b.origins, a.mode, a.leaks | b.leaks, a.derived or b.derived)
+        return TVal(a.origins | b.origins, a.mode, a.leaks | b.leaks, a.derived or b.derived, a.may_fake and b.may_fake)
     opts = []
     for v in (a, b):
-        for o in v.options if isinstance(v, MaybeVal) else (v,):
+        for o in v.options if isinstance(v, MaybeVal) and v.each else (v,):
             if not any(o is p for p in opts):
                 opts.append(o)
     if len(opts) > 6:
         opts = opts[:6]
-    return MaybeVal(tuple(opts))
+    return MaybeVal(tuple(opts), each=True)
 
 
 class ProjModVal(Value):

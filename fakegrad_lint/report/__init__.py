@@ -158,11 +158,14 @@ def render(format_name: str, ctx: ReportContext) -> str:
 
 
 def use_color(choice: str, stream) -> bool:
-    """``--color auto|always|never``: auto means a terminal and no ``NO_COLOR``."""
+    """``--color auto|always|never``: auto means a non-empty ``FORCE_COLOR``
+    (force-color.org, as ruff), else a terminal and no ``NO_COLOR``."""
     if choice == "always":
         return True
     if choice == "never":
         return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
     if os.environ.get("NO_COLOR"):
         return False
     try:

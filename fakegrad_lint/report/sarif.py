@@ -14,6 +14,10 @@ Paths: a file under the current directory gets a relative URI with
 ``uriBaseId: %SRCROOT%`` (declared in ``originalUriBaseIds``), anything else an
 absolute ``file://`` URI.
 
+Notebooks: rows are relative to the cell, like every other format; the message
+starts with ``cell N:`` and the region (and the result) carry
+``properties.cell``.
+
 Tool errors (files that could not be checked) become
 ``invocations[0].toolExecutionNotifications`` and make ``executionSuccessful``
 false.
@@ -117,22 +121,29 @@ def _region(start: Location, end: Location) -> dict:
     }
 
 
-def _replacement(edit: Edit) -> dict:
-    return {"deletedRegion": _region(edit.start, edit.end), "insertedContent": {"text": edit.content}}
+def _replacement(edit: Edit, cell: int | None = None) -> dict:
+    region = _region(edit.start, edit.end)
+    if cell is not None:
+        region["properties"] = {"cell": cell}
+    return {"deletedRegion": region, "insertedContent": {"text": edit.content}}
 
 
 def _result(f: Finding, index: dict[str, int], levels: dict[str, str], root: Path) -> dict:
+    region = _region(f.location, f.end_location)
+    if f.cell is not None:
+        # Notebook rows are relative to the cell: the region says which cell.
+        region["properties"] = {"cell": f.cell}
     location = {
         "physicalLocation": {
             "artifactLocation": artifact_location(f.filename, root),
-            "region": _region(f.location, f.end_location),
+            "region": region,
         }
     }
     result: dict = {"ruleId": f.code}
     if f.code in index:
         result["ruleIndex"] = index[f.code]
     result["level"] = levels.get(f.code, LEVEL_DEFAULT_RULE)
-    result["message"] = {"text": f.message}
+    result["message"] = {"text": f.message if f.cell is None else f"cell {f.cell}: {f.message}"}
     result["locations"] = [location]
     if f.fix is not None and f.fix.edits:
         result["fixes"] = [
@@ -141,7 +152,7 @@ def _result(f: Finding, index: dict[str, int], levels: dict[str, str], root: Pat
                 "artifactChanges": [
                     {
                         "artifactLocation": artifact_location(f.filename, root),
-                        "replacements": [_replacement(e) for e in f.fix.edits],
+                        "replacements": [_replacement(e, f.cell) for e in f.fix.edits],
                     }
                 ],
                 "properties": {"applicability": f.fix.applicability.value},

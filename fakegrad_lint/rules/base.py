@@ -36,6 +36,10 @@ class Rule:
     fixed_example: str | None
     matches: Callable[[Leak], bool]
     message: Callable[[Leak], str]
+    # What ``--fix --unsafe-fixes`` writes for each ``invalid`` example, in order
+    # (None: the example gets no fix); the tests check them exactly, like Fixit's
+    # ``Invalid(..., expected_replacement=...)``.
+    invalid_fixed: tuple[str | None, ...] = ()
     fix: str = "none"  # "none", "safe", "unsafe" or "safe/unsafe": what --fix can do
     default: bool = True  # opt-in rules are off unless selected
     url: str = field(default="")

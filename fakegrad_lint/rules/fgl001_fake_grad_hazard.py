@@ -32,7 +32,14 @@ RULE = Rule(
         "unchanged and the real tensor is never touched. For a module the fix runs it with "
         "`torch.func.functional_call` over `from_tensor` copies of its parameters and "
         "buffers; it is marked unsafe because gradients then land on the fake copies, "
-        "which changes what the code computes for anything that reads them."
+        "which changes what the code computes for anything that reads them. A method other "
+        "than `forward` (`ae.encode(x)`) or a loop over a real module (`for layer in "
+        "model.children()`) runs on a fake copy made in the region with "
+        "`with FakeCopyMode(fake_mode): ae_fake = copy.deepcopy(ae)` (unsafe for the same "
+        "reason). Both forms were measured on torch 2.13: the real shapes, forward hooks run, "
+        "buffer updates go to fake tensors, no real storage; `functional_call` also works "
+        "under a strict mode, the deep copy needs `allow_non_fake_inputs=True`. When the code "
+        "reads the module's parameter gradients the module fix is display-only."
     ),
     invalid=(
         """\
@@ -77,6 +84,38 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 with FakeTensorMode(allow_non_fake_inputs=True):
     model = nn.Linear(3, 2)  # born fake: its parameters are FakeTensors
     out = model(torch.randn(4, 3))
+    out.sum().backward()
+print(tuple(out.shape))
+""",
+    ),
+    # What `--fix --unsafe-fixes` writes for each invalid example (None: no fix),
+    # checked like Fixit's expected_replacement.
+    invalid_fixed=(
+        """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+x = torch.randn(4, 3, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
+    x_fake = fake_mode.from_tensor(x)
+    y = (x_fake * 2).sum()  # FGL001
+    y.backward()
+print(tuple(y.shape))
+""",
+        """\
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+model = nn.Linear(3, 2)
+with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
+    model_fake_state = {
+        name: fake_mode.from_tensor(t)
+        for name, t in [*model.named_parameters(), *model.named_buffers()]
+    }
+    out = torch.func.functional_call(
+        model, model_fake_state, (torch.randn(4, 3),),
+    )  # FGL001
     out.sum().backward()
 print(tuple(out.shape))
 """,

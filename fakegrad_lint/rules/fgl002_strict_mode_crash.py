@@ -64,6 +64,20 @@ with FakeTensorMode():
 print(tuple(y.shape))
 """,
     ),
+    # What `--fix --unsafe-fixes` writes for each invalid example (None: no fix),
+    # checked like Fixit's expected_replacement.
+    invalid_fixed=(
+        """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+w = torch.randn(3, 3, requires_grad=True)
+with FakeTensorMode() as fake_mode:
+    w_fake = fake_mode.from_tensor(w)
+    y = w_fake @ torch.randn(3, 5)  # FGL002
+print(tuple(y.shape))
+""",
+    ),
     fixed_example="""\
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode

@@ -56,6 +56,21 @@ y = f * w  # w does not require grad
 print(tuple(y.shape))
 """,
     ),
+    # What `--fix --unsafe-fixes` writes for each invalid example (None: no fix),
+    # checked like Fixit's expected_replacement.
+    invalid_fixed=(
+        """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+w = torch.randn(3, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    f = torch.randn(3)
+loss = (f * f.fake_mode.from_tensor(w)).sum()  # FGL003
+loss.backward()
+print(tuple(loss.shape))
+""",
+    ),
     fixed_example="""\
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode

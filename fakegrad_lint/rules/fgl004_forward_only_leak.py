@@ -17,8 +17,8 @@ RULE = Rule(
     what=(
         "A real requires-grad value is used inside `FakeTensorMode(allow_non_fake_inputs=True)` "
         "(or mixed with a leaked fake tensor) and no backward is reachable. Off by default: "
-        "this is the most common safe shape (forward-only shape inference). Select it with "
-        "`--select FGL004` for a strict policy."
+        "this is the most common safe shape (forward-only shape inference). Enable it with "
+        "`--extend-select FGL004` (in addition to the default rules) for a strict policy."
     ),
     why=(
         "Today nothing goes wrong. The fake results still hold the real leaf in their "
@@ -53,6 +53,11 @@ with FakeTensorMode(allow_non_fake_inputs=True):
     out = model(torch.randn(4, 3))
 print(tuple(out.shape))
 """,
+    ),
+    # What `--fix --unsafe-fixes` writes for each invalid example (None: no fix),
+    # checked like Fixit's expected_replacement.
+    invalid_fixed=(
+        None,
     ),
     fixed_example=None,
     matches=lambda leak: leak.verdict is Verdict.FORWARD_ONLY,

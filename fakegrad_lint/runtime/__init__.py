@@ -9,8 +9,10 @@ importing ``fakegrad_lint.runtime`` itself does not import torch; ``Watcher``,
 from fakegrad_lint.runtime.errors import FakeGradError
 from fakegrad_lint.runtime.guard import guard
 
-SUPPORTED_TORCH = ">=2.4"
-RUNTIME_EXTRA_HINT = "pip install 'fakegrad-lint[runtime]'"
+SUPPORTED_TORCH = ">=2.4"  # the `runtime` extra of pyproject.toml (tests/test_everyday.py checks they agree)
+# A command that works wherever fakegrad-lint came from (a clone, a git URL, a
+# wheel): the runtime extra is torch and nothing else.
+RUNTIME_EXTRA_HINT = f"pip install 'torch{SUPPORTED_TORCH}'"
 
 __all__ = ["SUPPORTED_TORCH", "FakeGradError", "Watcher", "guard", "watch"]
 

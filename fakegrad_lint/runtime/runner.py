@@ -1,10 +1,11 @@
 """The child process of ``fakegrad-lint confirm``: run user code under the watcher.
 
-    python -m fakegrad_lint.runtime.runner --events FILE [--device cpu|cuda]
+    python -m fakegrad_lint.runtime.runner (--events FILE | --events-fd FD) [--device cpu|cuda]
         (--script PATH | --module NAME | --pytest) [-- ARGS...]
 
-Every record is appended to FILE as one JSON line the moment it happens, so a
-run killed on timeout still leaves what it saw. The last line is
+Every record is appended to FILE (or written to the inherited pipe FD, as
+``confirm`` does) as one JSON line the moment it happens, so a run killed on
+timeout still leaves what it saw. The last line is
 ``{"type": "exit", "status": N}`` when the code finished (exception or not).
 A ``{"type": "error", "reason": ...}`` line means the run could not start
 (torch missing, CUDA unavailable); the process then exits with status 3.
@@ -47,12 +48,12 @@ def _fd_writer(fd: int):
     that gets the same number never receives records. A write that cannot be
     made is dropped: ``confirm`` sees the final record missing and says the
     run could not report."""
-    import fcntl
-
     try:
+        import fcntl
+
         high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, REPORT_FD_MIN)
         os.close(fd)
-    except OSError:
+    except (ImportError, AttributeError, OSError):  # pragma: no cover - not POSIX
         high = fd
     try:
         ident = os.fstat(high)
@@ -162,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         write(rec)
 
     status = 0
+    failure: dict = {}
     with Watcher(on_record=on_record):
         try:
             if ns.script is not None:
@@ -178,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
 
                 sys.path.insert(0, os.getcwd())
                 status = int(pytest.main(extra))
+                if status in PYTEST_FAILED_TO_RUN:
+                    failure = {"exception": f"pytest could not run the tests ({PYTEST_FAILED_TO_RUN[status]}, exit status {status})"}
         except SystemExit as exc:
             code = exc.code
             if code is None:
@@ -188,15 +192,63 @@ def main(argv: list[str] | None = None) -> int:
                 print(code, file=sys.stderr)
                 status = 1
         except BaseException as exc:  # the script's own failure: report it, do not die with it
-            if isinstance(exc, AssertionError) and tc.FAKE_ASSERTION_TEXT in str(exc):
+            fake_crash = isinstance(exc, AssertionError) and tc.FAKE_ASSERTION_TEXT in str(exc)
+            if fake_crash:
                 _fallback_crash(exc, records, write)
+            else:
+                failure = _failure(exc)
             # as python prints it, without the runner's own frame
             traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next)
             status = 1
     sys.stdout.flush()
     sys.stderr.flush()
-    write({"type": "exit", "status": status})
+    write({"type": "exit", "status": status, **failure, "files": _loaded_files(ns.script)})
     return status
+
+
+# pytest exit statuses that mean the tests did not run (collection or usage errors)
+PYTEST_FAILED_TO_RUN = {2: "interrupted, e.g. a collection error", 3: "internal error", 4: "usage error"}
+
+
+def _failure(exc: BaseException) -> dict:
+    """The script's own uncaught exception: its first line and the innermost user frame."""
+    from fakegrad_lint.runtime.watcher import _is_internal
+
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    out: dict = {"exception": f"{type(exc).__name__}: {text}" if text else type(exc).__name__}
+    tb = exc.__traceback__
+    where = None
+    while tb is not None:
+        fn = tb.tb_frame.f_code.co_filename
+        if not _is_internal(fn) and not os.path.abspath(fn).startswith(_RUNNER_FILES):
+            where = (os.path.abspath(fn), tb.tb_lineno)
+        tb = tb.tb_next
+    if where is not None:
+        out["exception_filename"], out["exception_line"] = where
+    return out
+
+
+_RUNNER_FILES = (os.path.abspath(__file__),)
+
+
+def _loaded_files(script: str | None) -> list[str]:
+    """The project's source files this run executed (modules under
+    ``FAKEGRAD_PROJECT_ROOT`` plus the script), for ``confirm`` to report only
+    the findings of code that ran."""
+    root = os.environ.get("FAKEGRAD_PROJECT_ROOT")
+    files = set()
+    if script:
+        files.add(os.path.abspath(script))
+    if root:
+        prefix = os.path.join(os.path.abspath(root), "")
+        try:
+            for mod in list(sys.modules.values()):
+                fn = getattr(mod, "__file__", None)
+                if isinstance(fn, str) and os.path.abspath(fn).startswith(prefix):
+                    files.add(os.path.abspath(fn))
+        except Exception:  # a script that left odd objects in sys.modules
+            pass
+    return sorted(files)
 
 
 if __name__ == "__main__":

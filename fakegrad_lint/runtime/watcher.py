@@ -136,6 +136,21 @@ def describe_mode(mode, leaked: bool = False) -> str:
     return text
 
 
+def python_path(dotted: str) -> str:
+    """A ``named_parameters`` name in Python spelling, as an attribute path:
+    ``net.2.weight`` -> ``.net[2].weight`` (ModuleList/Sequential indices),
+    ``blocks.a-b.weight`` -> ``.blocks["a-b"].weight`` (ModuleDict keys)."""
+    out = []
+    for part in dotted.split("."):
+        if part.isdigit():
+            out.append(f"[{part}]")
+        elif part.isidentifier():
+            out.append(f".{part}")
+        else:
+            out.append(f"[{part!r}]")
+    return "".join(out)
+
+
 def _name_in_frame(frame, t) -> str | None:
     """A name the user frame binds to ``t``, or ``module.attr`` for a parameter of a local module."""
     if frame is None:
@@ -153,7 +168,7 @@ def _name_in_frame(frame, t) -> str | None:
                 if isinstance(value, nn.Module) and not key.startswith("_"):
                     for pname, p in value.named_parameters():
                         if p is t:
-                            return f"{key}.{pname}"
+                            return key + python_path(pname)
     except Exception:  # pragma: no cover - best effort only
         return None
     return None

@@ -1,0 +1,364 @@
+"""Torch's semantics as data: what each qualified name does for the analysis.
+
+Everything the interpreter knows about torch (and the few third-party libraries
+that build torch modules) lives here: which callables open a fake region, which
+switch grad mode or dispatch off, which make tensors or modules, which return
+``self``, which only read metadata, which transforms keep the real parameters of
+the module they are given. Names are fully qualified after import resolution, so
+a local name that merely looks like torch's is never matched. The interpreter
+looks names up here; it has no torch knowledge of its own in branches.
+"""
+
+from __future__ import annotations
+
+FAKE_TENSOR_MODE = frozenset(
+    {
+        "torch._subclasses.fake_tensor.FakeTensorMode",
+        "torch._subclasses.FakeTensorMode",
+    }
+)
+FAKE_COPY_MODE = frozenset(
+    {"torch._subclasses.fake_tensor.FakeCopyMode", "torch._subclasses.FakeCopyMode"}
+)
+DETECT_FAKE_MODE = frozenset({"torch._guards.detect_fake_mode"})
+UNSET_FAKE = frozenset(
+    {
+        "torch._subclasses.fake_tensor.unset_fake_temporarily",
+        "torch._subclasses.unset_fake_temporarily",
+        "torch.utils._mode_utils.no_dispatch",
+        "torch.utils._python_dispatch._disable_current_modes",
+        "torch._C._DisableTorchDispatch",
+        "torch._subclasses.fake_tensor.disable_fake_tensor_mode_tracing",
+    }
+)
+GRAD_OFF = frozenset(
+    {
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.autograd.no_grad",
+        "torch.autograd.grad_mode.no_grad",
+        "torch.autograd.inference_mode",
+        "torch.autograd.grad_mode.inference_mode",
+    }
+)
+GRAD_ON = frozenset({"torch.enable_grad", "torch.autograd.enable_grad", "torch.autograd.grad_mode.enable_grad"})
+SET_GRAD_ENABLED = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled"})
+NULL_CONTEXT = frozenset({"contextlib.nullcontext", "contextlib.suppress"})
+EXIT_STACK = frozenset({"contextlib.ExitStack"})
+CONTEXT_MANAGER = frozenset({"contextlib.contextmanager"})
+PATCH_OBJECT = frozenset({"unittest.mock.patch.object", "mock.patch.object"})
+MAKE_FX = frozenset({"torch.fx.experimental.proxy_tensor.make_fx", "torch.fx.experimental.make_fx"})
+DEEPCOPY = frozenset({"copy.deepcopy"})
+FUNCTIONAL_CALL = frozenset(
+    {"torch.func.functional_call", "torch.nn.utils.stateless.functional_call", "torch._functorch.functional_call.functional_call"}
+)
+PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+AUTOGRAD_BACKWARD = frozenset({"torch.autograd.backward"})
+AUTOGRAD_GRAD = frozenset({"torch.autograd.grad"})
+FROM_REAL_TENSOR_ATTR = ("from_tensor", "from_real_tensor")
+
+# torch.* callables that are not tensor ops: no operand dispatches on a tensor.
+TORCH_NON_OPS_PREFIX = (
+    "torch.cuda.",
+    "torch.backends.",
+    "torch.distributed.",
+    "torch.utils.",
+    "torch.testing.",
+    "torch.jit.",
+    "torch.compiler.",
+    "torch._dynamo.",
+    "torch.optim.",
+    "torch.nn.init.calculate",
+    "torch.fx.",
+    # whole-program tools: their results are programs and handles, not tensors
+    "torch.export.",
+    "torch.onnx.",
+    "torch.package.",
+    "torch.hub.",
+    "torch.profiler.",
+    "torch.library.",
+    "torch.overrides.",
+)
+TORCH_NON_OPS = frozenset(
+    {
+        "torch.Size",
+        "torch.device",
+        "torch.dtype",
+        "torch.manual_seed",
+        "torch.set_default_device",
+        "torch.set_default_dtype",
+        "torch.get_default_dtype",
+        "torch.is_tensor",
+        "torch.is_grad_enabled",
+        "torch.is_floating_point",
+        "torch.numel",
+        "torch.compile",
+        "torch.Generator",
+        "torch.typename",
+        "torch.get_default_device",
+        "torch.set_printoptions",
+        "torch.use_deterministic_algorithms",
+        "torch.set_num_threads",
+        "torch.nn.utils.clip_grad_norm_",
+        "torch.nn.utils.clip_grad_value_",
+    }
+)
+# torch.* functions whose result carries no autograd history from their inputs.
+NON_DIFFERENTIABLE_FUNCS = frozenset(
+    {
+        "torch.zeros_like",
+        "torch.ones_like",
+        "torch.empty_like",
+        "torch.full_like",
+        "torch.rand_like",
+        "torch.randn_like",
+        "torch.randint_like",
+        "torch.argmax",
+        "torch.argmin",
+        "torch.argsort",
+        "torch.eq",
+        "torch.ne",
+        "torch.lt",
+        "torch.gt",
+        "torch.le",
+        "torch.ge",
+        "torch.isnan",
+        "torch.isinf",
+        "torch.isfinite",
+        "torch.sign",
+        "torch.equal",
+        "torch.allclose",
+        "torch.isclose",
+        "torch.nonzero",
+        "torch.count_nonzero",
+    }
+)
+# Tensor methods and attributes that read metadata only (no dispatch on the data).
+METADATA_METHODS = frozenset(
+    {
+        "size",
+        "dim",
+        "ndimension",
+        "numel",
+        "nelement",
+        "stride",
+        "storage_offset",
+        "element_size",
+        "is_contiguous",
+        "is_floating_point",
+        "is_complex",
+        "get_device",
+        "type",
+        "is_leaf",
+        "has_names",
+        "is_shared",
+        "is_pinned",
+        "data_ptr",
+        "untyped_storage",
+        "requires_grad_",
+        "retain_grad",
+        "register_hook",
+        "__len__",
+    }
+)
+METADATA_ATTRS = frozenset(
+    {
+        "shape",
+        "dtype",
+        "device",
+        "ndim",
+        "requires_grad",
+        "is_leaf",
+        "layout",
+        "is_cuda",
+        "is_meta",
+        "is_sparse",
+        "is_quantized",
+        "names",
+        "grad_fn",
+        "_version",
+        "itemsize",
+        "nbytes",
+    }
+)
+NON_DIFFERENTIABLE_METHODS = frozenset(
+    {
+        "new_zeros",
+        "new_ones",
+        "new_empty",
+        "new_full",
+        "new_tensor",
+        "argmax",
+        "argmin",
+        "argsort",
+        "long",
+        "int",
+        "bool",
+        "short",
+        "byte",
+        "char",
+        "eq",
+        "ne",
+        "lt",
+        "gt",
+        "le",
+        "ge",
+        "isnan",
+        "isinf",
+        "nonzero",
+        "sign",
+        "zero_",
+    }
+)
+
+
+# --------------------------------------------------------------- entry points
+# make_fx under every public spelling (functorch re-exports it)
+MAKE_FX = MAKE_FX | frozenset(
+    {
+        "functorch.make_fx",
+        "functorch.experimental.make_fx",
+        "torch._functorch.python_key.make_fx",
+    }
+)
+DETECT_FAKE_MODE = DETECT_FAKE_MODE | frozenset({"torch._dynamo.utils.detect_fake_mode"})
+IMPORT_MODULE = frozenset({"importlib.import_module"})
+# `with torch.device("meta"):` builds modules and tensors on the meta device
+DEVICE_CONTEXT = frozenset({"torch.device"})
+STAR_EXPORTS = {
+    "torch._subclasses.fake_tensor": ("FakeTensorMode", "FakeCopyMode", "unset_fake_temporarily"),
+    "torch._subclasses": ("FakeTensorMode",),
+    "torch.fx.experimental.proxy_tensor": ("make_fx",),
+    "functorch": ("make_fx", "grad", "grad_and_value", "vmap", "jacrev", "jacfwd"),
+}
+
+# ------------------------------------------------------- Python's decorators
+# decorators that leave the function callable as it was (flags aside)
+TRANSPARENT_DECORATORS = frozenset(
+    {
+        "builtins.staticmethod",
+        "builtins.classmethod",
+        "builtins.property",
+        "functools.cached_property",
+        "functools.lru_cache",
+        "functools.cache",
+        "abc.abstractmethod",
+        "typing.overload",
+        "typing.final",
+        "torch.compile",
+        "torch.jit.ignore",
+        "torch.jit.unused",
+        "torch.compiler.disable",
+        "torch._dynamo.disable",
+    }
+)
+STATIC_DECORATORS = frozenset({"builtins.staticmethod"})
+CLASS_DECORATORS = frozenset({"builtins.classmethod"})
+PROPERTY_DECORATORS = frozenset({"builtins.property", "functools.cached_property"})
+# functools.wraps(fn) returns a decorator that returns its argument
+WRAPS = frozenset({"functools.wraps"})
+UPDATE_WRAPPER = frozenset({"functools.update_wrapper"})
+PARTIAL = frozenset({"functools.partial"})
+DATACLASS = frozenset({"dataclasses.dataclass"})
+DATACLASS_FIELD = frozenset({"dataclasses.field"})
+
+# ------------------------------------------------------------ torch modules
+# nn.Module methods that return the module itself (chainable); requires_grad_
+# is handled on its own because it changes what the module brings.
+MODULE_SELF_METHODS = frozenset(
+    {
+        "to", "cuda", "cpu", "xpu", "mps", "ipu", "float", "double", "half", "bfloat16",
+        "train", "eval", "type", "share_memory", "apply", "requires_grad_",
+    }
+)
+TENSOR_SELF_METHODS = frozenset({"requires_grad_"})
+MODULE_PARAM_ATTRS = frozenset(
+    {"weight", "bias", "in_proj_weight", "in_proj_bias", "weight_ih_l0", "weight_hh_l0"}
+)
+PARAMLESS_MODULES = frozenset(
+    {
+        "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "Identity", "Flatten",
+        "Unflatten", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+        "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool2d", "MSELoss",
+        "CrossEntropyLoss", "L1Loss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "Softplus", "LeakyReLU",
+        "ELU", "Hardtanh", "ReLU6", "Mish", "Hardswish", "Upsample", "PixelShuffle", "Module",
+    }
+)
+CONTAINER_MODULES = frozenset({"Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
+WEIGHT_AND_BIAS_MODULES = frozenset(
+    {
+        "Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+        "ConvTranspose3d", "Bilinear", "LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d",
+        "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "RMSNorm",
+    }
+)
+WEIGHT_ONLY_MODULES = frozenset({"Embedding", "EmbeddingBag", "PReLU"})
+NN_NON_MODULE_SUBPACKAGES = frozenset({"utils", "functional", "init", "parameter", "attention", "common_types"})
+NN_NON_MODULE_CLASSES = frozenset({"Parameter", "UninitializedParameter", "Buffer", "UninitializedBuffer"})
+NN_MODULE_BASE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+
+# Transforms that return a module holding the real parameters of the one given
+# (HAZARD 13); given a function they return something that calls it.
+MODULE_KEEPING_TRANSFORMS = frozenset(
+    {
+        "torch.compile",
+        "torch.fx.symbolic_trace",
+        "torch.fx._symbolic_trace.symbolic_trace",
+        "torch._dynamo.optimize",
+    }
+)
+# torch.export.export(m, args): an ExportedProgram; `.module()` keeps m's parameters,
+# calling the program fakifies them itself (HAZARD 14)
+EXPORT = frozenset({"torch.export.export", "torch.export._trace._export"})
+EXPORTED_PROGRAM_SELF_METHODS = frozenset({"run_decompositions"})
+# skip_init(cls, *args, **kwargs) builds cls(*args, **kwargs) with real storage
+SKIP_INIT = frozenset({"torch.nn.utils.skip_init", "torch.nn.utils.init.skip_init"})
+
+# torch.func transforms: kind -> qualified names
+FUNC_TRANSFORMS = {
+    "grad": frozenset({"torch.func.grad", "functorch.grad", "torch._functorch.apis.grad", "torch._functorch.eager_transforms.grad"}),
+    "grad_and_value": frozenset(
+        {"torch.func.grad_and_value", "functorch.grad_and_value", "torch._functorch.apis.grad_and_value"}
+    ),
+    "jac": frozenset({"torch.func.jacrev", "torch.func.jacfwd", "functorch.jacrev", "functorch.jacfwd"}),
+    "vmap": frozenset({"torch.func.vmap", "torch.vmap", "functorch.vmap", "torch._functorch.apis.vmap"}),
+}
+
+# Third-party factories that return real modules with requires-grad parameters.
+# (qualified prefix, how the rest of the name must look)
+#   "lower": a lowercase function name right after the prefix (torchvision.models.resnet18)
+#   "exact": the name itself
+#   "loader": <Class>.from_pretrained / <Class>.from_config (transformers, diffusers)
+MODULE_FACTORIES = (
+    ("torchvision.models.", "lower"),
+    ("timm.create_model", "exact"),
+    ("timm.models.create_model", "exact"),
+    ("transformers.", "loader"),
+    ("diffusers.", "loader"),
+)
+LOADER_METHODS = frozenset({"from_pretrained", "from_config"})
+
+# A mode allows non-fake inputs when the keyword is True: FGL001 (silent); a
+# strict mode crashes (FGL002). What a mode allows, by constructor keyword:
+MODE_ALLOW_KEYWORD = "allow_non_fake_inputs"
+MAKE_FX_ALLOW_KEYWORD = "_allow_non_fake_inputs"
+MAKE_FX_FAKE_TRACING = frozenset({"fake", "symbolic"})
+
+# Fields of the output objects of library models (transformers' ModelOutput,
+# diffusers' outputs): a module call's result read through them is the same result.
+MODEL_OUTPUT_ATTRS = frozenset(
+    {"logits", "loss", "last_hidden_state", "hidden_states", "pooler_output", "sample", "prediction_logits", "attentions"}
+)
+
+# Functions that call their first argument with the rest (the values are their own
+# keywords, dropped from the call): torch.utils.checkpoint runs the block itself.
+CALL_THROUGH = {
+    "torch.utils.checkpoint.checkpoint": frozenset({"use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug"}),
+}
+
+# Attributes of torch's wrapper modules that give back the wrapped module
+MODULE_WRAPPER_ATTRS = frozenset({"module", "_orig_mod", "_fsdp_wrapped_module", "_checkpoint_wrapped_module"})
+
+# Module methods that run an op (detach) on every parameter: under a strict mode a
+# real module's call crashes (state_dict() without keep_vars=True)
+MODULE_DETACHING_METHODS = frozenset({"state_dict"})

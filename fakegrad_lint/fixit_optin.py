@@ -1,0 +1,9 @@
+"""The opt-in FGL004 as a Fixit rule (``enable = ["fakegrad_lint.fixit_optin"]``)."""
+
+from __future__ import annotations
+
+from fakegrad_lint.fixit import _CODES, _rule
+
+RealGradEntersFakeRegion = _rule("RealGradEntersFakeRegion", "FGL004", _CODES | {"FGL004"})
+
+__all__ = ["RealGradEntersFakeRegion"]

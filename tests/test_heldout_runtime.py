@@ -1,0 +1,71 @@
+"""Runtime agreement of the held-out corpus (``fixtures/heldout/*.py`` and
+``fixtures/heldout_projects/*/``).
+
+Written by an independent writer who read neither the analyzer nor the other fixtures,
+and labelled by running each program. The same checks as the unseen corpus
+(``tests/test_unseen_runtime.py``): the oracle's outcome equals the docstring's
+``Runtime: ...`` line (or ``project.json`` ``runtime``), the ``hazard_``/``safe_`` prefix
+agrees with it, and so do the marker codes.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+
+import oracle  # noqa: E402
+from markers import FIXTURES_DIR  # noqa: E402
+from test_unseen_runtime import check_labels, docstring_runtime, marker_codes  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+HELDOUT_DIR = FIXTURES_DIR / "heldout"
+PROJECTS_DIR = FIXTURES_DIR / "heldout_projects"
+SCRIPTS = sorted(HELDOUT_DIR.glob("*.py"))
+PROJECTS = sorted(p for p in PROJECTS_DIR.iterdir() if (p / "project.json").is_file()) if PROJECTS_DIR.is_dir() else []
+
+
+@pytest.fixture(scope="module")
+def script_results():
+    return oracle.run_fixtures(SCRIPTS, jobs=2)
+
+
+@pytest.fixture(scope="module")
+def project_results():
+    return oracle.run_projects(PROJECTS, jobs=2)
+
+
+def test_heldout_corpus_size():
+    hazards = [p for p in SCRIPTS if p.name.startswith("hazard_")]
+    safes = [p for p in SCRIPTS if p.name.startswith("safe_")]
+    assert len(SCRIPTS) >= 40 and len(hazards) + len(safes) == len(SCRIPTS)
+    assert abs(len(hazards) - len(safes)) <= len(SCRIPTS) // 5
+    assert len(PROJECTS) >= 12
+    assert sum(p.name.startswith("safe_") for p in PROJECTS) * 2 == len(PROJECTS)
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=[p.name for p in SCRIPTS])
+def test_heldout_script_outcome(script_results, path):
+    res = script_results[str(path)]
+    assert res.outcome != "error", f"{path.name} failed to run:\n{res.detail}"
+    want = docstring_runtime(path)
+    assert want is not None, f"{path.name}: no 'Runtime: ...' line in the docstring"
+    assert res.outcome == want, f"{path.name}: docstring says {want}, torch says {res.outcome} ({res.detail})"
+    check_labels(path.name, want, marker_codes([path]))
+    if res.outcome != "crash":
+        assert res.stdout.strip(), f"{path.name} printed nothing"
+
+
+@pytest.mark.parametrize("folder", PROJECTS, ids=[p.name for p in PROJECTS])
+def test_heldout_project_outcome(project_results, folder):
+    meta = json.loads((folder / "project.json").read_text(encoding="utf-8"))
+    assert (folder / meta["entry"]).is_file(), f"{folder.name}: entry {meta['entry']} missing"
+    assert meta.get("description"), f"{folder.name}: project.json has no description"
+    res = project_results[str(folder)]
+    assert res.outcome != "error", f"{folder.name} failed to run:\n{res.detail}"
+    want = meta["runtime"]
+    assert res.outcome == want, f"{folder.name}: project.json says {want}, torch says {res.outcome} ({res.detail})"
+    check_labels(folder.name, want, marker_codes(sorted(folder.rglob("*.py"))))
