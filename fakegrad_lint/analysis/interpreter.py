@@ -1391,8 +1391,8 @@ class Interpreter:
                 # or of functions that matter)
                 mvars = ctx.scope.vars
                 self._matter[node] = False  # guard recursion
-                flag = any(_interesting(mvars[w]) or _module_classes(mvars[w]) or self._registry_matters(mvars[w], node)
-                           for w in set(_WORD_RE.findall(text)) if w in mvars)
+                named = [self._force(mvars[w]) for w in set(_WORD_RE.findall(text)) if w in mvars]
+                flag = any(_interesting(v) or _module_classes(v) or self._registry_matters(v, node) for v in named)
             if not flag:
                 # calls a function of its module that matters (by name)
                 for name in _called_names(text):
