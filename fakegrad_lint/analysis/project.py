@@ -648,7 +648,11 @@ def _summary(path: str, text: str | None):
             joined = chunk.startswith("@")
         for chunk in chunks:
             if chunk.startswith(("import ", "from ")):
-                continue  # the import bindings say what they bind
+                if any(w in chunk for w in ENTRY_WORDS):
+                    # `from torch._subclasses import FakeTensorMode as FTM`: FTM is a way in
+                    words = _WORD.findall(chunk.split(" import", 1)[-1])
+                    info.append((frozenset(w for w in words if w != "as"), frozenset(ENTRY_WORDS)))
+                continue  # the project import bindings say what the others bind
             bound = set()
             for m in _BIND_RE.finditer(chunk):
                 if m.group(1):
