@@ -367,6 +367,13 @@ def _scan_root(root: str) -> tuple:
     hit = _root_scans.get(root)
     if hit is not None:
         return hit
+    prefix = root.rstrip(os.sep) + os.sep
+    for other, (files, seeds) in list(_root_scans.items()):
+        if files is not None and prefix.startswith(other.rstrip(os.sep) + os.sep):
+            # inside a folder already scanned: its part of that scan
+            hit = _root_scans[root] = ([f for f in files if f.startswith(prefix)],
+                                       [f for f in seeds if f.startswith(prefix)])
+            return hit
     from fakegrad_lint.prefilter import ENTRY_WORDS
 
     words = tuple(w.encode() for w in ENTRY_WORDS)
@@ -504,6 +511,8 @@ def reaches_region(path: str, text: str) -> bool:
     names a fake mode costs one scan of its roots."""
     if "import" not in text:
         return False
+    if module_name_of(path)[0].split(".", 1)[0] in MODELED_PACKAGES:
+        return False  # a module of torch (or of a package read from tables): never a project
     roots = roots_for(path)
     if not project_may_open_region(roots):
         return False
