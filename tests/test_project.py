@@ -442,3 +442,22 @@ def test_single_file_findings_carry_a_trace():
     assert [(t.kind, t.location.row, t.filename) for t in f.trace] == [
         ("source", 4, "t.py"), ("region", 5, "t.py"), ("leak", 6, "t.py"), ("sink", 7, "t.py")]
     assert f.trace[1].message.endswith("(allows non-fake inputs)")
+
+
+def test_prefilter_follows_the_names_a_region_opening_module_exports(tmp_path):
+    from fakegrad_lint.analysis.project import reaches_region
+
+    make(tmp_path, {
+        "utils.py": MEM + "\n\nCONST = 3\n\n\ndef wrapper(model, batch):\n    return estimate(model, batch)\n",
+        "pkg/__init__.py": "from .inner import estimate as measure\nfrom .plain import helper\n",
+        "pkg/inner.py": MEM,
+        "pkg/plain.py": "def helper():\n    return 1\n",
+        "a.py": "from utils import CONST\nprint(CONST)\n",
+        "b.py": "from utils import wrapper\nwrapper(1, 2)\n",
+        "c.py": "from pkg import measure\nmeasure(1, 2)\n",
+        "d.py": "import pkg\npkg.helper()\n",
+        "e.py": "import utils as u\nu.estimate(1, 2)\n",
+        "f.py": "from pkg import helper\nhelper()\n",
+    })
+    got = {n: reaches_region(str(tmp_path / f"{n}.py"), (tmp_path / f"{n}.py").read_text()) for n in "abcdef"}
+    assert got == {"a": False, "b": True, "c": True, "d": False, "e": True, "f": False}

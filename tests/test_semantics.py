@@ -408,7 +408,17 @@ with FakeTensorMode(allow_non_fake_inputs=True):
     "to_meta_outside_region": """
 model = nn.Linear(2, 2).to("meta")
 with FakeTensorMode(allow_non_fake_inputs=True):
-    model(torch.ones(1, 2, device="meta")).sum().backward()
+    model(torch.ones(1, 2, device="meta")).sum().backward()  # FGL001
+""",
+    "meta_module_without_a_fake_mode": """
+model = nn.Linear(2, 2).to("meta")
+model(torch.ones(1, 2, device="meta")).sum().backward()
+""",
+    "meta_module_under_strict_mode": """
+with torch.device("meta"):
+    model = nn.Linear(2, 2)
+with FakeTensorMode():
+    model(torch.ones(1, 2))  # FGL002
 """,
     # ----------------------------------------------------------- torch.func etc.
     "func_grad_over_real_params_written_back": """
@@ -513,7 +523,7 @@ from transformers import AutoConfig, AutoModel
 with torch.device("meta"):
     lm = AutoModel.from_config(AutoConfig.for_model("gpt2"))
 with FakeTensorMode(allow_non_fake_inputs=True):
-    lm(torch.ones(1, 4, dtype=torch.long))
+    lm(torch.ones(1, 4, dtype=torch.long))  # FGL004
 """,
     # ----------------------------------------------------------- import spellings
     "import_module_spelling": """
@@ -923,6 +933,29 @@ with FakeTensorMode(allow_non_fake_inputs=True):
     g = torch.func.grad(loss_fn)(params, torch.ones(1, 2))  # FGL001
 for name, p in model.named_parameters():
     p.grad = g[name]
+""",
+    "unpack_pairs_of_one_of_two_modules": """
+def convert(model, mode):
+    with mode:
+        for k, p in model.named_parameters():
+            k.split(".")  # a name, never the parameter
+
+a, b = nn.Linear(2, 2), nn.Linear(3, 3)
+convert(a if read_flag() else b, FakeTensorMode())
+""",
+    "iterating_a_dict_gives_keys": """
+params = dict(nn.Linear(2, 2).named_parameters())
+with FakeTensorMode():
+    for name in params:
+        name.upper()
+    for name in {"w": torch.ones(2, requires_grad=True)}:
+        name.upper()
+""",
+    "dict_values_are_values": """
+params = {"w": torch.ones(2, requires_grad=True)}
+with FakeTensorMode():
+    for v in params.values():
+        v * 2  # FGL002
 """,
 }
 

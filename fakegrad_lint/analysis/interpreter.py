@@ -702,9 +702,11 @@ class Interpreter:
                 now = st.scope.lookup(s.target.id)
                 if now is not None and now is not item and now.real_rg() - item.real_rg():
                     container = s.iter
+                    is_dict = False
                     if isinstance(container, ast.Call) and isinstance(container.func, ast.Attribute) and container.func.attr == "values":
                         container = container.func.value  # `for v in d.values()`
-                    self.rebind(container, SeqVal(it.items + (now,)), st)
+                        is_dict = True
+                    self.rebind(container, SeqVal(it.items + (now,), is_dict=is_dict), st)
             self.exec_branch(s.orelse, st)
         elif t is ast.While:
             self.eval(s.test, st)
@@ -995,6 +997,16 @@ class Interpreter:
         elif t in (ast.Tuple, ast.List):
             elts = (val.elts if isinstance(val, SeqVal) and val.elts is not None and val.keys is None
                     and len(val.elts) == len(target.elts) else None)
+            if isinstance(val, MaybeVal):
+                # one of (or each of) several tuples of the same length: element by element
+                opts = [o for o in val.options if not _is_none_const(o)]
+                n = len(target.elts)
+                if opts and all(isinstance(o, SeqVal) and o.elts is not None and o.keys is None and len(o.elts) == n
+                                for o in opts):
+                    combine = union if val.each else join
+                    elts = list(opts[0].elts)
+                    for o in opts[1:]:
+                        elts = [combine(a, b) for a, b in zip(elts, o.elts)]
             for i, e in enumerate(target.elts):
                 if isinstance(e, ast.Starred):
                     self.assign(e.value, SeqVal(items=(self.iter_item(val),)), st, None)
@@ -1028,7 +1040,7 @@ class Interpreter:
                 elts = [v for k, v in zip(obj.keys, obj.elts) if not (k == key.value and type(k) is type(key.value))]
                 self.rebind(target.value, _dict_val(keys + [key.value], elts + [val]), st)
             elif isinstance(obj, SeqVal):
-                self.rebind(target.value, SeqVal(obj.items + (val,)), st)
+                self.rebind(target.value, SeqVal(obj.items + (val,), is_dict=obj.is_dict), st)
         elif t is ast.Starred:
             self.assign(target.value, val, st, value_node)
 
@@ -1323,7 +1335,7 @@ class Interpreter:
         if a.kwarg is not None:
             rest = [(k, v) for k, v in kwargs.items() if k not in scope.vars]
             vals = tuple(v for _, v in rest)
-            scope.vars[a.kwarg.arg] = SeqVal(vals, vals, tuple(k for k, _ in rest))
+            scope.vars[a.kwarg.arg] = SeqVal(vals, vals, tuple(k for k, _ in rest), is_dict=True)
 
     def _entry_aliases(self, scope=None):
         """Local names bound by imports to a way into a fake region (``FTM`` in
@@ -1485,7 +1497,7 @@ class Interpreter:
                         items.append(self.iter_item(sub))
                         keys.append(_NONCONST)
             if _NONCONST in keys:
-                return SeqVal(tuple(items))
+                return SeqVal(tuple(items), is_dict=True)
             return _dict_val(keys, items)
         if t in (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp):
             return self.eval_comprehension(e, st)
@@ -1541,12 +1553,18 @@ class Interpreter:
                 self.eval(cond, cst)
         if isinstance(e, ast.DictComp):
             self.eval(e.key, cst)
-            v = self.eval(e.value, cst)
-        else:
-            v = self.eval(e.elt, cst)
-        return SeqVal((v,))
+            return SeqVal((self.eval(e.value, cst),), is_dict=True)
+        return SeqVal((self.eval(e.elt, cst),))
 
     def iter_item(self, v):
+        if isinstance(v, SeqVal) and v.is_dict:
+            # iterating a mapping gives its keys
+            if v.keys is None or not v.keys:
+                return UNKNOWN
+            out = ConstVal(v.keys[0])
+            for k in v.keys[1:]:
+                out = union(out, ConstVal(k))
+            return out
         if isinstance(v, SeqVal):
             if not v.items:
                 return UNKNOWN
@@ -1578,6 +1596,8 @@ class Interpreter:
             return out or UNKNOWN
         if isinstance(obj, MaybeVal):
             return self.over_options(obj, lambda o: self.subscript(e, o, idx, st), st)
+        if isinstance(obj, SeqVal) and obj.is_dict:
+            return _values_of(obj)
         if isinstance(obj, SeqVal):
             if obj.elts is not None and isinstance(idx, ConstVal) and isinstance(idx.value, int):
                 try:
@@ -1805,7 +1825,7 @@ class Interpreter:
             if isinstance(v, SeqVal):
                 items = tuple(grads_like(x) for x in v.items)
                 elts = tuple(grads_like(x) for x in v.elts) if v.elts is not None else None
-                return SeqVal(items, elts, v.keys)
+                return SeqVal(items, elts, v.keys, v.is_dict)
             return TVal(frozenset(), mode, leaks)
 
         grads = grads_like(wrt)
@@ -1929,10 +1949,12 @@ class Interpreter:
             if name in ("append", "add", "insert", "extend", "update", "setdefault"):
                 new_items = list(recv.items)
                 for a in args:
-                    new_items.append(self.iter_item(a) if name in ("extend", "update") else a)
-                if name == "setdefault" and len(args) > 1:
-                    pass
-                self.rebind(e.func.value, SeqVal(tuple(new_items)), st)
+                    if name == "update":
+                        new_items.append(_values_of(a) if isinstance(a, SeqVal) else a)
+                    else:
+                        new_items.append(self.iter_item(a) if name == "extend" else a)
+                new_items.extend(kwargs.values())
+                self.rebind(e.func.value, SeqVal(tuple(new_items), is_dict=recv.is_dict), st)
                 return UNKNOWN
             if name in ("items",):
                 if recv.keys is not None:
@@ -1940,15 +1962,19 @@ class Interpreter:
                 return SeqVal(tuple(SeqVal((UNKNOWN, v), (UNKNOWN, v)) for v in recv.items))
             if name == "copy":
                 return recv
-            if name in ("values", "__iter__"):
-                return SeqVal(recv.items, recv.elts if name == "values" and recv.keys is not None else None)
+            if name == "keys":
+                return SeqVal(tuple(ConstVal(k) for k in recv.keys)) if recv.keys is not None else UNKNOWN
+            if name == "values":
+                return SeqVal(recv.items, recv.elts if recv.keys is not None else None)
+            if name == "__iter__":
+                return SeqVal((self.iter_item(recv),))
             if name in ("get", "pop", "__getitem__") and recv.keys is not None and args:
                 got = self.subscript(e, recv, args[0], st)
                 if got is UNKNOWN and len(args) > 1:
                     return args[1]
                 return got
             if name in ("get", "pop", "popitem", "__getitem__"):
-                return self.iter_item(recv)
+                return _values_of(recv)
             return UNKNOWN
         if isinstance(recv, PartialVal) and name == "__call__":
             return self.call_value(e, recv, args, kwargs, st)
@@ -1991,7 +2017,9 @@ class Interpreter:
                 p = TVal(frozenset(), mod.mode)
             if name == "parameters":
                 return SeqVal((p,))
-            return SeqVal((SeqVal((UNKNOWN, p), (UNKNOWN, p)),)) if name == "named_parameters" else SeqVal((p,))
+            if name == "named_parameters":
+                return SeqVal((SeqVal((UNKNOWN, p), (UNKNOWN, p)),))
+            return SeqVal((p,), is_dict=True)  # state_dict(keep_vars=True)
         if name in ("children", "modules"):
             return SeqVal((mod,))
         if name in ("named_children", "named_modules"):
@@ -2009,7 +2037,9 @@ class Interpreter:
                             rec.fix_plan = None
         if name in ("state_dict", "buffers", "named_buffers"):
             t = TVal(frozenset(), mod.mode)
-            return SeqVal((SeqVal((UNKNOWN, t), (UNKNOWN, t)),)) if name == "named_buffers" else SeqVal((t,))
+            if name == "named_buffers":
+                return SeqVal((SeqVal((UNKNOWN, t), (UNKNOWN, t)),))
+            return SeqVal((t,), is_dict=name == "state_dict")
         if name == "to_empty":
             # new storage for every parameter, in place: fake under an active region,
             # real (uninitialised) outside it, whatever the module held before
@@ -2175,7 +2205,7 @@ class Interpreter:
                 region = st.active_region()
                 if region is not None:
                     return TVal(frozenset(), region.mode, may_fake=region.may or bool(st.may))
-                if _kw_true(kwargs, "requires_grad") and not _is_meta(list(kwargs.values())) and not st.meta_device:
+                if _kw_true(kwargs, "requires_grad"):  # (on the meta device too: not fake)
                     return TVal(frozenset([Origin("tensor", "tensor", e.lineno)]))
                 return TVal()
             res = self.op(e, operands, st, differentiable=diff)
@@ -2269,7 +2299,7 @@ class Interpreter:
             if not args:
                 return SeqVal(())
             a = args[0]
-            if isinstance(a, SeqVal):
+            if isinstance(a, SeqVal) and not a.is_dict:
                 return SeqVal(a.items, a.elts if name in ("list", "tuple") else None)
             return SeqVal((self.iter_item(a),))
         if name in ("setattr", "object.__setattr__") and len(args) == 3 and isinstance(args[1], ConstVal):
@@ -2290,7 +2320,7 @@ class Interpreter:
             return args[0].cls
         if name == "dict" and not args and kwargs:
             return _dict_val(list(kwargs), list(kwargs.values()))
-        if name == "dict" and len(args) == 1 and isinstance(args[0], SeqVal) and args[0].keys is not None and not kwargs:
+        if name == "dict" and len(args) == 1 and isinstance(args[0], SeqVal) and args[0].is_dict and not kwargs:
             return args[0]
         if name == "dict":
             items = []
@@ -2301,7 +2331,7 @@ class Interpreter:
                 else:
                     items.append(self.iter_item(it))
             items += list(kwargs.values())
-            return SeqVal(tuple(items))
+            return SeqVal(tuple(items), is_dict=True)
         if name == "next" and args:
             return self.iter_item(args[0])
         if name == "enumerate" and args:
@@ -2446,6 +2476,8 @@ class Interpreter:
         expressible in the ``with`` block that opened the region."""
         if region.with_node is None:
             return None
+        if isinstance(value, ModuleVal) and value.meta:
+            return None  # fake copies of meta parameters stay on the meta device: not proven to run
         from fakegrad_lint.fix_builders import FixPlan
 
         inner = st.scope.func_node
@@ -2665,6 +2697,16 @@ def _is_module_value(v):
     return isinstance(v, ModuleVal)
 
 
+def _values_of(seq):
+    """The values of a mapping (each of them)."""
+    if not seq.items:
+        return UNKNOWN
+    out = seq.items[0]
+    for x in seq.items[1:]:
+        out = union(out, x)
+    return out
+
+
 def _dict_val(keys, values):
     """A dict with constant keys (later keys win, as in Python)."""
     ks, vs = [], []
@@ -2672,13 +2714,13 @@ def _dict_val(keys, values):
         try:
             hash(k)
         except TypeError:
-            return SeqVal(tuple(values))
+            return SeqVal(tuple(values), is_dict=True)
         if k in ks:
             i = ks.index(k)
             del ks[i], vs[i]
         ks.append(k)
         vs.append(v)
-    return SeqVal(tuple(vs), tuple(vs), tuple(ks))
+    return SeqVal(tuple(vs), tuple(vs), tuple(ks), is_dict=True)
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
@@ -3034,7 +3076,7 @@ def _with_taint(v, leaks):
     if isinstance(v, SeqVal):
         items = tuple(_with_taint(x, leaks) for x in v.items)
         elts = tuple(_with_taint(x, leaks) for x in v.elts) if v.elts is not None else None
-        return SeqVal(items, elts, v.keys)
+        return SeqVal(items, elts, v.keys, v.is_dict)
     return v
 
 
@@ -3048,7 +3090,7 @@ def _fake_copy(v, mode, depth=0):
     if isinstance(v, SeqVal):
         items = tuple(_fake_copy(x, mode, depth + 1) for x in v.items)
         elts = tuple(_fake_copy(x, mode, depth + 1) for x in v.elts) if v.elts is not None else None
-        return SeqVal(items, elts, v.keys)
+        return SeqVal(items, elts, v.keys, v.is_dict)
     if isinstance(v, (TVal, MaybeVal)) or v is UNKNOWN:
         return TVal(frozenset(), mode)
     return v

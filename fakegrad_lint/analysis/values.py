@@ -150,10 +150,11 @@ class ModuleVal(Value):
     mode: ModeVal | None = None
     cls: object = None  # ClassVal for modules defined in the file
     attrs: dict = field(default_factory=dict)
-    meta: bool = False  # parameters on the meta device (``origin`` kept for a later ``to_empty``)
+    meta: bool = False  # parameters on the meta device: no data, but not fake either (a fake mode
+    # treats them as non-fake inputs: a strict one crashes, an allowing one fakes their .grad)
 
     def is_real(self):
-        return self.origin is not None and self.mode is None and not self.meta
+        return self.origin is not None and self.mode is None
 
     def real_rg(self):
         return frozenset([self.origin]) if self.is_real() else frozenset()
@@ -170,6 +171,7 @@ class SeqVal(Value):
     items: tuple = ()
     elts: tuple | None = None
     keys: tuple | None = None  # a dict with constant keys: keys[i] names elts[i]
+    is_dict: bool = False  # a mapping: ``items`` are its values, iterating it gives its keys
 
     def lookup(self, key):
         """The value under a constant key of a dict with known keys (None: not known)."""
