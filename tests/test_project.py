@@ -470,3 +470,31 @@ def test_prefilter_follows_the_names_a_region_opening_module_exports(tmp_path):
     })
     got = {n: reaches_region(str(tmp_path / f"{n}.py"), (tmp_path / f"{n}.py").read_text()) for n in "abcdef"}
     assert got == {"a": False, "b": True, "c": True, "d": False, "e": True, "f": False}
+
+
+def test_star_reexport_through_a_namespace_package_passes_the_prefilter(tmp_path):
+    """``core/__init__.py`` re-exports with ``from .regions import *`` and names no
+    hot word itself; the prefilter's fixed point must still follow it (the linted
+    folder is the run root, as in ``cd project && fakegrad-lint .``)."""
+    make(tmp_path, {
+        "core/__init__.py": "from .regions import *  # noqa: F401,F403\n",
+        "core/regions.py": (
+            "from contextlib import contextmanager\n\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n\n"
+            "__all__ = [\"fake_region\"]\n\n\n"
+            "@contextmanager\ndef fake_region():\n"
+            "    with FakeTensorMode(allow_non_fake_inputs=True) as mode:\n        yield mode\n"
+        ),
+        "estimators/grads.py": (
+            "import torch\n\nfrom core import fake_region\n\n\n"
+            "def footprint(model):\n    with fake_region():\n"
+            "        model(torch.randn(2, 4)).sum().backward()\n"
+        ),
+        "main.py": "from torch import nn\n\nfrom estimators.grads import footprint\n\nfootprint(nn.Linear(4, 2))\n",
+    })
+    proc = subprocess.run(
+        [sys.executable, "-m", "fakegrad_lint", "--isolated", "--no-cache", "--output-format", "json", "."],
+        cwd=tmp_path, capture_output=True, text=True,
+    )
+    got = {(os.path.basename(d["filename"]), d["location"]["row"], d["code"]) for d in json.loads(proc.stdout)}
+    assert ("main.py", 5, "FGL001") in got, proc.stdout + proc.stderr

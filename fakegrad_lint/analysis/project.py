@@ -472,7 +472,10 @@ def _hot_word_re(roots):
 
 
 def _mentions(path: str, words, tokens: dict) -> bool:
-    """Does the module's text name one of ``words``?"""
+    """Does the module's text name one of ``words``? A star import names every
+    word (``from .regions import *`` re-exports what it finds there)."""
+    if path in _star_files:
+        return True
     if path in tokens:
         return not words.isdisjoint(tokens[path])
     try:
@@ -480,10 +483,17 @@ def _mentions(path: str, words, tokens: dict) -> bool:
             text = fh.read().decode("utf-8", "replace")
     except OSError:
         return False
+    if _STAR_IMPORT_RE.search(text):
+        _star_files.add(path)
+        return True
     if len(words) > 32:
         tokens[path] = frozenset(_WORD.findall(text))
         return not words.isdisjoint(tokens[path])
     return _names_any(text, words)
+
+
+_star_files: set = set()  # modules with a star import (they may re-export any name)
+_STAR_IMPORT_RE = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*\*", re.MULTILINE)
 
 
 def _names_any(text: str, words) -> bool:
