@@ -77,6 +77,7 @@ def cli_fixed(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # the whole fixture corpus through fixit / libcst.tool and the CLI
 def test_fixit_lint_reports_what_the_cli_reports(tmp_path, cli_findings):
     folder = _copy(tmp_path / "lint", config=FIXIT_CONFIG)
     proc = _run("-m", "fixit", "lint", ".", cwd=folder)
@@ -90,6 +91,7 @@ def test_fixit_lint_reports_what_the_cli_reports(tmp_path, cli_findings):
     assert got == cli_findings
 
 
+@pytest.mark.slow  # the whole fixture corpus through fixit / libcst.tool and the CLI
 def test_fixit_fix_writes_what_the_cli_writes(tmp_path, cli_fixed):
     folder = _copy(tmp_path / "fix", config=FIXIT_CONFIG)
     proc = _run("-m", "fixit", "fix", "--automatic", ".", cwd=folder)
@@ -100,6 +102,7 @@ def test_fixit_fix_writes_what_the_cli_writes(tmp_path, cli_fixed):
     assert any(got[p.name] != p.read_bytes() for p in FIXTURES), "nothing was fixed: the comparison is empty"
 
 
+@pytest.mark.slow  # the whole fixture corpus through fixit / libcst.tool and the CLI
 @pytest.mark.parametrize("level", ["safe", "unsafe"])
 def test_codemod_writes_what_the_cli_writes(tmp_path, cli_fixed, level):
     folder = _copy(tmp_path / level)
@@ -112,6 +115,7 @@ def test_codemod_writes_what_the_cli_writes(tmp_path, cli_fixed, level):
     assert not differ, f"the codemod and fakegrad-lint differ on {differ}"
 
 
+@pytest.mark.slow  # the whole fixture corpus through fixit / libcst.tool and the CLI
 def test_codemod_is_found_through_the_libcst_config(tmp_path, cli_fixed):
     folder = tmp_path / "configured"
     folder.mkdir()

@@ -336,7 +336,7 @@ def test_version_is_written_in_one_place():
     assert metadata.version("fakegrad-lint") == __version__
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert re.findall(r"^\s*rev: (\S+)", readme, re.M) == [f"v{__version__}"]  # the release tag of this version
-    assert set(re.findall(r"fakegrad-lint@(v[0-9][^'`\s]*)", readme)) == {f"v{__version__}"}  # git install URLs
+    assert set(re.findall(r"git\+REPO_URL@(v[0-9][^'`\s]*)", readme)) == {f"v{__version__}"}  # git install URLs
     hooks = (ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
     assert re.findall(r"rev: (\S+)", hooks) == [f"v{__version__}"]
 

@@ -102,6 +102,7 @@ def _files_past_prefilter(tree: str):
                 yield p, text
 
 
+@pytest.mark.slow  # every torch file past the prefilter: about 25 s
 def test_fixtures_and_torch_files_past_the_prefilter():
     trees = [str(ROOT / "fixtures")]
     spec = importlib.util.find_spec("torch")

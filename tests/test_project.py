@@ -218,6 +218,15 @@ def test_no_project_context_for_a_string(tmp_path):
             id="real-value-passed-by-keyword",
         ),
         pytest.param(
+            {"models.py": NET,
+             "mem.py": MEM.replace("from torch._subclasses.fake_tensor import FakeTensorMode",
+                                   "from torch._subclasses import FakeTensorMode as FTM").replace(
+                 "with FakeTensorMode(", "with FTM("),
+             "train.py": "import torch\nfrom models import Net\nfrom mem import estimate\n"
+                         "estimate(Net(), torch.randn(2, 4))  # FGL001\n"},
+            id="helper-with-an-aliased-mode",
+        ),
+        pytest.param(
             {"models.py": NET, "utils.py": MEM,
              "trainer.py": "from utils import estimate\n\n\nclass Trainer:\n    def __init__(self, model):\n"
                            "        self.model = model\n\n    def check(self, batch):\n        return estimate(self.model, batch)\n",

@@ -211,6 +211,7 @@ class Interpreter:
         self._ctx_entry_rx: dict = {}
         self._opens_memo: dict = {}
         self._lazy_memo: dict = {}
+        self._loaded_bytes = 0  # source of the project modules loaded so far
         self._main_ids = None  # ids of the linted file's nodes (computed when needed)
         self.records: dict = {}  # (id(node), id(origin)) -> LeakRecord
         # id(For node) -> the expression naming the real module its loop draws from
@@ -339,6 +340,13 @@ class Interpreter:
             return mv
         if len(self._modules) >= P.MAX_MODULES or len(self._entries) > MAX_DEPTH or self.exhausted:
             return None
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            return None
+        if self._loaded_bytes + size > P.MAX_PROJECT_BYTES:
+            return None  # the analysis has read enough of the project: the rest is unknown
+        self._loaded_bytes += size
         if "." in name:
             self._load_module(name.rsplit(".", 1)[0])  # a package's __init__ runs first
         mf = P.load(path)
@@ -434,12 +442,13 @@ class Interpreter:
         base = P.absolute_name(ctx.name, ctx.is_pkg, s.module, s.level)
         if base is None:
             return False
-        if ctx is not self.main and self.project.find(base) is not None and "*" not in [a.name for a in s.names] and all(
+        path = self.project.find(base)
+        if path is not None and "*" not in [a.name for a in s.names] and all(
                 self._lazy(a.asname or a.name) or self.project.find(f"{base}.{a.name}") is None for a in s.names):
-            # a module imported by the project's code: load it when a name is used
+            # names of a project module: it runs when one of them is first used
             for a in s.names:
                 st.scope.assign(a.asname or a.name,
-                                LazyImport(lambda name=a.name: self._from_module(base, name)))
+                                LazyImport(lambda name=a.name: self._from_module(base, name), (path, a.name)))
             return True
         mv = self._load_module(base)
         if mv is None:
@@ -467,6 +476,11 @@ class Interpreter:
         """Can this project value (a module, or a function or class of another
         module) open a fake region? By the text of its definition, and of the
         functions of its module it calls."""
+        if isinstance(val, LazyImport):
+            if val.value is not None:
+                return self._opens_region(val.value, depth)
+            # not loaded yet: the names its module exports that can reach a region
+            return val.hint is not None and val.hint[1] in P._hot_of(val.hint[0], 0)
         if isinstance(val, ProjModVal):
             return val is not self.main and val.mf is not None and bool(self._entry_re(val).search(val.mf.source))
         if not isinstance(val, (FuncVal, ClassVal)) or depth > 4:
@@ -1377,8 +1391,8 @@ class Interpreter:
                 # or of functions that matter)
                 mvars = ctx.scope.vars
                 self._matter[node] = False  # guard recursion
-                flag = any(_interesting(mvars[w]) or _module_classes(mvars[w]) or self._registry_matters(mvars[w], node)
-                           for w in set(_WORD_RE.findall(text)) if w in mvars)
+                named = [self._force(mvars[w]) for w in set(_WORD_RE.findall(text)) if w in mvars]
+                flag = any(_interesting(v) or _module_classes(v) or self._registry_matters(v, node) for v in named)
             if not flag:
                 # calls a function of its module that matters (by name)
                 for name in _called_names(text):

@@ -35,7 +35,9 @@ from dataclasses import dataclass, field
 MODELED_PACKAGES = frozenset({"torch", "functorch", "torchvision", "timm", "transformers", "lightning", "pytorch_lightning"})
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
-MAX_MODULES = 64  # project modules one analysis may load
+MAX_MODULES = 32  # project modules one analysis may load
+MAX_PROJECT_BYTES = 384 * 1024  # and their source, in all
+MAX_HOT_FILES = 200  # more files that may bind a hot name: the prefilter does not follow imports
 MAX_UP = 8  # folders walked up looking for the project root
 
 _run_roots: tuple[str, ...] = ()
@@ -365,6 +367,13 @@ def _scan_root(root: str) -> tuple:
     hit = _root_scans.get(root)
     if hit is not None:
         return hit
+    prefix = root.rstrip(os.sep) + os.sep
+    for other, (files, seeds) in list(_root_scans.items()):
+        if files is not None and prefix.startswith(other.rstrip(os.sep) + os.sep):
+            # inside a folder already scanned: its part of that scan
+            hit = _root_scans[root] = ([f for f in files if f.startswith(prefix)],
+                                       [f for f in seeds if f.startswith(prefix)])
+            return hit
     from fakegrad_lint.prefilter import ENTRY_WORDS
 
     words = tuple(w.encode() for w in ENTRY_WORDS)
@@ -432,6 +441,7 @@ def _hot_word_re(roots):
     files = list(dict.fromkeys(files))
     _scanned.update(files)
     possible = set(seeds)
+    tokens: dict = {}  # path -> the words of its text, for large word sets (this scan only)
     while True:
         _possible.update(possible)
         for path in possible:
@@ -441,27 +451,47 @@ def _hot_word_re(roots):
             words |= _hot_of(path, 0)
         if not words:
             break
-        new = {path for path in files if path not in possible and _mentions(path, words)}
+        words = frozenset(words)
+        new = set()
+        for path in files:
+            if path not in possible and _mentions(path, words, tokens):
+                new.add(path)
+                if len(possible) + len(new) > MAX_HOT_FILES:
+                    break
         if not new:
             break
         possible |= new
+        if len(possible) > MAX_HOT_FILES:
+            # a framework whose every part reaches its own fake-mode code: following
+            # imports would analyse most of it for nothing (see the README's limits)
+            _hot_words[key] = False
+            return False
     out = frozenset(words) if words else False
     _hot_words[key] = out
     return out
 
 
-def _mentions(path: str, words) -> bool:
+def _mentions(path: str, words, tokens: dict) -> bool:
+    """Does the module's text name one of ``words``?"""
+    if path in tokens:
+        return not words.isdisjoint(tokens[path])
     try:
         with open(path, "rb") as fh:
             text = fh.read().decode("utf-8", "replace")
     except OSError:
         return False
+    if len(words) > 32:
+        tokens[path] = frozenset(_WORD.findall(text))
+        return not words.isdisjoint(tokens[path])
     return _names_any(text, words)
 
 
 def _names_any(text: str, words) -> bool:
-    """Does ``text`` hold one of ``words`` as a whole word? (substring search first:
-    a regex with word boundaries is slow on large texts)"""
+    """Does ``text`` hold one of ``words`` as a whole word? (substring search for a
+    few words: a regex with word boundaries is slow on large texts; the text's
+    words as a set for many)"""
+    if len(words) > 32:
+        return not words.isdisjoint(_WORD.findall(text))
     for w in words:
         i = text.find(w)
         while i >= 0:
@@ -481,20 +511,47 @@ def reaches_region(path: str, text: str) -> bool:
     names a fake mode costs one scan of its roots."""
     if "import" not in text:
         return False
+    if module_name_of(path)[0].split(".", 1)[0] in MODELED_PACKAGES:
+        return False  # a module of torch (or of a package read from tables): never a project
     roots = roots_for(path)
     if not project_may_open_region(roots):
         return False
-    gate = _hot_word_re(roots)
-    if gate is False or (gate is not None and not _names_any(text, gate)):
-        return False  # names no hot name of the project: cannot import one
-    project = Project(roots)
-    return bool(_hot_imports(text, path, project, os.path.abspath(path)))
+    me = os.path.abspath(path)
+    scan = _gate_roots(me, roots)
+    given = any((me + os.sep).startswith(r.rstrip(os.sep) + os.sep) for r in _run_roots)
+    gate = _hot_word_re(scan)
+    if given and gate is False:
+        return False  # the folders given export no hot name (or too many to follow)
+    bindings = _import_bindings(text, path, Project(roots), me)
+    if not bindings:
+        return False
+    if all(_under(t or sub, scan) for _l, t, _n, sub in bindings):
+        if gate is False or (gate is not None and not _names_any(text, gate)):
+            return False  # names no hot name of the project: cannot import one
+    return bool(_hot_imports(text, path, None, me, 0, bindings))
 
 
-def _hot_imports(text: str, path: str, project: "Project", me: str, depth: int = 0) -> set:
-    """The local names a module's import statements bind to hot project values."""
+def _gate_roots(me: str, roots) -> tuple:
+    """The folders whose hot names gate a file: the folders given to the run that
+    hold it (the project being linted), else its own folder and its package's
+    (a file importing from elsewhere is not gated, only checked exactly)."""
+    given = [r for r in _run_roots if (me + os.sep).startswith(r.rstrip(os.sep) + os.sep)]
+    if given:
+        return tuple(given)
+    here = os.path.dirname(me)
+    top, _parts = package_root(me)
+    return tuple(r for r in roots if r.rstrip(os.sep) in (here, top)) or tuple(roots)
+
+
+def _under(path, roots) -> bool:
+    return path is not None and any((path + os.sep).startswith(r.rstrip(os.sep) + os.sep) for r in _outer_roots(roots))
+
+
+def _import_bindings(text: str, path: str, project: "Project", me: str) -> list:
+    """What each import statement of a module binds: (local name, module file,
+    imported name or None for a module, submodule file or None); "*" for a star."""
     own, is_pkg = module_name_of(path)
-    out: set = set()
+    out: list = []
     for m in _import_statements(text):
         if m.group(4) is not None:  # import a.b [as m]
             for part in m.group(4).split(","):
@@ -502,32 +559,48 @@ def _hot_imports(text: str, path: str, project: "Project", me: str, depth: int =
                 if not bits:
                     continue
                 target = project.find(bits[0])
-                if target is not None and os.path.abspath(target) != me and _hot_of(target, depth + 1):
-                    out.add(bits[2] if len(bits) >= 3 and bits[1] == "as" else bits[0].split(".")[0])
+                if target is not None and os.path.abspath(target) != me:
+                    out.append((bits[2] if len(bits) >= 3 and bits[1] == "as" else bits[0].split(".")[0],
+                                target, None, None))
             continue
         base = absolute_name(own, is_pkg, m.group(2) or None, len(m.group(1)))
         if base is None:
             continue
         target = project.find(base)
-        hot = _hot_of(target, depth + 1) if target is not None and os.path.abspath(target) != me else frozenset()
+        if target is not None and os.path.abspath(target) == me:
+            target = None
         for part in m.group(3).strip("()").split(","):
             bits = part.split()
             if not bits:
                 continue
             name = bits[0]
             local = bits[2] if len(bits) >= 3 and bits[1] == "as" else name
-            if name == "*":
-                out |= hot
-            elif name in hot:
-                out.add(local)
-            elif target is None or target.endswith("__init__.py"):
+            sub = None
+            if name != "*" and (target is None or target.endswith("__init__.py")):
                 sub = project.find(f"{base}.{name}")  # `from pkg import mod`
-                if sub is not None and os.path.abspath(sub) != me and _hot_of(sub, depth + 1):
-                    out.add(local)
+                if sub is not None and os.path.abspath(sub) == me:
+                    sub = None
+            if target is not None or sub is not None:
+                out.append((local, target, name, sub))
+    return out
+
+
+def _hot_imports(text: str, path: str, project: "Project", me: str, depth: int = 0, bindings=None) -> set:
+    """The local names a module's import statements bind to hot project values."""
+    out: set = set()
+    for local, target, name, sub in (bindings if bindings is not None else _import_bindings(text, path, project, me)):
+        if name is None:
+            if _hot_of(target, depth + 1):
+                out.add(local)
+        elif name == "*":
+            out |= _hot_of(target, depth + 1)
+        elif (target is not None and name in _hot_of(target, depth + 1)) or (sub is not None and _hot_of(sub, depth + 1)):
+            out.add(local)
     return out
 
 
 _hot: dict = {}
+_summaries: dict = {}  # path -> (import bindings, statements, names a fake mode)
 # a top-level statement starts at column 0 (decorators join the def that follows)
 _TOP_RE = re.compile(r"^(?=[@A-Za-z_])", re.MULTILINE)
 _BIND_RE = re.compile(
@@ -548,17 +621,62 @@ def _hot_of(target: str, depth: int) -> frozenset:
     _hot[key] = frozenset()  # cycles stop here
     if depth > 8:
         return frozenset()
-    try:
-        with open(target, "rb") as fh:
-            text = fh.read().decode("utf-8", "replace")
-    except OSError:
-        return frozenset()
-    names = hot_names(target, text, depth)
+    names = hot_names(target, None, depth)
     _hot[key] = names
     return names
 
 
-def hot_names(path: str, text: str, depth: int = 0) -> frozenset:
+def _summary(path: str, text: str | None):
+    """A module's import bindings and top-level statements (names bound, words
+    used), computed once per process from its text."""
+    hit = _summaries.get(path) if text is None else None
+    if hit is not None:
+        return hit
+    from fakegrad_lint.prefilter import ENTRY_WORDS
+
+    if text is None:
+        try:
+            with open(path, "rb") as fh:
+                text = fh.read().decode("utf-8", "replace")
+        except OSError:
+            text = ""
+    bindings = _import_bindings(text, path, Project(roots_for(path)), os.path.abspath(path))
+    entry = any(w in text for w in ENTRY_WORDS)
+    info = []  # (names a statement binds, words it uses)
+    if entry or bindings:
+        starts = [m.start() for m in _TOP_RE.finditer(text)]
+        chunks: list = []
+        joined = False
+        for i, a in enumerate(starts):
+            b = starts[i + 1] if i + 1 < len(starts) else len(text)
+            chunk = text[a:b]
+            if joined:
+                chunks[-1] += chunk
+            else:
+                chunks.append(chunk)
+            joined = chunk.startswith("@")
+        for chunk in chunks:
+            if chunk.startswith(("import ", "from ")):
+                if any(w in chunk for w in ENTRY_WORDS):
+                    # `from torch._subclasses import FakeTensorMode as FTM`: FTM is a way in
+                    words = _WORD.findall(chunk.split(" import", 1)[-1])
+                    info.append((frozenset(w for w in words if w != "as"), frozenset(ENTRY_WORDS)))
+                continue  # the project import bindings say what the others bind
+            bound = set()
+            for m in _BIND_RE.finditer(chunk):
+                if m.group(1):
+                    bound.add(m.group(1))
+                elif m.group(2):
+                    bound.update(x.strip() for x in m.group(2).split(",") if x.strip().isidentifier())
+            if bound:
+                info.append((frozenset(bound), frozenset(map(sys.intern, _WORD.findall(chunk)))))
+    hit = (bindings, info, entry)
+    if len(_summaries) < 50_000:
+        _summaries[path] = hit
+    return hit
+
+
+def hot_names(path: str, text: str | None, depth: int = 0) -> frozenset:
     """Names bound at the top level of a module that can reach a fake region: hot
     names it imports from other project modules, and the names bound by a
     top-level statement (a def, a class, an assignment, the bindings inside a
@@ -566,39 +684,17 @@ def hot_names(path: str, text: str, depth: int = 0) -> frozenset:
     only, a superset."""
     from fakegrad_lint.prefilter import ENTRY_WORDS
 
-    imported = _hot_imports(text, path, Project(roots_for(path)), os.path.abspath(path), depth)
-    if not imported and not any(w in text for w in ENTRY_WORDS):
+    bindings, info, entry = _summary(path, text)
+    imported = _hot_imports("", path, None, "", depth, bindings)
+    if not imported and not entry:
         return frozenset()
-    starts = [m.start() for m in _TOP_RE.finditer(text)]
-    chunks: list = []
-    joined = False
-    for i, a in enumerate(starts):
-        b = starts[i + 1] if i + 1 < len(starts) else len(text)
-        chunk = text[a:b]
-        if joined:
-            chunks[-1] += chunk
-        else:
-            chunks.append(chunk)
-        joined = chunk.startswith("@")
     entries = set(ENTRY_WORDS)
-    info = []  # (names a statement binds, words it uses)
-    for chunk in chunks:
-        if chunk.startswith(("import ", "from ")):
-            continue  # `imported` holds the hot names of the imports
-        bound = set()
-        for m in _BIND_RE.finditer(chunk):
-            if m.group(1):
-                bound.add(m.group(1))
-            elif m.group(2):
-                bound.update(x.strip() for x in m.group(2).split(",") if x.strip().isidentifier())
-        if bound:
-            info.append((bound, set(_WORD.findall(chunk))))
     hot = set(imported)
     changed = True
     while changed:
         changed = False
         for bound, words in info:
-            if not bound <= hot and (words & entries or words & hot):
+            if not bound <= hot and (not words.isdisjoint(entries) or not words.isdisjoint(hot)):
                 hot |= bound
                 changed = True
     return frozenset(hot)

@@ -446,10 +446,11 @@ class LazyImport(Value):
     """A name an imported project module binds by an import of its own: the module
     it names is loaded only when the name is used (``Interpreter._force``)."""
 
-    __slots__ = ("thunk", "value")
+    __slots__ = ("thunk", "value", "hint")
 
-    def __init__(self, thunk):
-        self.thunk, self.value = thunk, None
+    def __init__(self, thunk, hint=None):
+        # hint: (module file, name) for the text-level question "can it reach a region?"
+        self.thunk, self.value, self.hint = thunk, None, hint
 
     def __repr__(self):
         return "LazyImport()"
