@@ -957,6 +957,36 @@ with FakeTensorMode():
     for v in params.values():
         v * 2  # FGL002
 """,
+    "class_body_method_chosen_by_condition": """
+class Client:
+    if read_flag():
+        def __init__(self):
+            self.mode = FakeTensorMode(allow_non_fake_inputs=True)
+    else:
+        def __init__(self):
+            self.mode = contextlib.nullcontext()
+
+    def run(self, net):
+        with self.mode:
+            net(torch.ones(1, 2)).sum().backward()
+
+Client().run(nn.Linear(2, 2))
+""",
+    "dunder_made_by_a_decorator_returning_one_of_two": """
+def pick(fn):
+    return fn if read_flag() else other_init
+
+class Client:
+    @pick
+    def __init__(self):
+        self.mode = FakeTensorMode(allow_non_fake_inputs=True)
+
+    def run(self, net):
+        with self.mode:
+            net(torch.ones(1, 2)).sum().backward()
+
+Client().run(nn.Linear(2, 2))
+""",
 }
 
 

@@ -1691,7 +1691,7 @@ class Interpreter:
         if isinstance(obj, ClassVal):
             m = obj.methods.get(attr)
             if m is not None:
-                return BoundMethod(m, obj) if m.kind == "class" else m
+                return BoundMethod(m, obj) if isinstance(m, FuncVal) and m.kind == "class" else m
             a = obj.lookup_attr(attr)
             return a if a is not None and not isinstance(a, FieldVal) else UNKNOWN
         if isinstance(obj, SuperVal):
@@ -2022,7 +2022,12 @@ class Interpreter:
         if name == "forward" or name == "__call__":
             return self.module_call(e, mod, e.func.value, args, kwargs, st)
         if mod.cls is not None and name in mod.cls.methods:
-            return self.call_function(mod.cls.methods[name], [mod] + list(args), kwargs, st,
+            m = mod.cls.methods[name]
+            if not isinstance(m, FuncVal) or m.kind == "property":
+                return self.call_value(e, self.bind_method(m, mod, mod.cls, st), args, kwargs, st)
+            if m.kind == "static":
+                return self.call_function(m, list(args), kwargs, st)
+            return self.call_function(m, [mod.cls if m.kind == "class" else mod] + list(args), kwargs, st,
                                       site=(e, [e.func.value] + _arg_exprs(e), [mod] + list(args)))
         if name in ("parameters", "named_parameters") or (name == "state_dict" and _kw_true(kwargs, "keep_vars")):
             if real:

@@ -247,11 +247,13 @@ class ClassVal(Value):
     dataclass: bool = False
 
     def lookup_method(self, name):
+        """The function Python would run for ``name`` (None: none known to be a function)."""
         for c in self.mro or (self,):
             m = c.own.get(name)
             if m is not None:
-                return m
-        return self.methods.get(name)
+                return m if isinstance(m, FuncVal) else None
+        m = self.methods.get(name)
+        return m if isinstance(m, FuncVal) else None
 
     def lookup_attr(self, name):
         for c in self.mro or (self,):
