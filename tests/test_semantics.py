@@ -987,6 +987,127 @@ class Client:
 
 Client().run(nn.Linear(2, 2))
 """,
+    # ------------------------------------------- modules built in a region (fake modules)
+    # (fixtures/heldout/hazard_leaked_fake_adapter_mixed.py)
+    "fake_module_output_mixed_after_block": """
+base = nn.Linear(4, 4)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    adapter = nn.Sequential(nn.Linear(4, 1, bias=False), nn.Linear(1, 4, bias=False))
+x = torch.randn(2, 4)
+delta = adapter(x)
+y = base(x) + delta  # FGL003
+y.sum().backward()
+""",
+    "fake_module_weight_mixed_after_block": """
+w = torch.randn(4, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    lin = nn.Linear(4, 4)
+loss = (lin.weight * w).sum()  # FGL003
+loss.backward()
+""",
+    "fake_module_state_dict_mixed_after_block": """
+w = torch.randn(4, 4, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    lin = nn.Linear(4, 4)
+sd = lin.state_dict()
+loss = (sd["weight"] * w).sum()  # FGL003
+loss.backward()
+""",
+    "fake_module_of_the_file_output_mixed_after_block": """
+class Adapter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.proj(x)
+
+w = torch.randn(4, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    adapter = Adapter()
+loss = (adapter(torch.ones(2, 4)) * w).sum()  # FGL003
+loss.backward()
+""",
+    "fake_module_called_on_real_grad_input_after_block": """
+w = torch.randn(2, 4, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    lin = nn.Linear(4, 4)
+lin(w).sum().backward()  # FGL003
+""",
+    "fake_deepcopy_output_mixed_after_block": """
+base = nn.Linear(4, 4)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    twin = copy.deepcopy(base)
+x = torch.randn(2, 4)
+y = base(x) + twin(x)  # FGL003
+y.sum().backward()
+""",
+    "fake_to_empty_output_mixed_after_block": """
+base = nn.Linear(4, 4)
+shell = nn.Linear(4, 4, device="meta")
+with FakeTensorMode(allow_non_fake_inputs=True):
+    shell.to_empty(device="cpu")
+x = torch.randn(2, 4)
+y = base(x) + shell(x)  # FGL003
+y.sum().backward()
+""",
+    "fake_module_output_mixed_with_no_grad_tensor": """
+with FakeTensorMode(allow_non_fake_inputs=True):
+    adapter = nn.Linear(4, 4)
+x = torch.randn(2, 4)
+y = adapter(x) + torch.randn(2, 4)
+print(tuple(y.shape))
+""",
+    "fake_module_output_mixed_with_detached_value": """
+base = nn.Linear(4, 4)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    adapter = nn.Linear(4, 4)
+x = torch.randn(2, 4)
+y = base(x).detach() + adapter(x)
+y.sum().backward()
+""",
+    "fake_module_output_used_for_shape_only": """
+base = nn.Linear(4, 4)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    adapter = nn.Linear(4, 4)
+x = torch.randn(2, 4)
+y = base(x) + torch.zeros(adapter(x).shape)
+y.sum().backward()
+""",
+    "fake_module_called_inside_its_region": """
+with FakeTensorMode(allow_non_fake_inputs=True):
+    adapter = nn.Linear(4, 4)
+    y = adapter(torch.randn(2, 4))
+    y.sum().backward()
+""",
+    "paramless_module_from_region_on_real_grad_value": """
+base = nn.Linear(4, 4)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    act = nn.ReLU()
+act(base(torch.randn(2, 4))).sum().backward()
+""",
+    "module_of_the_file_from_region_wrapping_a_real_one": """
+class Wrap(nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(x)
+
+base = nn.Linear(4, 4)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    wrapped = Wrap(base)
+w = torch.randn(2, 4, requires_grad=True)
+(wrapped(torch.ones(2, 4)) * w).sum().backward()
+""",
+    "fake_module_from_a_region_entered_on_some_paths": """
+base = nn.Linear(4, 4)
+with (FakeTensorMode(allow_non_fake_inputs=True) if read_flag() else contextlib.nullcontext()):
+    adapter = nn.Linear(4, 4)
+x = torch.randn(2, 4)
+(base(x) + adapter(x)).sum().backward()
+""",
 }
 
 

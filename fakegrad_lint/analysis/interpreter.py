@@ -1239,6 +1239,9 @@ class Interpreter:
                     self.call_function(post, [inst], {}, st, force=True)
                 except (YieldReached, _BlockExit):
                     pass
+        if cls.is_module and region is not None:
+            inst.may_fake = region.may or bool(st.may)
+            inst.fake_out = _forward_uses_fakes(cls, inst.attrs)
         if cls.is_module and region is None:
             has_params = cls.torch_base or any(
                 v.real_rg() or (isinstance(v, ModuleVal) and v.origin is not None) for v in inst.attrs.values()
@@ -1686,7 +1689,7 @@ class Interpreter:
             if isinstance(obj, ModuleVal) and attr in N.MODULE_PARAM_ATTRS:
                 if obj.is_real():
                     return TVal(frozenset([Origin(f"{dotted_name(e) or attr}", "parameter", e.lineno, parent=obj.origin, param=attr)]))
-                return TVal(frozenset(), obj.mode)
+                return TVal(frozenset(), obj.mode, may_fake=obj.may_fake)
             return UNKNOWN
         if isinstance(obj, ClassVal):
             m = obj.methods.get(attr)
@@ -2033,7 +2036,7 @@ class Interpreter:
             if real:
                 p = TVal(frozenset([mod.origin]))  # the module's own provenance: freezing them freezes it
             else:
-                p = TVal(frozenset(), mod.mode)
+                p = TVal(frozenset(), mod.mode, may_fake=mod.may_fake)
             if name == "parameters":
                 return SeqVal((p,))
             if name == "named_parameters":
@@ -2055,7 +2058,7 @@ class Interpreter:
                         if rec.node is e:
                             rec.fix_plan = None
         if name in ("state_dict", "buffers", "named_buffers"):
-            t = TVal(frozenset(), mod.mode)
+            t = TVal(frozenset(), mod.mode, may_fake=mod.may_fake)
             if name == "named_buffers":
                 return SeqVal((SeqVal((UNKNOWN, t), (UNKNOWN, t)),))
             return SeqVal((t,), is_dict=name == "state_dict")
@@ -2065,6 +2068,8 @@ class Interpreter:
             region = st.active_region()
             if region is not None:
                 mod.mode = region.mode
+                mod.may_fake = region.may or bool(st.may)
+                mod.fake_out = mod.fake_out or (mod.origin is not None and mod.cls is None)
             elif mod.meta or (mod.origin is None and mod.mode is not None):
                 if mod.origin is None:
                     mod.origin = Origin("module", "module", e.lineno)
@@ -2282,9 +2287,9 @@ class Interpreter:
         if region is not None and src.real_rg():
             if st.allow_of(region.mode) is False:
                 return self.op(e, [(src, e.args[0] if e.args else None)], st, differentiable=False)
-            return _fake_copy(src, region.mode)
+            return _proven_copy(_fake_copy(src, region.mode), src, region.may or bool(st.may))
         if st.fake_copy is not None:
-            return _fake_copy(src, st.fake_copy)
+            return _proven_copy(_fake_copy(src, st.fake_copy), src, bool(st.may))
         if isinstance(src, ModuleVal) and src.origin is not None:
             copy = ModuleVal(Origin(src.origin.name, "module", e.lineno, param_names=src.origin.param_names),
                              src.mode, src.cls, dict(src.attrs), src.meta)
@@ -2297,7 +2302,17 @@ class Interpreter:
         on the meta device, else real with requires-grad parameters."""
         region = st.active_region()
         if region is not None:
-            return ModuleVal(None, region.mode)
+            # fake parameters: its outputs are fake of this mode, also after the block
+            # (known for layers with parameters, model factories, and Sequentials of them)
+            fake = ModuleVal(None, region.mode, may_fake=region.may or bool(st.may))
+            last = q.rsplit(".", 1)[-1]
+            if not torch_layer or _known_params(last, kwargs):
+                fake.fake_out = True
+            elif last == "Sequential":
+                children = [x for a in list(args) + list(kwargs.values()) for x in _flatten(a)]
+                fake.fake_out = (any(isinstance(x, ModuleVal) and x.proven_fake() for x in children)
+                                 and not any(x.real_rg() or (isinstance(x, ModuleVal) and x.meta) for x in children))
+            return fake
         mod = ModuleVal(Origin("module", "module", e.lineno), None)
         if st.meta_device or _is_meta(list(kwargs.values())):
             mod.meta = True
@@ -2794,6 +2809,20 @@ def _owns(mod, origin, depth: int = 0) -> bool:
     return any(isinstance(v, ModuleVal) and _owns(v, origin, depth + 1) for v in mod.attrs.values())
 
 
+def _forward_uses_fakes(cls, attrs):
+    """A module of the file built in a region: does its ``forward`` read a fake
+    parameter or submodule of it (``self.proj``), with no real one among them?"""
+    if any(v.real_rg() or (isinstance(v, ModuleVal) and v.meta) for v in attrs.values()):
+        return False
+    fwd = cls.lookup_method("forward")
+    if not isinstance(fwd, FuncVal) or not fwd.node.args.args:
+        return False
+    me = fwd.node.args.args[0].arg
+    fakes = {k for k, v in attrs.items() if isinstance(v, (ModuleVal, TVal)) and v.proven_fake()}
+    return any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me and n.attr in fakes
+               for n in ast.walk(fwd.node))
+
+
 def _is_nn_module_class(q):
     if q in N.NN_MODULE_BASE:
         return True
@@ -3113,6 +3142,15 @@ def _fake_copy(v, mode, depth=0):
     if isinstance(v, (TVal, MaybeVal)) or v is UNKNOWN:
         return TVal(frozenset(), mode)
     return v
+
+
+def _proven_copy(copy, src, may):
+    """A fake deep copy of a real torch module: its outputs are fake (its forward
+    uses the copied parameters); a copy of a module of the file, when its forward reads them."""
+    if isinstance(copy, ModuleVal) and isinstance(src, ModuleVal) and src.origin is not None:
+        copy.may_fake = may
+        copy.fake_out = src.cls is None or _forward_uses_fakes(src.cls, copy.attrs)
+    return copy
 
 
 def _with_grad_reads(plan, lines):

@@ -152,6 +152,8 @@ class ModuleVal(Value):
     attrs: dict = field(default_factory=dict)
     meta: bool = False  # parameters on the meta device: no data, but not fake either (a fake mode
     # treats them as non-fake inputs: a strict one crashes, an allowing one fakes their .grad)
+    may_fake: bool = False  # made in a region entered on some paths only (fake or real)
+    fake_out: bool = False  # its forward is known to use fake parameters: calling it, anywhere, gives fakes
 
     def is_real(self):
         return self.origin is not None and self.mode is None
@@ -161,6 +163,10 @@ class ModuleVal(Value):
 
     def fake_mode(self):
         return self.mode
+
+    def proven_fake(self):
+        """Are its outputs fake on every path (a module built in a region, with fake parameters)?"""
+        return self.mode is not None and self.fake_out and not self.may_fake
 
 
 @dataclass(frozen=True, eq=False)
