@@ -2422,7 +2422,7 @@ class Interpreter:
         if not any(_is_tensorish(v) for v, _ in operands):
             if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add) and len(operands) == 2:
                 # `"a" + name`: string concatenation of known strings
-                return _fold_strings(e, [v for v, _ in operands], "".join, only=str)
+                return _fold_strings(e, [v for v, _ in operands], "".join, only=(str,))
             return UNKNOWN
         return self.op(e, operands, st)
 
