@@ -1090,6 +1090,19 @@ class Runner:
 
 Runner(nn.Linear(2, 2)).run("train")
 """,
+    "getattr_each_of_constant_names": """
+w = torch.ones(2, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    for reduce in ("sum", "mean"):
+        getattr(w * 2, reduce)().backward()  # FGL001
+""",
+    "getattr_each_of_unknown_names": """
+w = torch.ones(2, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    for reduce in read_names():
+        getattr(w * 2, reduce)().backward()  # FGL004
+    getattr(w * 2, "sum" if read_flag() else 3)().backward()  # FGL004
+""",
     "getattr_known_method_of_module_output": """
 def probe(fn, *args, reduce="sum", **kwargs):
     with FakeTensorMode(allow_non_fake_inputs=True):

@@ -1537,7 +1537,7 @@ class Interpreter:
             self.on_yield(v, st)
             return UNKNOWN
         if t is ast.JoinedStr:
-            return _fold_strings(e, [self._fstring_part(v, st) for v in e.values], "".join)
+            return _fold_strings([self._fstring_part(v, st) for v in e.values], "".join)
         if t is ast.Slice:
             for part in (e.lower, e.upper, e.step):
                 if part is not None:
@@ -1756,7 +1756,7 @@ class Interpreter:
         func = e.func
         method_call = self._getattr_method_call(e, st)
         if method_call is not None:
-            return self.eval_call(method_call, st)
+            return method_call
         args, kwargs = self.eval_args(e, st)
         if isinstance(func, ast.Attribute):
             recv = self.eval(func.value, st)
@@ -1769,25 +1769,36 @@ class Interpreter:
         return self.call_value(e, callee, args, kwargs, st)
 
     def _getattr_method_call(self, e, st):
-        """``getattr(obj, "name")(...)`` with a known name is ``obj.name(...)``: the call
-        rewritten as that (one node per call site, placed where the call is); None
-        otherwise (an unknown name stays unknown)."""
+        """``getattr(obj, "name")(...)`` with a known name is ``obj.name(...)`` (a name
+        among known strings: each or one of those calls); None when it is not such a
+        call (an unknown name stays unknown). Only a name made of names, constants and
+        f-strings is looked at, so nothing is evaluated twice for effect."""
         g = e.func
         if not (isinstance(g, ast.Call) and isinstance(g.func, ast.Name) and g.func.id == "getattr"
-                and len(g.args) == 2 and not g.keywords and not any(isinstance(a, ast.Starred) for a in g.args)):
+                and len(g.args) == 2 and not g.keywords and not any(isinstance(a, ast.Starred) for a in g.args)
+                and all(isinstance(n, _PURE_NAME_NODES) for n in ast.walk(g.args[1]))):
             return None
         callee = self.eval(g.func, st)
         if not (isinstance(callee, ModRef) and callee.qualname == "builtins.getattr"):
             return None
         name = self.eval(g.args[1], st)
-        if not (isinstance(name, ConstVal) and isinstance(name.value, str) and name.value.isidentifier()):
+        opts = name.options if isinstance(name, MaybeVal) else (name,)
+        if not all(isinstance(o, ConstVal) and isinstance(o.value, str) and o.value.isidentifier() for o in opts):
             return None
-        cached = self._getattr_calls.get((id(e), name.value))
+        if isinstance(name, ConstVal):
+            return self.eval_call(self._method_call_node(e, name.value), st)
+        return self.over_options(name, lambda o: self.eval_call(self._method_call_node(e, o.value), st), st)
+
+    def _method_call_node(self, e, name):
+        """``obj.name(...)`` for ``e`` = ``getattr(obj, ...)(...)``: one node per call
+        site and name, placed where the call is."""
+        cached = self._getattr_calls.get((id(e), name))
         if cached is not None:
             return cached[1]
-        attr = ast.copy_location(ast.Attribute(value=g.args[0], attr=name.value, ctx=ast.Load()), g)
+        g = e.func
+        attr = ast.copy_location(ast.Attribute(value=g.args[0], attr=name, ctx=ast.Load()), g)
         call = ast.copy_location(ast.Call(func=attr, args=e.args, keywords=e.keywords), e)
-        self._getattr_calls[(id(e), name.value)] = (e, call)  # keeps e alive so its id stays its own
+        self._getattr_calls[(id(e), name)] = (e, call)  # keeps e alive so its id stays its own
         return call
 
     def call_value(self, e, callee, args, kwargs, st, func_expr=_CALLEE):
@@ -2422,7 +2433,7 @@ class Interpreter:
         if not any(_is_tensorish(v) for v, _ in operands):
             if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add) and len(operands) == 2:
                 # `"a" + name`: string concatenation of known strings
-                return _fold_strings(e, [v for v, _ in operands], "".join, only=(str,))
+                return _fold_strings([v for v, _ in operands], "".join, only=(str,))
             return UNKNOWN
         return self.op(e, operands, st)
 
@@ -3056,6 +3067,11 @@ def _arg_exprs(e):
     return [a.value if isinstance(a, ast.Starred) else a for a in e.args]
 
 
+# nodes a getattr name may be made of to be looked at before the call runs
+_PURE_NAME_NODES = (ast.Constant, ast.Name, ast.Attribute, ast.JoinedStr, ast.FormattedValue, ast.BinOp,
+                    ast.expr_context, ast.operator)
+
+
 class _FormattedPart:
     """An f-string's ``{value!conv:spec}``: ``fmt`` turns a known value into its text."""
 
@@ -3069,7 +3085,7 @@ class _FormattedPart:
 _FOLD_TYPES = (str, int, float, bool, type(None))
 
 
-def _fold_strings(e, parts, combine, only=_FOLD_TYPES):
+def _fold_strings(parts, combine, only=_FOLD_TYPES):
     """Fold a string built from ``parts`` (ConstVals, may values of ConstVals, or
     _FormattedParts of those) when every part is known: a ConstVal, or, when a single
     may value takes part, a may value of the strings for each of its options (two
@@ -3111,7 +3127,7 @@ def _grad_mode_kind(q, args, kwargs):
     constant argument: "grad_on" or "grad_off" (an unknown argument: grad may be off)."""
     without, by_arg = N.GRAD_MODE_CONTEXTS[q]
     arg = args[0] if args else kwargs.get(N.GRAD_MODE_ARGUMENT)
-    if arg is None and without is not None:
+    if (arg is None or not by_arg) and without is not None:
         mode = without
     elif isinstance(arg, ConstVal) and isinstance(arg.value, (bool, int)) and bool(arg.value) in by_arg:
         mode = by_arg[bool(arg.value)]
