@@ -1108,6 +1108,141 @@ with (FakeTensorMode(allow_non_fake_inputs=True) if read_flag() else contextlib.
 x = torch.randn(2, 4)
 (base(x) + adapter(x)).sum().backward()
 """,
+    # ------------------------------------------ grad-mode constructors (torch_tables)
+    "inference_mode_false_reenables_grad": """
+w = torch.ones(2, requires_grad=True)
+with torch.inference_mode():
+    with torch.inference_mode(False), FakeTensorMode(allow_non_fake_inputs=True):
+        (w * 2).sum().backward()  # FGL001
+""",
+    "inference_mode_true_keeps_grad_off": """
+w = torch.ones(2, requires_grad=True)
+with torch.inference_mode(mode=True), FakeTensorMode(allow_non_fake_inputs=True):
+    y = (w * 2).sum()
+""",
+    "set_grad_enabled_true_under_no_grad": """
+w = torch.ones(2, requires_grad=True)
+with torch.no_grad(), FakeTensorMode(allow_non_fake_inputs=True), torch.set_grad_enabled(True):
+    (w * 2).sum().backward()  # FGL001
+""",
+    "set_grad_enabled_false_after_enable_grad": """
+w = torch.ones(2, requires_grad=True)
+with torch.enable_grad(), FakeTensorMode(allow_non_fake_inputs=True), torch.set_grad_enabled(mode=False):
+    y = (w * 2).sum()
+""",
+    # ------------------------------------------------------ types.SimpleNamespace
+    "simple_namespace_flag_enters_mode": """
+from types import SimpleNamespace
+cfg = SimpleNamespace(estimate_only=True, lr=0.1)
+net = nn.Linear(2, 2)
+with contextlib.ExitStack() as stack:
+    if cfg.estimate_only:
+        stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "simple_namespace_flag_false_or_unknown": """
+import types
+cfg = types.SimpleNamespace(estimate_only=False, **read_options())
+net = nn.Linear(2, 2)
+with contextlib.ExitStack() as stack:
+    if cfg.estimate_only:
+        stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+    if cfg.dry_run:
+        stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------------- getattr by a name built of constants
+    "getattr_fstring_name_from_constant_loop": """
+class Runner:
+    def __init__(self, net):
+        self.net = net
+
+    def run(self, phase):
+        handler = getattr(self, f"_phase_{phase}")
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return handler()
+
+    def _phase_eval(self):
+        with torch.no_grad():
+            return self.net(torch.ones(1, 2)).shape
+
+    def _phase_train(self):
+        self.net(torch.ones(1, 2)).sum().backward()  # FGL001
+
+runner = Runner(nn.Linear(2, 2))
+for phase in ("eval", "train"):
+    runner.run(phase)
+""",
+    "getattr_name_concatenated_or_unknown": """
+class Runner:
+    def __init__(self, net):
+        self.net = net
+
+    def run(self, phase):
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return getattr(self, "_phase_" + phase)()
+
+    def guess(self):
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return getattr(self, f"_phase_{read_phase()}")()
+
+    def _phase_eval(self):
+        with torch.no_grad():
+            return self.net(torch.ones(1, 2)).shape
+
+    def _phase_train(self):
+        self.net(torch.ones(1, 2)).sum().backward()
+
+runner = Runner(nn.Linear(2, 2))
+runner.run("eval")
+runner.guess()
+""",
+    "getattr_name_concatenated_hazard": """
+class Runner:
+    def __init__(self, net):
+        self.net = net
+
+    def run(self, phase):
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return getattr(self, "_phase_" + phase, None)()
+
+    def _phase_train(self):
+        self.net(torch.ones(1, 2)).sum().backward()  # FGL001
+
+Runner(nn.Linear(2, 2)).run("train")
+""",
+    "getattr_each_of_constant_names": """
+w = torch.ones(2, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    for reduce in ("sum", "mean"):
+        getattr(w * 2, reduce)().backward()  # FGL001
+""",
+    "getattr_each_of_unknown_names": """
+w = torch.ones(2, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    for reduce in read_names():
+        getattr(w * 2, reduce)().backward()  # FGL004
+    getattr(w * 2, "sum" if read_flag() else 3)().backward()  # FGL004
+""",
+    "getattr_known_method_of_module_output": """
+def probe(fn, *args, reduce="sum", **kwargs):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        out = fn(*args, **kwargs)  # FGL001
+        if isinstance(out, tuple):
+            out = out[0]
+        getattr(out, reduce)().backward()
+
+probe(nn.LSTMCell(3, 6), torch.zeros(2, 3), reduce="mean")
+""",
+    "getattr_unknown_method_of_module_output": """
+def probe(fn, *args, reduce="sum", **kwargs):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        out = fn(*args, **kwargs)  # FGL004
+        getattr(out, reduce)().backward()
+        return getattr(out, "mean")().shape
+
+probe(nn.LSTMCell(3, 6), torch.zeros(2, 3), reduce=read_name())
+""",
 }
 
 

@@ -217,6 +217,7 @@ class Interpreter:
         # id(For node) -> the expression naming the real module its loop draws from
         # (`for layer in model.children()` -> `model`): the fix copies that module
         self.loop_modules: dict = {}
+        self._getattr_calls: dict = {}  # (id(call), name) -> (call, `obj.name(...)`)
         self.steps = 0
         self.exhausted = False
         self.instances: dict = {}  # ClassVal -> instance for standalone method analysis
@@ -1539,16 +1540,28 @@ class Interpreter:
             self.on_yield(v, st)
             return UNKNOWN
         if t is ast.JoinedStr:
-            for v in e.values:
-                if isinstance(v, ast.FormattedValue):
-                    self.eval(v.value, st)
-            return UNKNOWN
+            return _fold_strings([self._fstring_part(v, st) for v in e.values], "".join)
         if t is ast.Slice:
             for part in (e.lower, e.upper, e.step):
                 if part is not None:
                     self.eval(part, st)
             return UNKNOWN
         return UNKNOWN
+
+    def _fstring_part(self, v, st):
+        """One part of an f-string as a function of its known value (None: unknown)."""
+        if isinstance(v, ast.Constant):
+            return ConstVal(v.value)
+        val = self.eval(v.value, st)
+        spec = self.eval(v.format_spec, st) if v.format_spec is not None else ConstVal("")
+        if not isinstance(spec, ConstVal) or not isinstance(spec.value, str):
+            return UNKNOWN
+        conv = {ord("r"): repr, ord("s"): str, ord("a"): ascii}.get(v.conversion)
+
+        def fmt(x, conv=conv, spec=spec.value):
+            return format(conv(x) if conv else x, spec)
+
+        return _FormattedPart(val, fmt)
 
     def on_yield(self, v, st):
         if st.stack and self._capture_gen is st.stack[-1]:
@@ -1744,6 +1757,9 @@ class Interpreter:
 
     def eval_call(self, e, st):
         func = e.func
+        method_call = self._getattr_method_call(e, st)
+        if method_call is not None:
+            return method_call
         args, kwargs = self.eval_args(e, st)
         if isinstance(func, ast.Attribute):
             recv = self.eval(func.value, st)
@@ -1754,6 +1770,39 @@ class Interpreter:
             return self.call_method(e, recv, func.attr, args, kwargs, st)
         callee = self.eval(func, st)
         return self.call_value(e, callee, args, kwargs, st)
+
+    def _getattr_method_call(self, e, st):
+        """``getattr(obj, "name")(...)`` with a known name is ``obj.name(...)`` (a name
+        among known strings: each or one of those calls); None when it is not such a
+        call (an unknown name stays unknown). Only a name made of names, constants and
+        f-strings is looked at, so nothing is evaluated twice for effect."""
+        g = e.func
+        if not (isinstance(g, ast.Call) and isinstance(g.func, ast.Name) and g.func.id == "getattr"
+                and len(g.args) == 2 and not g.keywords and not any(isinstance(a, ast.Starred) for a in g.args)
+                and all(isinstance(n, _PURE_NAME_NODES) for n in ast.walk(g.args[1]))):
+            return None
+        callee = self.eval(g.func, st)
+        if not (isinstance(callee, ModRef) and callee.qualname == "builtins.getattr"):
+            return None
+        name = self.eval(g.args[1], st)
+        opts = name.options if isinstance(name, MaybeVal) else (name,)
+        if not all(isinstance(o, ConstVal) and isinstance(o.value, str) and o.value.isidentifier() for o in opts):
+            return None
+        if isinstance(name, ConstVal):
+            return self.eval_call(self._method_call_node(e, name.value), st)
+        return self.over_options(name, lambda o: self.eval_call(self._method_call_node(e, o.value), st), st)
+
+    def _method_call_node(self, e, name):
+        """``obj.name(...)`` for ``e`` = ``getattr(obj, ...)(...)``: one node per call
+        site and name, placed where the call is."""
+        cached = self._getattr_calls.get((id(e), name))
+        if cached is not None:
+            return cached[1]
+        g = e.func
+        attr = ast.copy_location(ast.Attribute(value=g.args[0], attr=name, ctx=ast.Load()), g)
+        call = ast.copy_location(ast.Call(func=attr, args=e.args, keywords=e.keywords), e)
+        self._getattr_calls[(id(e), name)] = (e, call)  # keeps e alive so its id stays its own
+        return call
 
     def call_value(self, e, callee, args, kwargs, st, func_expr=_CALLEE):
         """Call ``callee``; ``func_expr`` is the expression that names it (``e.func``
@@ -2153,20 +2202,11 @@ class Interpreter:
             return CtxVal("fake_copy", args[0] if args and isinstance(args[0], ModeVal) else None)
         if q in N.UNSET_FAKE:
             return CtxVal("unset_fake")
-        if q in N.GRAD_OFF:
-            if args and isinstance(args[0], FuncVal):  # used as a plain decorator call
+        if q in N.GRAD_MODE_CONTEXTS:
+            if q in N.GRAD_OFF and args and isinstance(args[0], FuncVal):  # used as a plain decorator call
                 args[0].grad_off = True
                 return args[0]
-            if q.endswith("inference_mode") and args and isinstance(args[0], ConstVal) and args[0].value is False:
-                return CtxVal("null")
-            return CtxVal("grad_off")
-        if q in N.GRAD_ON:
-            return CtxVal("grad_on")
-        if q in N.SET_GRAD_ENABLED:
-            if args and isinstance(args[0], ConstVal):
-                return CtxVal("grad_on" if args[0].value else "grad_off")
-            # unknown: grad may be off, so no gradient claim holds (a strict mode still crashes)
-            return CtxVal("grad_off")
+            return CtxVal(_grad_mode_kind(q, args, kwargs))
         if q in N.NULL_CONTEXT:
             return CtxVal("null")
         if q in N.EXIT_STACK:
@@ -2266,6 +2306,8 @@ class Interpreter:
                 return TransformVal(kind, first, argnums.value if isinstance(argnums, ConstVal) else None)
         if _is_module_factory(q):
             return self.new_module(e, q, args, kwargs, st, torch_layer=False)
+        if q in N.SIMPLE_NAMESPACE:
+            return self.simple_namespace(e, args, kwargs)
         if q in N.DATACLASS_FIELD:
             return FieldVal(kwargs.get("default"), kwargs.get("default_factory"))
         if q in N.DATACLASS:
@@ -2278,6 +2320,18 @@ class Interpreter:
         if q in N.UPDATE_WRAPPER:
             return first
         return None
+
+    def simple_namespace(self, e, args, kwargs):
+        """``types.SimpleNamespace(mapping, **kw)``: an instance of a class with no
+        methods whose attributes are the known keywords (and a known mapping's keys);
+        any other attribute stays unknown."""
+        attrs = {}
+        if args and isinstance(args[0], SeqVal) and args[0].keys is not None and args[0].elts is not None:
+            attrs.update((k, v) for k, v in zip(args[0].keys, args[0].elts) if isinstance(k, str))
+        attrs.update(kwargs)
+        node = ast.ClassDef(name="SimpleNamespace", bases=[], keywords=[], body=[], decorator_list=[], type_params=[])
+        ast.copy_location(node, e)
+        return InstanceVal(ClassVal(node, None, False), attrs)
 
     def deepcopy(self, e, src, st):
         """copy.deepcopy: under an active allow-mode region (or FakeCopyMode) the copy
@@ -2381,7 +2435,7 @@ class Interpreter:
             return UNKNOWN
         if name in ("getattr",) and len(args) >= 2 and isinstance(args[1], ConstVal) and isinstance(args[1].value, str):
             return self.attribute(e, args[0], args[1].value, st)
-        if name in ("getattr",) and len(args) == 2 and isinstance(args[1], MaybeVal):
+        if name in ("getattr",) and len(args) >= 2 and isinstance(args[1], MaybeVal):
             # a name among known strings (a config's entries): each of them, or one of them
             return self.over_options(args[1], lambda o: (
                 self.attribute(e, args[0], o.value, st) if isinstance(o, ConstVal) and isinstance(o.value, str) else UNKNOWN), st)
@@ -2392,8 +2446,9 @@ class Interpreter:
     # ------------------------------------------------------------------- ops
     def binop(self, e, operands, st):
         if not any(_is_tensorish(v) for v, _ in operands):
-            if all(isinstance(v, ConstVal) for v, _ in operands):
-                return UNKNOWN
+            if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add) and len(operands) == 2:
+                # `"a" + name`: string concatenation of known strings
+                return _fold_strings([v for v, _ in operands], "".join, only=(str,))
             return UNKNOWN
         return self.op(e, operands, st)
 
@@ -3039,6 +3094,75 @@ def _arg_exprs(e):
     if not isinstance(e, ast.Call):
         return []
     return [a.value if isinstance(a, ast.Starred) else a for a in e.args]
+
+
+# nodes a getattr name may be made of to be looked at before the call runs
+_PURE_NAME_NODES = (ast.Constant, ast.Name, ast.Attribute, ast.JoinedStr, ast.FormattedValue, ast.BinOp,
+                    ast.expr_context, ast.operator)
+
+
+class _FormattedPart:
+    """An f-string's ``{value!conv:spec}``: ``fmt`` turns a known value into its text."""
+
+    __slots__ = ("value", "fmt")
+
+    def __init__(self, value, fmt):
+        self.value = value
+        self.fmt = fmt
+
+
+_FOLD_TYPES = (str, int, float, bool, type(None))
+
+
+def _fold_strings(parts, combine, only=_FOLD_TYPES):
+    """Fold a string built from ``parts`` (ConstVals, may values of ConstVals, or
+    _FormattedParts of those) when every part is known: a ConstVal, or, when a single
+    may value takes part, a may value of the strings for each of its options (two
+    different may values would pair options that never meet). Else UNKNOWN."""
+    inner = [p.value if isinstance(p, _FormattedPart) else p for p in parts]
+    maybes = []
+    for v in inner:
+        if isinstance(v, MaybeVal) and not any(v is m for m in maybes):
+            maybes.append(v)
+    if len(maybes) > 1:
+        return UNKNOWN
+    choices = list(maybes[0].options) if maybes else [None]
+    if not choices or any(not isinstance(o, ConstVal) for o in choices if o is not None):
+        return UNKNOWN
+    out = []
+    for choice in choices:
+        texts = []
+        for p, v in zip(parts, inner):
+            c = choice if isinstance(v, MaybeVal) else v
+            if not isinstance(c, ConstVal) or type(c.value) not in only:
+                return UNKNOWN
+            if isinstance(p, _FormattedPart):
+                try:
+                    texts.append(p.fmt(c.value))
+                except Exception:
+                    return UNKNOWN
+            elif isinstance(c.value, str):
+                texts.append(c.value)
+            else:
+                return UNKNOWN
+        out.append(ConstVal(combine(texts)))
+    if not maybes:
+        return out[0]
+    return MaybeVal(tuple(out), maybes[0].each)
+
+
+def _grad_mode_kind(q, args, kwargs):
+    """The context a grad-mode constructor builds, from torch_tables' meaning of its
+    constant argument: "grad_on" or "grad_off" (an unknown argument: grad may be off)."""
+    without, by_arg = N.GRAD_MODE_CONTEXTS[q]
+    arg = args[0] if args else kwargs.get(N.GRAD_MODE_ARGUMENT)
+    if (arg is None or not by_arg) and without is not None:
+        mode = without
+    elif isinstance(arg, ConstVal) and isinstance(arg.value, (bool, int)) and bool(arg.value) in by_arg:
+        mode = by_arg[bool(arg.value)]
+    else:
+        mode = "off"
+    return "grad_on" if mode == "on" else "grad_off"
 
 
 def _operands(e, args, kwargs):

@@ -43,6 +43,23 @@ GRAD_OFF = frozenset(
 )
 GRAD_ON = frozenset({"torch.enable_grad", "torch.autograd.enable_grad", "torch.autograd.grad_mode.enable_grad"})
 SET_GRAD_ENABLED = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled"})
+# What each grad-mode context constructor does to grad mode: (with no argument,
+# {constant first argument (or `mode=`): grad mode}). "on"/"off" is the grad mode
+# inside; None means "needs the argument". An argument that is not a known constant
+# counts as "off" (grad may be off, so no gradient claim holds).
+# inference_mode(False) re-enables grad (c10::InferenceMode(false) sets grad mode on).
+GRAD_MODE_ARGUMENT = "mode"
+_GRAD_MODE_SPELLINGS = {
+    "no_grad": ("off", {}),
+    "enable_grad": ("on", {}),
+    "inference_mode": ("off", {True: "off", False: "on"}),
+    "set_grad_enabled": (None, {True: "on", False: "off"}),
+}
+GRAD_MODE_CONTEXTS = {
+    prefix + name: meaning
+    for name, meaning in _GRAD_MODE_SPELLINGS.items()
+    for prefix in ("torch.", "torch.autograd.", "torch.autograd.grad_mode.")
+}
 NULL_CONTEXT = frozenset({"contextlib.nullcontext", "contextlib.suppress"})
 EXIT_STACK = frozenset({"contextlib.ExitStack"})
 CONTEXT_MANAGER = frozenset({"contextlib.contextmanager"})
@@ -260,6 +277,8 @@ WRAPS = frozenset({"functools.wraps"})
 UPDATE_WRAPPER = frozenset({"functools.update_wrapper"})
 PARTIAL = frozenset({"functools.partial"})
 DATACLASS = frozenset({"dataclasses.dataclass"})
+# types.SimpleNamespace(**kw): an object whose attributes are its keywords
+SIMPLE_NAMESPACE = frozenset({"types.SimpleNamespace"})
 DATACLASS_FIELD = frozenset({"dataclasses.field"})
 
 # ------------------------------------------------------------ torch modules
