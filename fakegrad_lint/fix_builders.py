@@ -214,6 +214,12 @@ def build_fix(leak, source: str) -> Fix | None:
             # the gradients land on the fake copies: what the code reads there changes
             return Fix(f"{message} (not applied: line {read} reads the gradients of `{plan.value}`'s parameters)",
                        Applicability.DISPLAY_ONLY, tuple(edits))
+        if leak.sink == "torch.autograd.grad":
+            # `autograd.grad(loss, inputs)` may differentiate with respect to the real
+            # parameters, which the fixed graph no longer holds (a RuntimeError at run time)
+            return Fix(f"{message} (not applied: `torch.autograd.grad` on line {leak.sink_line} may differentiate "
+                       f"with respect to `{plan.value}`'s real parameters)",
+                       Applicability.DISPLAY_ONLY, tuple(edits))
     outside_grad = [ln for ln in plan.grad_reads if not body_lines[0] <= ln <= body_lines[1]]
     outside_sink = leak.sink == "torch.autograd.grad" and leak.sink_line is not None and not (
         body_lines[0] <= leak.sink_line <= body_lines[1]

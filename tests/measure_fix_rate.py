@@ -3,7 +3,7 @@
     python tests/measure_fix_rate.py [--verbose] [SET ...]
 
 Sets: ``corpus`` (``fixtures/*.py``), ``cases`` (``tests/data/fix_cases``),
-``unseen`` (``fixtures/unseen/*.py``); default all three. For each set: the
+``unseen`` (``fixtures/unseen/*.py``), ``heldout`` (``fixtures/heldout/*.py``); default all. For each set: the
 hazards (programs that end ``hazard`` or ``crash`` under the runtime oracle), how
 many of them run clean after the fix with their printed output unchanged
 (``test_fix_runtime.judge``), how many fixed files fail (``error``, or a crash
@@ -30,6 +30,7 @@ SETS = {
     "corpus": fixture_paths,
     "cases": lambda: CASES,
     "unseen": lambda: sorted((FIXTURES_DIR / "unseen").glob("*.py")),
+    "heldout": lambda: sorted((FIXTURES_DIR / "heldout").glob("*.py")),
 }
 
 

@@ -25,6 +25,16 @@ from regen_golden import BASE_ARGS, cli  # noqa: E402
 HEAD = "import torch\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n\n"
 
 PROGRAMS: dict[str, bytes] = {
+    # the module fix moved the forward onto fake copies, but `autograd.grad` asks for
+    # the real parameters: "One of the differentiated Tensors appears to not have been used"
+    "module_autograd_grad_wrt_real_params.py": (HEAD + """\
+model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU(), torch.nn.Linear(2, 2))
+params = list(model.parameters())
+with FakeTensorMode(allow_non_fake_inputs=True):
+    loss = model(torch.ones(3, 2)).sum()
+    gs = torch.autograd.grad(loss, params)
+print([tuple(g.shape) for g in gs])
+""").encode(),
     # the hoist went below the statement that uses it: NameError
     "hoist_before_first_use.py": (HEAD + """\
 w = torch.randn(3, requires_grad=True)
@@ -166,6 +176,10 @@ def test_fixed_program_parses_and_never_breaks(fixed, runs, name):
     if before.outcome in ("hazard", "crash") and fixed[name][1].read_bytes() != PROGRAMS[name]:
         assert after.outcome == "clean", f"{name}: {after.outcome} {after.detail}"
         assert after.stdout == before.stdout
+
+
+def test_module_fix_is_not_applied_when_autograd_grad_names_the_real_parameters(fixed):
+    assert text(fixed, "module_autograd_grad_wrt_real_params.py") == PROGRAMS["module_autograd_grad_wrt_real_params.py"].decode()
 
 
 def test_hoist_lands_before_the_first_use(fixed):
