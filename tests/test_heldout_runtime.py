@@ -10,15 +10,13 @@ agrees with it, and so do the marker codes.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 pytest.importorskip("torch")
 
 import oracle  # noqa: E402
 from markers import FIXTURES_DIR  # noqa: E402
-from test_unseen_runtime import check_labels, docstring_runtime, marker_codes  # noqa: E402
+from test_unseen_runtime import check_project, check_script  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -49,23 +47,9 @@ def test_heldout_corpus_size():
 
 @pytest.mark.parametrize("path", SCRIPTS, ids=[p.name for p in SCRIPTS])
 def test_heldout_script_outcome(script_results, path):
-    res = script_results[str(path)]
-    assert res.outcome != "error", f"{path.name} failed to run:\n{res.detail}"
-    want = docstring_runtime(path)
-    assert want is not None, f"{path.name}: no 'Runtime: ...' line in the docstring"
-    assert res.outcome == want, f"{path.name}: docstring says {want}, torch says {res.outcome} ({res.detail})"
-    check_labels(path.name, want, marker_codes([path]))
-    if res.outcome != "crash":
-        assert res.stdout.strip(), f"{path.name} printed nothing"
+    check_script(path, script_results[str(path)])
 
 
 @pytest.mark.parametrize("folder", PROJECTS, ids=[p.name for p in PROJECTS])
 def test_heldout_project_outcome(project_results, folder):
-    meta = json.loads((folder / "project.json").read_text(encoding="utf-8"))
-    assert (folder / meta["entry"]).is_file(), f"{folder.name}: entry {meta['entry']} missing"
-    assert meta.get("description"), f"{folder.name}: project.json has no description"
-    res = project_results[str(folder)]
-    assert res.outcome != "error", f"{folder.name} failed to run:\n{res.detail}"
-    want = meta["runtime"]
-    assert res.outcome == want, f"{folder.name}: project.json says {want}, torch says {res.outcome} ({res.detail})"
-    check_labels(folder.name, want, marker_codes(sorted(folder.rglob("*.py"))))
+    check_project(folder, project_results[str(folder)])

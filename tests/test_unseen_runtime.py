@@ -56,6 +56,28 @@ def check_labels(name: str, want: str, codes: set[str]) -> None:
         assert "FGL002" not in default_codes, f"{name}: FGL002 marks a crash, torch says hazard"
 
 
+def check_script(path: Path, res) -> None:
+    """The oracle's result for one script agrees with its docstring, prefix and markers."""
+    assert res.outcome != "error", f"{path.name} failed to run:\n{res.detail}"
+    want = docstring_runtime(path)
+    assert want is not None, f"{path.name}: no 'Runtime: ...' line in the docstring"
+    assert res.outcome == want, f"{path.name}: docstring says {want}, torch says {res.outcome} ({res.detail})"
+    check_labels(path.name, want, marker_codes([path]))
+    if res.outcome != "crash":
+        assert res.stdout.strip(), f"{path.name} printed nothing"
+
+
+def check_project(folder: Path, res) -> None:
+    """The oracle's result for one project agrees with its project.json, prefix and markers."""
+    meta = json.loads((folder / "project.json").read_text(encoding="utf-8"))
+    assert (folder / meta["entry"]).is_file(), f"{folder.name}: entry {meta['entry']} missing"
+    assert meta.get("description"), f"{folder.name}: project.json has no description"
+    assert res.outcome != "error", f"{folder.name} failed to run:\n{res.detail}"
+    want = meta["runtime"]
+    assert res.outcome == want, f"{folder.name}: project.json says {want}, torch says {res.outcome} ({res.detail})"
+    check_labels(folder.name, want, marker_codes(sorted(folder.rglob("*.py"))))
+
+
 @pytest.fixture(scope="module")
 def script_results():
     return oracle.run_fixtures(SCRIPTS, jobs=2)
@@ -75,25 +97,12 @@ def test_corpus_size():
 
 @pytest.mark.parametrize("path", SCRIPTS, ids=[p.name for p in SCRIPTS])
 def test_unseen_script_outcome(script_results, path):
-    res = script_results[str(path)]
-    assert res.outcome != "error", f"{path.name} failed to run:\n{res.detail}"
-    want = docstring_runtime(path)
-    assert want is not None, f"{path.name}: no 'Runtime: ...' line in the docstring"
-    assert res.outcome == want, f"{path.name}: docstring says {want}, torch says {res.outcome} ({res.detail})"
-    check_labels(path.name, want, marker_codes([path]))
-    if res.outcome != "crash":
-        assert res.stdout.strip(), f"{path.name} printed nothing"
+    check_script(path, script_results[str(path)])
 
 
 @pytest.mark.parametrize("folder", PROJECTS, ids=[p.name for p in PROJECTS])
 def test_unseen_project_outcome(project_results, folder):
-    meta = json.loads((folder / "project.json").read_text(encoding="utf-8"))
-    assert (folder / meta["entry"]).is_file(), f"{folder.name}: entry {meta['entry']} missing"
-    res = project_results[str(folder)]
-    assert res.outcome != "error", f"{folder.name} failed to run:\n{res.detail}"
-    want = meta["runtime"]
-    assert res.outcome == want, f"{folder.name}: project.json says {want}, torch says {res.outcome} ({res.detail})"
-    check_labels(folder.name, want, marker_codes(sorted(folder.rglob("*.py"))))
+    check_project(folder, project_results[str(folder)])
 
 
 def test_project_runner_isolates_sys_path(tmp_path):
