@@ -57,7 +57,9 @@ from fakegrad_lint.analysis.values import (
     TVal,
     Value,
     join,
+    join_all,
     union,
+    union_all,
 )
 from fakegrad_lint.lazyparse import LAZY_DEF_TYPES
 from fakegrad_lint.prefilter import ENTRY_WORDS
@@ -1314,12 +1316,7 @@ class Interpreter:
             st.ctx = ctx
         if is_gen and not run_generator:
             return SeqVal(tuple(cst.returns))
-        if not cst.returns:
-            return UNKNOWN
-        out = cst.returns[0]
-        for r in cst.returns[1:]:
-            out = join(out, r)
-        return out
+        return join_all(cst.returns)
 
     def _init_matters(self, fv):
         """``__init__`` of a class whose code can open a region or make a real
@@ -1589,19 +1586,9 @@ class Interpreter:
     def iter_item(self, v):
         if isinstance(v, SeqVal) and v.is_dict:
             # iterating a mapping gives its keys
-            if v.keys is None or not v.keys:
-                return UNKNOWN
-            out = ConstVal(v.keys[0])
-            for k in v.keys[1:]:
-                out = union(out, ConstVal(k))
-            return out
+            return union_all(ConstVal(k) for k in v.keys or ())
         if isinstance(v, SeqVal):
-            if not v.items:
-                return UNKNOWN
-            out = v.items[0]
-            for x in v.items[1:]:
-                out = union(out, x)
-            return out
+            return union_all(v.items)
         if isinstance(v, TVal):
             return v  # iterating a tensor yields slices with the same provenance
         if isinstance(v, ModuleVal):
@@ -2788,12 +2775,7 @@ def _is_module_value(v):
 
 def _values_of(seq):
     """The values of a mapping (each of them)."""
-    if not seq.items:
-        return UNKNOWN
-    out = seq.items[0]
-    for x in seq.items[1:]:
-        out = union(out, x)
-    return out
+    return union_all(seq.items)
 
 
 def _dict_val(keys, values):

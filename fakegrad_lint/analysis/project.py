@@ -170,7 +170,7 @@ class ModuleFile:
     source: str
     tree: ast.Module
     sha: str
-    pos: PositionMap = field(init=False)
+    pos: "PositionMap" = field(init=False)  # noqa: F821 - imported lazily (startup stays light)
 
     def __post_init__(self):
         from fakegrad_lint.analysis.positions import PositionMap

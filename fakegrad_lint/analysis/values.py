@@ -434,6 +434,28 @@ def union(a: Value, b: Value) -> Value:
     return MaybeVal(tuple(opts), each=True)
 
 
+def join_all(values) -> Value:
+    """:func:`join` over ``values`` (UNKNOWN when there are none)."""
+    values = list(values)
+    if not values:
+        return UNKNOWN
+    out = values[0]
+    for v in values[1:]:
+        out = join(out, v)
+    return out
+
+
+def union_all(values) -> Value:
+    """:func:`union` over ``values`` (UNKNOWN when there are none)."""
+    values = list(values)
+    if not values:
+        return UNKNOWN
+    out = values[0]
+    for v in values[1:]:
+        out = union(out, v)
+    return out
+
+
 class ProjModVal(Value):
     """A project module as the interpreter sees it: its namespace (the module
     scope its body ran in) and the file it comes from. Also the interpreter's
