@@ -45,7 +45,6 @@ from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 from fakegrad_lint.findings import Edit, Location
 
 _NEWLINE_RE = re.compile(r"\r\n|\r|\n")
-_WORD = re.compile(r"\w")
 
 
 class CstError(Exception):
@@ -328,46 +327,46 @@ class _Apply(cst.CSTTransformer):
 # original vs transformed -> minimal edits
 
 
+_TOKEN = re.compile(r"\w+|[^\S\n]+|\n|.")
+
+
+def diff_edits(old: str, new: str) -> list[Edit]:
+    """Minimal edits that turn ``old`` into ``new`` (both with ``\\n`` line ends): whole
+    lines where lines were inserted or deleted, and inside changed lines the tokens
+    (words, runs of blanks, single characters) that differ, so an edit never cuts a
+    word and two fixes that touch the same line at different places do not overlap."""
+    a, b = _LINE.findall(old), _LINE.findall(new)
+    out = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        if tag != "replace":
+            out.append(Edit(_line_start(a, i1), _line_start(a, i2), "".join(b[j1:j2])))
+            continue
+        ta, tb = _TOKEN.findall("".join(a[i1:i2])), _TOKEN.findall("".join(b[j1:j2]))
+        row_col = [(i1 + 1, 0)]
+        for tok in ta:
+            row_col.append(_advance(*row_col[-1], tok))
+        for op, k1, k2, m1, m2 in difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes():
+            if op != "equal":
+                out.append(Edit(Location(*row_col[k1]), Location(*row_col[k2]), "".join(tb[m1:m2])))
+    return out
+
+
+def _line_start(lines: list[str], index: int) -> Location:
+    """Where line ``index`` (0-based) starts; past a last line without a newline, its end."""
+    if index == len(lines) and lines and not lines[-1].endswith("\n"):
+        return Location(len(lines), len(lines[-1]))
+    return Location(index + 1, 0)
+
+
+_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
+
+
 def _advance(row: int, col: int, text: str) -> tuple[int, int]:
+    if text == "\n":
+        return row + 1, 0
     newlines = text.count("\n")
     if not newlines:
         return row, col + len(text)
     return row + newlines, len(text) - text.rfind("\n") - 1
-
-
-def diff_edits(old: str, new: str) -> list[Edit]:
-    """Minimal edits that turn ``old`` into ``new`` (both with ``\\n`` line ends): the
-    changed line ranges, trimmed to the characters that differ (never cutting a word)."""
-    a, b = re.findall(r"[^\n]*\n|[^\n]+\Z", old), re.findall(r"[^\n]*\n|[^\n]+\Z", new)
-    out = []
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        before, after = "".join(a[i1:i2]), "".join(b[j1:j2])
-        p = 0
-        limit = min(len(before), len(after))
-        while p < limit and before[p] == after[p]:
-            p += 1
-        while 0 < p and _cuts_word(before, after, p):
-            p -= 1
-        s = 0
-        while s < limit - p and before[len(before) - 1 - s] == after[len(after) - 1 - s]:
-            s += 1
-        while 0 < s and _cuts_word(before, after, len(before) - s, len(after) - s):
-            s -= 1
-        start = _advance(i1 + 1, 0, before[:p])
-        end = _advance(i1 + 1, 0, before[: len(before) - s])
-        out.append(Edit(Location(*start), Location(*end), after[p: len(after) - s]))
-    return out
-
-
-def _cuts_word(before: str, after: str, i: int, j: int | None = None) -> bool:
-    """Would a cut at ``before[i]`` / ``after[j]`` split an identifier?"""
-    j = i if j is None else j
-
-    def word(text, k):
-        return 0 <= k < len(text) and _WORD.match(text[k]) is not None
-
-    return word(before, i - 1) and (word(before, i) or word(after, j)) or \
-        word(after, j - 1) and (word(after, j) or word(before, i))
