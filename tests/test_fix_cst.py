@@ -295,3 +295,41 @@ def test_diff_edits_are_minimal_and_never_cut_a_word():
 
 def test_the_parse_is_made_once_per_source():
     assert CstFile.of("x = 1\n") is CstFile.of("x = 1\n")
+
+
+# ---------------------------------------------------------------------------
+# the proof's names bound before use: libcst scopes of the fixed text
+
+
+def _unbound(old: str, new_text: str):
+    """Insert ``new_text`` where ``old`` has ``<>`` and ask the proof what is unbound."""
+    import ast
+
+    from fakegrad_lint.fix.proof import _unbound_inserted_names
+
+    at = old.index("<>")
+    text = old[:at] + new_text + old[at + 2:]
+    return _unbound_inserted_names(text, ast.parse(text), [(at, at + 2, new_text)])
+
+
+@pytest.mark.parametrize("old, new_text, want", [
+    # a module binding made only after the read
+    ("y = <>\nimport torch\n", "torch.ones(1)", ("torch", 1)),
+    # made before it
+    ("import torch\ny = <>\n", "torch.ones(1)", None),
+    # a local bound later in the function: UnboundLocalError
+    ("def f():\n    y = <>\n    w_fake = 1\n", "w_fake", ("w_fake", 2)),
+    # an enclosing function's binding: the closure runs later
+    ("def f():\n    def g():\n        return <>\n    m = 1\n    return g\n", "m", None),
+    # a comprehension's own variable, read before its `for` is written
+    ("import torch\ny = <>\n", "{n: t for n, t in []}", None),
+    # a class body's name is not visible in its methods
+    ("class C:\n    m = 1\n    def f(self):\n        return <>\n", "m", ("m", 4)),
+    # `global`: the module binding before the read (one made only later is not counted)
+    ("g = 1\ndef f():\n    global g\n    return <>\n", "g", None),
+    ("def f():\n    global g\n    return <>\ng = 1\n", "g", ("g", 3)),
+    # builtins
+    ("y = <>\n", "dict(a=1)", None),
+])
+def test_inserted_names_are_bound_before_use(old, new_text, want):
+    assert _unbound(old, new_text) == want
