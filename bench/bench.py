@@ -72,7 +72,8 @@ BASELINE_OF = {"fgl-fake": "ruff-fake", "fgl-all": "fgl-cold"}
 
 FLOOR = r"""
 import sys
-from fakegrad_lint import discover, settings
+from fakegrad_lint.config import discover
+from fakegrad_lint.config import settings
 files = discover.discover([sys.argv[1]], settings.resolve({}, root=sys.argv[1])).files
 n = 0
 for p in files:
@@ -146,9 +147,11 @@ def ruff_path() -> str:
 
 def fake_files(tree: str) -> list[str]:
     """The tree's files past the prefilter (they name a fake mode in code)."""
-    from fakegrad_lint import discover, pipeline, settings
+    from fakegrad_lint.config import discover
+    from fakegrad_lint.engine import process as pipeline
+    from fakegrad_lint.config import settings
     from fakegrad_lint.rules import DEFAULT_CODES
-    from fakegrad_lint.sourcefile import SourceError, read_source
+    from fakegrad_lint.sources.sourcefile import SourceError, read_source
 
     out = []
     for p in discover.discover([tree], settings.resolve({}, root=tree)).files:
@@ -164,7 +167,8 @@ def fake_files(tree: str) -> list[str]:
 
 def sample_files(tree: str, n: int) -> list[str]:
     """Every k-th file of the tree (as discovered), about ``n`` of them."""
-    from fakegrad_lint import discover, settings
+    from fakegrad_lint.config import discover
+    from fakegrad_lint.config import settings
 
     files = discover.discover([tree], settings.resolve({}, root=tree)).files
     step = max(1, len(files) // max(n, 1))
@@ -184,7 +188,9 @@ def torchfix_env(args) -> dict | None:
 def stage_stats(tree: str, jobs: int | None) -> dict:
     """Files and lines per pipeline stage (``pipeline.run(stats=True)``), and CPU
     seconds per stage in one process (bench/stages.py)."""
-    from fakegrad_lint import discover, pipeline, settings
+    from fakegrad_lint.config import discover
+    from fakegrad_lint.engine import process as pipeline
+    from fakegrad_lint.config import settings
     from fakegrad_lint.rules import DEFAULT_CODES
 
     sys.path.insert(0, HERE)

@@ -22,7 +22,7 @@ timeout 150 python -m pytest -q -p no:cacheprovider -rs \
 
 for f in fixtures/hazard_linear_module.py fixtures/hazard_strict_factory.py; do
     echo "== confirm --device cuda $f"
-    out=$(timeout 90 python -m fakegrad_lint.confirm_cli --device cuda --output-format json "$f")
+    out=$(timeout 90 python -m fakegrad_lint.cli.confirm --device cuda --output-format json "$f")
     st=$?
     echo "$out"
     if [ $st -ne 1 ]; then echo "cuda_check: expected exit 1 for $f, got $st"; rc=1; continue; fi

@@ -224,9 +224,11 @@ def collect_trees(args) -> dict[str, dict]:
 def count_tree(path: str) -> dict:
     """Files and lines fakegrad-lint discovers, and those past the prefilter."""
     sys.path.insert(0, ROOT)
-    from fakegrad_lint import discover, pipeline, settings
+    from fakegrad_lint.config import discover
+    from fakegrad_lint.engine import process as pipeline
+    from fakegrad_lint.config import settings
     from fakegrad_lint.rules import ALL_CODES
-    from fakegrad_lint.sourcefile import SourceError, read_source
+    from fakegrad_lint.sources.sourcefile import SourceError, read_source
 
     codes = ALL_CODES | {pipeline.UNUSED_NOQA_CODE}
     files = discover.discover([path], settings.resolve({}, root=path)).files

@@ -41,10 +41,10 @@ STAGES = ("read", "prefilter", "parse", "summaries", "analysis", "fixes", "rest"
 HOOKS = (
     ("summaries", "fakegrad_lint.analysis.summaries", "summarize"),
     ("summaries", "fakegrad_lint.analysis.project", "summarize_module"),
-    ("analysis", "fakegrad_lint.checker", "analyze"),
+    ("analysis", "fakegrad_lint.engine.lint", "analyze"),
     # bodies parsed on first use count as parse time, not analysis
-    ("parse", "fakegrad_lint.lazyparse", "_materialize"),
-    ("fixes", "fakegrad_lint.fix_builders", "build_fix"),
+    ("parse", "fakegrad_lint.sources.lazyparse", "_materialize"),
+    ("fixes", "fakegrad_lint.fix.builders", "build_fix"),
 )
 
 
@@ -102,7 +102,8 @@ def _lines(raw: bytes) -> int:
 
 
 def discover_files(paths: list[str]) -> list[str]:
-    from fakegrad_lint import discover, settings
+    from fakegrad_lint.config import discover
+    from fakegrad_lint.config import settings
 
     files: list[str] = []
     for p in paths:
@@ -115,8 +116,8 @@ def discover_files(paths: list[str]) -> list[str]:
 
 def profile(files: list[str], codes: frozenset[str], runs: int = 1, fake_only: bool = False) -> dict:
     """Per-stage totals (files, lines, CPU seconds) and per-file rows."""
-    from fakegrad_lint import pipeline
-    from fakegrad_lint.sourcefile import SourceError, read_source
+    from fakegrad_lint.engine import process as pipeline
+    from fakegrad_lint.sources.sourcefile import SourceError, read_source
 
     clock = Clock()
     undo = install_hooks(clock)
@@ -246,7 +247,7 @@ def report(res: dict, top: int = 10, ruff: dict | None = None) -> str:
 
 
 def main(argv=None) -> int:
-    from fakegrad_lint import pipeline
+    from fakegrad_lint.engine import process as pipeline
     from fakegrad_lint.rules import ALL_CODES, DEFAULT_CODES
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -24,6 +24,6 @@ def _drop_current_folder() -> None:
 
 _drop_current_folder()
 
-from fakegrad_lint.cli import main  # noqa: E402
+from fakegrad_lint.cli.main import main  # noqa: E402
 
 raise SystemExit(main())

@@ -34,7 +34,7 @@ import sys
 
 import pytest
 
-from fakegrad_lint.checker import check_source
+from fakegrad_lint.engine.lint import check_source
 from fakegrad_lint.findings import Applicability
 from fakegrad_lint.rules import RULES_BY_CODE
 

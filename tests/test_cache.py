@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from fakegrad_lint import cache as cache_mod
-from fakegrad_lint import pipeline
-from fakegrad_lint.cache import Cache
-from fakegrad_lint.pipeline import Options
+from fakegrad_lint.engine import cache as cache_mod
+from fakegrad_lint.engine import process as pipeline
+from fakegrad_lint.engine.cache import Cache
+from fakegrad_lint.engine.process import Options
 from fakegrad_lint.rules import DEFAULT_CODES, RULES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,7 +30,7 @@ PLAIN = "x = 1\n"  # never passes the prefilter
 
 def _pick_fixtures(n=8):
     """Fixtures with findings, preferring ones whose findings carry fixes."""
-    from fakegrad_lint.checker import check_source
+    from fakegrad_lint.engine.lint import check_source
 
     withfix, other = [], []
     for p in sorted(FIXTURES.glob("hazard_*.py")):
@@ -102,12 +102,12 @@ def test_warm_run_does_not_import_the_analyzer(tree, tmp_path):
     cdir = tmp_path / "c"
     run(tree, Cache(str(cdir)))
     code = (
-        "import sys, json; from fakegrad_lint import pipeline; from fakegrad_lint.cache import Cache;"
+        "import sys, json; from fakegrad_lint.engine import process as pipeline; from fakegrad_lint.engine.cache import Cache;"
         "from fakegrad_lint.rules import DEFAULT_CODES;"
         f"fs = sorted(str(p) for p in __import__('pathlib').Path({str(tree)!r}).glob('*.py'));"
         f"r = pipeline.run(fs, lambda p: DEFAULT_CODES, pipeline.Options(), jobs=1, cache=Cache({str(cdir)!r}));"
         "print(json.dumps([len(r.findings), all(x.cached for x in r.results),"
-        " [m for m in sys.modules if m.startswith('fakegrad_lint.analysis.interpreter') or m == 'fakegrad_lint.checker']]))"
+        " [m for m in sys.modules if m.startswith('fakegrad_lint.analysis.interpreter') or m == 'fakegrad_lint.engine.lint']]))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     n, all_cached, loaded = json.loads(proc.stdout)
@@ -157,7 +157,7 @@ def test_fingerprint_covers_the_analyzer_sources():
     assert len(fp) == 64 and cache_mod.code_fingerprint() is fp
     import hashlib
 
-    interp = Path(cache_mod.__file__).parent / "analysis" / "interpreter.py"
+    interp = Path(cache_mod.__file__).parent.parent / "analysis" / "interpreter.py"
     assert interp.is_file()
     # the fingerprint is a function of the file contents: feed a changed copy through the same code
     real_open = open
@@ -215,7 +215,7 @@ def test_unwritable_cache_folder_does_not_fail_the_run(tree, tmp_path):
 
 def test_moment_dependent_results_are_not_cached(tree, tmp_path, monkeypatch):
     cdir = str(tmp_path / "c")
-    from fakegrad_lint import checker
+    from fakegrad_lint.engine import lint as checker
 
     real = checker.check_source
 
@@ -236,7 +236,7 @@ def test_moment_dependent_results_are_not_cached(tree, tmp_path, monkeypatch):
 def test_replaced_checker_bypasses_the_cache(tree, tmp_path, monkeypatch):
     cdir = str(tmp_path / "c")
     run(tree, Cache(cdir))
-    from fakegrad_lint import checker
+    from fakegrad_lint.engine import lint as checker
 
     monkeypatch.setattr(checker, "check_source", lambda *a, **k: [])
     res = run(tree, Cache(cdir))
@@ -300,7 +300,7 @@ def test_concurrent_writers_of_one_entry(tmp_path):
     # many processes hammer the same keys; readers only ever see whole entries
     cdir = str(tmp_path / "c")
     code = (
-        "import sys; from fakegrad_lint.cache import Cache; from fakegrad_lint.findings import *;"
+        "import sys; from fakegrad_lint.engine.cache import Cache; from fakegrad_lint.findings import *;"
         "c = Cache(sys.argv[1]); bad = 0\n"
         "for i in range(300):\n"
         "    k = 'ab' + str(i % 3) * 62\n"

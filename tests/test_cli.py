@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from fakegrad_lint import cli
+from fakegrad_lint.cli import main as cli
 from test_cli_support import HEADER, fake_checker, write  # noqa: F401  (fixture)
 
 
@@ -265,7 +265,7 @@ def test_unreadable_file(proj, capsys):
 
 
 def test_analyzer_crash_is_a_tool_error(proj, capsys, monkeypatch):
-    from fakegrad_lint import checker
+    from fakegrad_lint.engine import lint as checker
 
     def boom(source, filename="<string>", *, tree=None):
         raise KeyError("oops")
@@ -277,7 +277,7 @@ def test_analyzer_crash_is_a_tool_error(proj, capsys, monkeypatch):
 
 
 def test_recursion_error_is_a_tool_error(proj, capsys, monkeypatch):
-    from fakegrad_lint import checker
+    from fakegrad_lint.engine import lint as checker
 
     def deep(source, filename="<string>", *, tree=None):
         return deep(source, filename, tree=tree)
@@ -290,7 +290,7 @@ def test_recursion_error_is_a_tool_error(proj, capsys, monkeypatch):
 
 
 def test_timeout_per_file(proj, capsys, monkeypatch):
-    from fakegrad_lint import checker
+    from fakegrad_lint.engine import lint as checker
 
     def slow(source, filename="<string>", *, tree=None):
         if "slow" in source:
@@ -356,7 +356,7 @@ def test_explicit_config_path(proj, capsys):
 def test_unavailable_subcommand_or_format_is_one_line(proj, capsys, monkeypatch):
     import sys
 
-    monkeypatch.setitem(sys.modules, "fakegrad_lint.rule_docs", None)  # import fails
+    monkeypatch.setitem(sys.modules, "fakegrad_lint.cli.rule_docs", None)  # import fails
     rc = cli.main(["rule", "FGL001"])
     _, err = capsys.readouterr()
     # ModuleNotFoundError from a None entry names the module: one line, exit 2
@@ -370,7 +370,7 @@ def test_parallel_matches_sequential(proj, capsys, monkeypatch):
 
     if not sys.platform.startswith("linux"):
         pytest.skip("fork start method only on Linux")
-    from fakegrad_lint import pipeline
+    from fakegrad_lint.engine import process as pipeline
 
     monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 0)
     used = []

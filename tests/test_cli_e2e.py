@@ -116,7 +116,7 @@ def test_version_and_empty_folder(tmp_path):
 
 def test_startup_does_not_import_heavy_modules(tmp_path):
     code = (
-        "import sys; from fakegrad_lint import cli; rc = cli.main([sys.argv[1]]);"
+        "import sys; from fakegrad_lint.cli import main as cli; rc = cli.main([sys.argv[1]]);"
         "heavy = [m for m in ('torch', 'libcst', 'concurrent.futures', 'multiprocessing') if m in sys.modules];"
         "print(heavy)"
     )

@@ -56,7 +56,7 @@ def fake_check_source(source: str, filename: str = "<string>", *, tree=None) -> 
 
 @pytest.fixture
 def fake_checker(monkeypatch):
-    from fakegrad_lint import checker
+    from fakegrad_lint.engine import lint as checker
 
     monkeypatch.setattr(checker, "check_source", fake_check_source)
     return fake_check_source

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from fakegrad_lint.rules import DEFAULT_CODES
-from fakegrad_lint.settings import ConfigError, expand_selector, find_config, load_config, resolve
+from fakegrad_lint.config.settings import ConfigError, expand_selector, find_config, load_config, resolve
 
 
 def test_expand_selector():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from fakegrad_lint.discover import GitIgnore, discover
-from fakegrad_lint.settings import resolve
+from fakegrad_lint.config.discover import GitIgnore, discover
+from fakegrad_lint.config.settings import resolve
 
 
 def touch(root, *names):

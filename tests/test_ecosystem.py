@@ -5,7 +5,7 @@ temporary folder:
 
 - ``fixit lint`` reports exactly the CLI's findings (file, row, column, code);
 - ``fixit fix --automatic`` writes exactly the bytes ``fakegrad-lint --fix`` writes;
-- ``python -m libcst.tool codemod -x fakegrad_lint.codemod.FixFakeGrad`` writes
+- ``python -m libcst.tool codemod -x fakegrad_lint.integrations.codemod.FixFakeGrad`` writes
   exactly what ``--fix`` writes, and with ``--unsafe-fixes`` what
   ``--fix --unsafe-fixes`` writes.
 
@@ -35,7 +35,7 @@ from markers import FIXTURES_DIR, fixture_paths  # noqa: E402
 from regen_golden import BASE_ARGS, cli  # noqa: E402
 
 FIXTURES = fixture_paths() + sorted((FIXTURES_DIR / "unseen").glob("*.py"))
-FIXIT_CONFIG = '[tool.fixit]\nroot = true\nenable = ["fakegrad_lint.fixit"]\ndisable = ["fixit.rules"]\n'
+FIXIT_CONFIG = '[tool.fixit]\nroot = true\nenable = ["fakegrad_lint.integrations.fixit"]\ndisable = ["fixit.rules"]\n'
 RULE_CODES = {"FakeGradHazard": "FGL001", "RealTensorInStrictFakeMode": "FGL002", "LeakedFakeMixedWithRealGrad": "FGL003"}
 FIXIT_LINE = re.compile(r"^(?P<path>[^@\s]+)@(?P<row>\d+):(?P<col>\d+) (?P<rule>\w+): (?P<code>FGL\d{3}) ")
 
@@ -107,7 +107,7 @@ def test_fixit_fix_writes_what_the_cli_writes(tmp_path, cli_fixed):
 def test_codemod_writes_what_the_cli_writes(tmp_path, cli_fixed, level):
     folder = _copy(tmp_path / level)
     flags = ["--unsafe-fixes"] if level == "unsafe" else []
-    proc = _run("-m", "libcst.tool", "codemod", "-x", "fakegrad_lint.codemod.FixFakeGrad", "--no-format",
+    proc = _run("-m", "libcst.tool", "codemod", "-x", "fakegrad_lint.integrations.codemod.FixFakeGrad", "--no-format",
                 "--hide-progress", *flags, ".", cwd=folder)
     assert proc.returncode == 0, proc.stderr
     got = _contents(folder)
@@ -134,8 +134,8 @@ def test_codemod_is_found_through_the_libcst_config(tmp_path, cli_fixed):
 def _fixit_cases():
     from fixit.testing import generate_lint_rule_test_cases
 
-    from fakegrad_lint import fixit as pack
-    from fakegrad_lint import fixit_optin
+    from fakegrad_lint.integrations import fixit as pack
+    from fakegrad_lint.integrations import fixit_optin
 
     rules = [pack.FakeGradHazard(), pack.RealTensorInStrictFakeMode(), pack.LeakedFakeMixedWithRealGrad(),
              fixit_optin.RealGradEntersFakeRegion()]
@@ -155,7 +155,7 @@ def test_fixit_harness_on_the_rule_examples(case):
 
 
 def test_fixit_examples_expect_the_safe_fixes():
-    from fakegrad_lint import fixit as pack
+    from fakegrad_lint.integrations import fixit as pack
 
     replacements = [c.expected_replacement for c in pack.FakeGradHazard.INVALID]
     assert replacements[0] is not None and "from_tensor(x)" in replacements[0]

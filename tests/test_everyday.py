@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from fakegrad_lint import __version__, cli
+from fakegrad_lint import __version__
+from fakegrad_lint.cli import main as cli
 from test_cli_support import HEADER, fake_checker, write  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -356,7 +357,7 @@ def test_install_commands_work_from_the_repository():
 
 
 def test_fgl004_page_enables_it_with_extend_select():
-    from fakegrad_lint.rule_docs import rule_text
+    from fakegrad_lint.cli.rule_docs import rule_text
     from fakegrad_lint.rules import RULES_BY_CODE
 
     text = rule_text(RULES_BY_CODE["FGL004"])

@@ -24,9 +24,14 @@ from pathlib import Path
 
 import pytest
 
-from fakegrad_lint import cli, discover, fixes, noqa, pipeline, sourcefile
+from fakegrad_lint.cli import main as cli
+from fakegrad_lint.config import discover
+from fakegrad_lint.fix import apply as fixes
+from fakegrad_lint.engine import noqa
+from fakegrad_lint.engine import process as pipeline
+from fakegrad_lint.sources import sourcefile
 from fakegrad_lint.findings import ToolError, display_path
-from fakegrad_lint.sourcefile import SourceError, read_source
+from fakegrad_lint.sources.sourcefile import SourceError, read_source
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
@@ -400,7 +405,7 @@ def test_gitignore_many_stars_does_not_hang(tmp_path):
     (tmp_path / ".git").mkdir()
     (tmp_path / ".gitignore").write_text(pattern + "\n")
     (tmp_path / ("a" * 40 + ".py")).write_text("x = 1\n")
-    code = f"from fakegrad_lint.discover import discover; print(len(discover([{str(tmp_path)!r}]).files))"
+    code = f"from fakegrad_lint.config.discover import discover; print(len(discover([{str(tmp_path)!r}]).files))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert proc.stdout.strip() == "1", proc.stderr
     m = discover.GlobMatcher("*" * 20 + "x", anchored=True)
@@ -466,7 +471,7 @@ def test_gitignore_matcher_agrees_with_git(tmp_path):
 
 WORKER_SCRIPT = """\
 import os, sys, time
-from fakegrad_lint import pipeline
+from fakegrad_lint.engine import process as pipeline
 
 marks = sys.argv[1]
 
@@ -531,7 +536,7 @@ def test_pool_workers_die_with_their_parent(tmp_path):
 def test_flake8_internal_error_fails_the_run(tmp_path, monkeypatch):
     from flake8.main.application import Application
 
-    import fakegrad_lint.checker as checker
+    import fakegrad_lint.engine.lint as checker
 
     def boom(*a, **k):
         raise RecursionError("maximum recursion depth exceeded")

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import pytest
 
-from fakegrad_lint import pipeline
+from fakegrad_lint.engine import process as pipeline
 from fakegrad_lint.rules import ALL_CODES
-from fakegrad_lint.sourcefile import SourceError, decode_source
+from fakegrad_lint.sources.sourcefile import SourceError, decode_source
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 SOURCES = sorted(p for p in FIXTURES.glob("*.py") if not p.name.endswith(".fixed.py"))

@@ -34,9 +34,9 @@ import textwrap
 
 import pytest
 
-from fakegrad_lint import sourcefile
-from fakegrad_lint.discover import discover
-from fakegrad_lint.sourcefile import SourceError, read_source, write_atomic
+from fakegrad_lint.sources import sourcefile
+from fakegrad_lint.config.discover import discover
+from fakegrad_lint.sources.sourcefile import SourceError, read_source, write_atomic
 
 ORIGINAL = b"import torch\nx = BAD\n" * 200
 NEW = ORIGINAL.replace(b"BAD", b"GOOD")
@@ -170,7 +170,7 @@ def _userns_available() -> bool:
 NAMESPACE_SCRIPT = textwrap.dedent(
     """
     import errno, json, os, subprocess, sys
-    from fakegrad_lint.sourcefile import SourceError, read_source, write_atomic
+    from fakegrad_lint.sources.sourcefile import SourceError, read_source, write_atomic
 
     mnt = sys.argv[1]
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mnt], check=True)
@@ -237,8 +237,8 @@ CHILD = textwrap.dedent(
     """
     import os, re, sys
     from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location
-    from fakegrad_lint.fixes import fix_text
-    from fakegrad_lint.sourcefile import read_source, write_atomic
+    from fakegrad_lint.fix.apply import fix_text
+    from fakegrad_lint.sources.sourcefile import read_source, write_atomic
 
     def lint(text):
         out = []

@@ -35,7 +35,7 @@ from regen_golden import (
     golden_path,
 )
 
-from fakegrad_lint.checker import check_source
+from fakegrad_lint.engine.lint import check_source
 from fakegrad_lint.findings import Applicability
 from fakegrad_lint.rules import DEFAULT_CODES
 

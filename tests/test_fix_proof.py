@@ -1,4 +1,4 @@
-"""Every fix is proved before it is offered (``fakegrad_lint.fix_proof``), and the
+"""Every fix is proved before it is offered (``fakegrad_lint.fix.proof``), and the
 ordered applicability decides, in one place, what applies.
 
 The broken fixes here are made by hand and handed to the real checker in place of
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from fakegrad_lint import checker, fix_builders
+from fakegrad_lint.engine import lint as checker
+from fakegrad_lint.fix import builders as fix_builders
 from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location, applies, hidden_unsafe
-from fakegrad_lint.fix_proof import prove
+from fakegrad_lint.fix.proof import prove
 
 SRC = """\
 import torch

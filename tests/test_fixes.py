@@ -2,7 +2,7 @@
 
 Every lint here is synthetic (it finds the identifier ``BAD`` with Python's own
 parser and offers a fix), so these tests do not depend on the analyzer. The
-positions they produce are computed independently of fakegrad_lint.fixes: from
+positions they produce are computed independently of fakegrad_lint.fix.apply: from
 ``ast`` line numbers and UTF-8 byte columns, converted to character columns.
 """
 
@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location
-from fakegrad_lint.fixes import (
+from fakegrad_lint.fix.apply import (
     EditError,
     apply_edits,
     dominant_newline,
@@ -506,7 +506,7 @@ def test_unified_diff_applies_with_patch(tmp_path, old, new):
 def test_conflict_search_matches_brute_force(raw_spans, begin, length):
     # Build a pairwise-disjoint accepted set greedily, then compare the bisect
     # search against checking every accepted span.
-    from fakegrad_lint.fixes import _conflicts, _overlaps
+    from fakegrad_lint.fix.apply import _conflicts, _overlaps
 
     accepted = []
     for b, n in raw_spans:

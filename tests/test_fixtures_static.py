@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from fakegrad_lint.checker import check_source
+from fakegrad_lint.engine.lint import check_source
 from markers import FIXTURES_DIR, expected_markers, fixture_paths, markers_in_source
 
 FIXTURES = fixture_paths()
@@ -73,7 +73,7 @@ def test_linting_fixtures_never_imports_torch():
         f"""\
         import sys
         from pathlib import Path
-        from fakegrad_lint.checker import check_source
+        from fakegrad_lint.engine.lint import check_source
         for p in sorted(Path({str(FIXTURES_DIR)!r}).glob("*.py")):
             check_source(p.read_text(encoding="utf-8"), str(p))
         bad = sorted(m for m in sys.modules if m == "torch" or m.startswith("torch."))

@@ -187,7 +187,7 @@ def test_message_is_the_finding_message(tmp_path):
 
 
 def test_plugin_reuses_flake8s_tree_and_yields_zero_based_columns(monkeypatch):
-    from fakegrad_lint.flake8_plugin import FakegradChecker
+    from fakegrad_lint.integrations.flake8_plugin import FakegradChecker
 
     lines = HAZARD_NON_ASCII.splitlines(keepends=True)
     tree = ast.parse(HAZARD_NON_ASCII)
@@ -216,7 +216,7 @@ def test_plugin_reuses_flake8s_tree_and_yields_zero_based_columns(monkeypatch):
 
 
 def test_plugin_options_and_opt_in_codes():
-    from fakegrad_lint import flake8_plugin
+    from fakegrad_lint.integrations import flake8_plugin
 
     assert set(flake8_plugin.OPT_IN_CODES) == ALL_CODES - DEFAULT_CODES
     assert all(code in RULES_BY_CODE for code in flake8_plugin.OPT_IN_CODES)
@@ -237,7 +237,7 @@ def test_importing_and_running_the_plugin_imports_nothing_heavy(tmp_path):
     code = textwrap.dedent(
         f"""\
         import ast, sys
-        import fakegrad_lint.flake8_plugin as p
+        import fakegrad_lint.integrations.flake8_plugin as p
         assert not [m for m in sys.modules if m.split('.')[0] in ('torch', 'libcst', 'numpy')], 'heavy import at load'
         src = {HAZARD!r}
         out = list(p.FakegradChecker(ast.parse(src), 'h.py', src.splitlines(True)).run())

@@ -15,7 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from fakegrad_lint import discover, lazyparse, pipeline, prefilter, settings
+from fakegrad_lint.config import discover
+from fakegrad_lint.sources import lazyparse
+from fakegrad_lint.engine import process as pipeline
+from fakegrad_lint.engine import prefilter
+from fakegrad_lint.config import settings
 from fakegrad_lint.rules import ALL_CODES
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from fakegrad_lint import noqa
+from fakegrad_lint.engine import noqa
 from fakegrad_lint.findings import Finding, Location
-from fakegrad_lint.fixes import apply_edits
+from fakegrad_lint.fix.apply import apply_edits
 
 
 def F(row, code="FGL001", col=0):

@@ -1,6 +1,6 @@
 """Jupyter notebooks: real ``.ipynb`` JSON (hand-made fixtures in
 ``fixtures/notebooks/``, no nbformat needed) through the real CLI, plus units of
-``fakegrad_lint.notebook`` (IPython lines, positions, lossless write-back)."""
+``fakegrad_lint.sources.notebook`` (IPython lines, positions, lossless write-back)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from fakegrad_lint import notebook
+from fakegrad_lint.sources import notebook
 from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location
-from fakegrad_lint.pipeline import FileResult, Options
-from fakegrad_lint.sourcefile import SourceError, read_source
+from fakegrad_lint.engine.process import FileResult, Options
+from fakegrad_lint.sources.sourcefile import SourceError, read_source
 
 ROOT = Path(__file__).resolve().parents[1]
 NB_DIR = ROOT / "fixtures" / "notebooks"
@@ -34,7 +34,7 @@ HAZARD_CELL5_FIXED = (
 
 @pytest.fixture(autouse=True, scope="module")
 def _forget_notebook_attribute():
-    """Importing ``fakegrad_lint.notebook`` here sets it as an attribute of the
+    """Importing ``fakegrad_lint.sources.notebook`` here sets it as an attribute of the
     package, which defeats other tests that hide the module through
     ``sys.modules`` (tests/test_pipeline.py); take it off again afterwards."""
     import fakegrad_lint
@@ -427,7 +427,7 @@ def test_the_pipeline_prefilters_notebooks(tmp_path, monkeypatch):
     """A notebook whose cells name no fake mode and have no FGL noqa is checked for
     validity, but its cells are never parsed (building the program parses each);
     one that names a fake mode still is."""
-    from fakegrad_lint import pipeline
+    from fakegrad_lint.engine import process as pipeline
     from fakegrad_lint.rules import ALL_CODES
 
     plain = write_nb(tmp_path / "plain.ipynb", [code("import torch\nx = 1  # noqa: E501\n!ls\n"), md("FakeTensorMode")])

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from fakegrad_lint import pipeline
-from fakegrad_lint.pipeline import Options, process_file, run
+from fakegrad_lint.engine import process as pipeline
+from fakegrad_lint.engine.process import Options, process_file, run
 from fakegrad_lint.rules import DEFAULT_CODES
 from test_cli_support import HEADER, fake_checker, write  # noqa: F401  (fixture)
 
 
 def test_files_without_fake_words_are_never_parsed(tmp_path, monkeypatch):
     calls = []
-    from fakegrad_lint import checker
+    from fakegrad_lint.engine import lint as checker
 
     monkeypatch.setattr(checker, "check_source", lambda *a, **k: calls.append(a) or [])
     write(tmp_path / "plain.py", "def f(:\n", header=False)  # would not even parse
@@ -71,10 +71,10 @@ def test_time_limit_interrupts():
 def test_notebook_without_support_is_a_tool_error(tmp_path, monkeypatch):
     import sys
 
-    import fakegrad_lint
+    import fakegrad_lint.sources
 
-    monkeypatch.setitem(sys.modules, "fakegrad_lint.notebook", None)
-    monkeypatch.delattr(fakegrad_lint, "notebook", raising=False)
+    monkeypatch.setitem(sys.modules, "fakegrad_lint.sources.notebook", None)
+    monkeypatch.delattr(fakegrad_lint.sources, "notebook", raising=False)
     p = tmp_path / "n.ipynb"
     p.write_text('{"cells": []}')
     r = process_file(str(p), DEFAULT_CODES, Options())

@@ -19,8 +19,11 @@ import pytest
 from hypothesis import given, settings, example
 from hypothesis import strategies as st
 
-from fakegrad_lint import checker, discover, pipeline, prefilter
-from fakegrad_lint import settings as settings_mod
+from fakegrad_lint.engine import lint as checker
+from fakegrad_lint.config import discover
+from fakegrad_lint.engine import process as pipeline
+from fakegrad_lint.engine import prefilter
+from fakegrad_lint.config import settings as settings_mod
 from fakegrad_lint.rules import RULES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,7 +139,7 @@ _noqa_pieces = st.sampled_from(
 @given(st.lists(_noqa_pieces, max_size=14))
 @example(parts=["#", "noqa", ":", "FGL", "noqa", "001"])  # not an FGL code: never reported
 def test_fgl_noqa_prefilter_is_a_superset(parts):
-    from fakegrad_lint import noqa
+    from fakegrad_lint.engine import noqa
 
     text = "".join(parts)
     _, unused = noqa.apply(text, [], report_unused=True, filename="t.py")

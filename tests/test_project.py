@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from fakegrad_lint.checker import check_source
+from fakegrad_lint.engine.lint import check_source
 from markers import markers_in_source
 from test_sarif import assert_valid, validator  # noqa: F401  (fixture)
 

@@ -38,8 +38,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from fakegrad_lint import fixes
-from fakegrad_lint.checker import check_source
+from fakegrad_lint.fix import apply as fixes
+from fakegrad_lint.engine.lint import check_source
 
 FIXTURES = sorted((Path(__file__).resolve().parents[1] / "fixtures").glob("*.py"))
 HAZARD_CODES = {"FGL001", "FGL002", "FGL003"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from fakegrad_lint import rule_docs
+from fakegrad_lint.cli import rule_docs
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADER = list(rule_docs.TABLE_COLUMNS)

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from fakegrad_lint import rule_docs
-from fakegrad_lint.checker import check_source
+from fakegrad_lint.cli import rule_docs
+from fakegrad_lint.engine.lint import check_source
 from fakegrad_lint.rules import ALL_CODES, DEFAULT_CODES, RULES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -203,8 +203,8 @@ def test_rule_subcommand_through_the_cli():
 
 
 def _fixed(code: str, source: str) -> str | None:
-    from fakegrad_lint.fixes import fix_text
-    from fakegrad_lint.pipeline import lint_text
+    from fakegrad_lint.fix.apply import fix_text
+    from fakegrad_lint.engine.process import lint_text
 
     out = fix_text(source, lambda t: lint_text(t, "example.py", frozenset({code})), unsafe=True)
     return out.text if out.changed else None

@@ -29,7 +29,7 @@ def env():
 
 
 def confirm(*args, cwd=None, via_cli=False):
-    head = [sys.executable, "-m", "fakegrad_lint", "confirm"] if via_cli else [sys.executable, "-m", "fakegrad_lint.confirm_cli"]
+    head = [sys.executable, "-m", "fakegrad_lint", "confirm"] if via_cli else [sys.executable, "-m", "fakegrad_lint.cli.confirm"]
     return subprocess.run([*head, *args], cwd=cwd, env=env(), capture_output=True, text=True, timeout=RUN_LIMIT)
 
 
@@ -248,7 +248,7 @@ def test_device_cuda_confirms_fixture_hazards(tmp_path):
 
 
 def test_script_not_found_is_a_tool_error(tmp_path, capsys):
-    from fakegrad_lint.confirm_cli import main
+    from fakegrad_lint.cli.confirm import main
 
     missing = str(tmp_path / "nope.py")
     assert main([missing]) == 2
@@ -272,7 +272,7 @@ BLOCK_TORCH = textwrap.dedent(
 
 def test_torch_missing_message_names_the_runtime_extra(tmp_path):
     script = write(tmp_path / "s.py", "print('hi')\n", header=False)
-    code = BLOCK_TORCH + f"from fakegrad_lint.confirm_cli import main\nsys.exit(main([{script!r}]))\n"
+    code = BLOCK_TORCH + f"from fakegrad_lint.cli.confirm import main\nsys.exit(main([{script!r}]))\n"
     proc = subprocess.run([sys.executable, "-c", code], env=env(), capture_output=True, text=True, timeout=RUN_LIMIT)
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
@@ -298,6 +298,6 @@ def test_runner_reports_missing_torch_as_an_error_record(tmp_path):
 
 
 def test_confirm_cli_does_not_import_torch():
-    code = "import sys, fakegrad_lint.confirm_cli, fakegrad_lint.runtime, fakegrad_lint.runtime.pytest_plugin; print('torch' in sys.modules)"
+    code = "import sys, fakegrad_lint.cli.confirm, fakegrad_lint.runtime, fakegrad_lint.runtime.pytest_plugin; print('torch' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], env=env(), capture_output=True, text=True, timeout=RUN_LIMIT)
     assert proc.stdout.strip() == "False", proc.stderr

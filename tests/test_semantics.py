@@ -14,7 +14,7 @@ import textwrap
 import pytest
 from markers import markers_in_source
 
-from fakegrad_lint.checker import check_source
+from fakegrad_lint.engine.lint import check_source
 
 HEAD = """\
 import contextlib

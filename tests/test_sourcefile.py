@@ -12,8 +12,8 @@ import stat
 import pytest
 
 from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location
-from fakegrad_lint.fixes import fix_text
-from fakegrad_lint.sourcefile import SourceError, decode_source, read_source, write_atomic
+from fakegrad_lint.fix.apply import fix_text
+from fakegrad_lint.sources.sourcefile import SourceError, decode_source, read_source, write_atomic
 
 
 def bad_lint(text: str) -> list[Finding]:

@@ -22,12 +22,12 @@ HEAVY = (
     "concurrent.futures.process",
     "multiprocessing",
     "multiprocessing.pool",
-    "fakegrad_lint.checker",
+    "fakegrad_lint.engine.lint",
     "fakegrad_lint.analysis.interpreter",
     "fakegrad_lint.analysis.values",
-    "fakegrad_lint.fixes",
-    "fakegrad_lint.fix_builders",
-    "fakegrad_lint.noqa",
+    "fakegrad_lint.fix.apply",
+    "fakegrad_lint.fix.builders",
+    "fakegrad_lint.engine.noqa",
     "fakegrad_lint.runtime",
     "fakegrad_lint.report.sarif",
     "jsonschema",
@@ -35,13 +35,13 @@ HEAVY = (
     "difflib",
 )
 # Not even the argument parser or the settings for --version.
-VERSION_ONLY_HEAVY = HEAVY + ("argparse", "fakegrad_lint.settings", "fakegrad_lint.pipeline", "fakegrad_lint.rules")
+VERSION_ONLY_HEAVY = HEAVY + ("argparse", "fakegrad_lint.config.settings", "fakegrad_lint.engine.process", "fakegrad_lint.rules")
 
 
 def loaded_after(argv: list[str], cwd) -> tuple[int, str, list[str]]:
     code = (
         "import sys, json, io, contextlib\n"
-        "from fakegrad_lint import cli\n"
+        "from fakegrad_lint.cli import main as cli\n"
         "out = io.StringIO()\n"
         "with contextlib.redirect_stdout(out):\n"
         "    rc = cli.main(json.loads(sys.argv[1]))\n"
@@ -79,4 +79,4 @@ def test_the_check_catches_a_heavy_import(tmp_path):
     # the check itself can fail: a run that does analyze imports the analyzer
     (tmp_path / "a.py").write_text("from torch._subclasses import FakeTensorMode\nx = 1\n")
     rc, out, mods = loaded_after(["--no-cache", "."], tmp_path)
-    assert "fakegrad_lint.analysis.interpreter" in mods and "fakegrad_lint.checker" in mods
+    assert "fakegrad_lint.analysis.interpreter" in mods and "fakegrad_lint.engine.lint" in mods

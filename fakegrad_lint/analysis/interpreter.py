@@ -61,8 +61,8 @@ from fakegrad_lint.analysis.values import (
     union,
     union_all,
 )
-from fakegrad_lint.lazyparse import LAZY_DEF_TYPES
-from fakegrad_lint.prefilter import ENTRY_WORDS
+from fakegrad_lint.sources.lazyparse import LAZY_DEF_TYPES
+from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
 
 MAX_DEPTH = 6
 STEP_BUDGET = 400_000
@@ -2554,7 +2554,7 @@ class Interpreter:
             return None
         if isinstance(value, ModuleVal) and value.meta:
             return None  # fake copies of meta parameters stay on the meta device: not proven to run
-        from fakegrad_lint.fix_builders import FixPlan
+        from fakegrad_lint.analysis.leaks import FixPlan
 
         inner = st.scope.func_node
         kind = None
@@ -2631,7 +2631,7 @@ class Interpreter:
         """Mixing with a leaked fake: convert the real operand with the fake's own mode."""
         if fake_ex is None or expr is None or dotted_name(expr) is None:
             return None
-        from fakegrad_lint.fix_builders import FixPlan
+        from fakegrad_lint.analysis.leaks import FixPlan
 
         if isinstance(value, ModuleVal):
             if not (isinstance(node, ast.Call) and node.func is expr):
@@ -2795,7 +2795,7 @@ def _dict_val(keys, values):
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
-# with the function definitions whose bodies are parsed on first use (fakegrad_lint.lazyparse)
+# with the function definitions whose bodies are parsed on first use (fakegrad_lint.sources.lazyparse)
 _FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, *LAZY_DEF_TYPES)
 
 

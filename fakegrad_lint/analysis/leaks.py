@@ -3,8 +3,28 @@ requires-grad value enters fake computation."""
 
 from __future__ import annotations
 
+import ast
 import enum
 from dataclasses import dataclass, field
+
+
+@dataclass(eq=False)
+class FixPlan:
+    """How a leak can be fixed at its region: a fact of the analysis, which the fix
+    builders (``fakegrad_lint.fix``) turn into edits; the analysis never imports fix code."""
+
+    kind: str  # "tensor" | "container" | "module" | "leaked-tensor" | "leaked-module"
+    value: str  # "x", "self.w", "model"
+    with_node: object  # ast.With or analysis.interpreter.PseudoWith (None for leaked-*)
+    item_index: int
+    mode_name: str | None  # how the region's mode can be named inside it, if bound
+    uses: list  # expressions to rewrite (calls, for modules); filled by the analysis
+    module_tree: ast.Module
+    derived: bool = False  # the real value is not a leaf (computed from one)
+    conditional: bool = False  # the mode was picked by a conditional expression
+    grad_reads: list = field(default_factory=list)
+    # id(For node) -> expression of the real module the loop draws from (see the analysis)
+    loop_modules: dict = field(default_factory=dict)
 
 
 class Verdict(str, enum.Enum):
@@ -46,7 +66,7 @@ class Leak:
     mode_line: int
     sink: str | None = None  # ".backward()", "torch.autograd.grad"
     sink_line: int | None = None
-    fix: object | None = field(default=None, compare=False)  # a fix plan, see fakegrad_lint.fix_builders
+    fix: object | None = field(default=None, compare=False)  # a fix plan, see fakegrad_lint.fix.builders
     trace: tuple = field(default=(), compare=False)  # Step, ...
     mode_path: str | None = None  # the region's module when it is not the linted file
     sink_path: str | None = None  # the sink's module when it is not the linted file

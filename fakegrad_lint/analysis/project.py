@@ -198,7 +198,7 @@ def load(path: str) -> ModuleFile | None:
         return _parsed[key]
     mf = None
     try:
-        from fakegrad_lint.sourcefile import read_source
+        from fakegrad_lint.sources.sourcefile import read_source
 
         sf = read_source(path)
         with warnings.catch_warnings():
@@ -374,7 +374,7 @@ def _scan_root(root: str) -> tuple:
             hit = _root_scans[root] = ([f for f in files if f.startswith(prefix)],
                                        [f for f in seeds if f.startswith(prefix)])
             return hit
-    from fakegrad_lint.prefilter import ENTRY_WORDS
+    from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
 
     words = tuple(w.encode() for w in ENTRY_WORDS)
     files: list | None = []
@@ -642,7 +642,7 @@ def _summary(path: str, text: str | None):
     hit = _summaries.get(path) if text is None else None
     if hit is not None:
         return hit
-    from fakegrad_lint.prefilter import ENTRY_WORDS
+    from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
 
     if text is None:
         try:
@@ -692,7 +692,7 @@ def hot_names(path: str, text: str | None, depth: int = 0) -> frozenset:
     top-level statement (a def, a class, an assignment, the bindings inside a
     compound statement) whose text names a fake mode or another hot name. Text
     only, a superset."""
-    from fakegrad_lint.prefilter import ENTRY_WORDS
+    from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
 
     bindings, info, entry = _summary(path, text)
     imported = _hot_imports("", path, None, "", depth, bindings)

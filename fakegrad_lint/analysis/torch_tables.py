@@ -11,6 +11,10 @@ looks names up here; it has no torch knowledge of its own in branches.
 
 from __future__ import annotations
 
+# Words that must appear in code (not only in a comment) for a fake region to exist:
+# the prefilter's byte scan and the analysis' hot-path tests both read this one list.
+ENTRY_WORDS = ("FakeTensorMode", "detect_fake_mode", "tracing_mode")
+
 FAKE_TENSOR_MODE = frozenset(
     {
         "torch._subclasses.fake_tensor.FakeTensorMode",

@@ -21,7 +21,7 @@ from fakegrad_lint.findings import Finding, ToolError, applies
 #: Formats the command line accepts (each is a module in this package).
 FORMATS: tuple[str, ...] = ("text", "concise", "json", "json-lines", "sarif", "github")
 
-#: The pseudo-rule for unused ``# noqa`` directives (see ``fakegrad_lint.noqa``);
+#: The pseudo-rule for unused ``# noqa`` directives (see ``fakegrad_lint.engine.noqa``);
 #: it is not in the rule catalogue, so reporters look rules up with :func:`rule_info`.
 UNUSED_NOQA_CODE = "FGL100"
 UNUSED_NOQA_NAME = "unused-noqa"
@@ -58,13 +58,13 @@ def rule_info(code: str) -> RuleInfo:
 
 
 def _read_lines(filename: str) -> list[str]:
-    from fakegrad_lint.sourcefile import SourceError, read_source
+    from fakegrad_lint.sources.sourcefile import SourceError, read_source
 
     try:
         text = read_source(filename).text
     except (SourceError, OSError):
         return []
-    from fakegrad_lint.fixes import split_lines
+    from fakegrad_lint.fix.apply import split_lines
 
     return [line.rstrip("\r\n") for line in split_lines(text)]
 

@@ -46,7 +46,7 @@ LEVEL_OPT_IN_RULE = "warning"
 
 
 def _rule_descriptors() -> tuple[list[dict], dict[str, int], dict[str, str]]:
-    from fakegrad_lint.rule_docs import rule_markdown_body, rule_text
+    from fakegrad_lint.cli.rule_docs import rule_markdown_body, rule_text
     from fakegrad_lint.rules import RULES
 
     descriptors = []

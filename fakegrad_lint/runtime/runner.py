@@ -80,7 +80,7 @@ def _die_with_confirm() -> None:
     parent = os.environ.pop("FAKEGRAD_CONFIRM_PID", None)
     if not parent or not parent.isdigit():
         return
-    from fakegrad_lint._proc import PR_SET_PDEATHSIG, _prctl
+    from fakegrad_lint.engine.subprocs import PR_SET_PDEATHSIG, _prctl
 
     import signal
 

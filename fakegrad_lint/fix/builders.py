@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
+
+from fakegrad_lint.analysis.leaks import FixPlan
 
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.positions import PositionMap
@@ -41,22 +43,6 @@ from fakegrad_lint.findings import Applicability, Edit, Fix, Location
 
 class NoFix(Exception):
     """A planned fix that cannot be built; the message says why (``no fix: ...``)."""
-
-
-@dataclass(eq=False)
-class FixPlan:
-    kind: str  # "tensor" | "container" | "module" | "leaked-tensor" | "leaked-module"
-    value: str  # "x", "self.w", "model"
-    with_node: object  # ast.With or analysis.interpreter.PseudoWith (None for leaked-*)
-    item_index: int
-    mode_name: str | None  # how the region's mode can be named inside it, if bound
-    uses: list  # expressions to rewrite (calls, for modules); filled by the analysis
-    module_tree: ast.Module
-    derived: bool = False  # the real value is not a leaf (computed from one)
-    conditional: bool = False  # the mode was picked by a conditional expression
-    grad_reads: list = field(default_factory=list)
-    # id(For node) -> expression of the real module the loop draws from (see the analysis)
-    loop_modules: dict = field(default_factory=dict)
 
 
 def build_fix(leak, source: str) -> Fix | None:

@@ -314,5 +314,5 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":  # python -m fakegrad_lint.rule_docs
+if __name__ == "__main__":  # python -m fakegrad_lint.cli.rule_docs
     raise SystemExit(main())

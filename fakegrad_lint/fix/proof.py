@@ -71,7 +71,7 @@ def _keys(findings: list[Finding]) -> Counter:
 def prove(source: str, finding: Finding, fix: Fix, relint: Callable[[str], list[Finding]],
           before: list[Finding]) -> str | None:
     """None when ``fix`` is proved for ``finding`` (see the module docstring), else why not."""
-    from fakegrad_lint import fixes
+    from fakegrad_lint.fix import apply as fixes
 
     if not fix.edits:
         return None  # nothing to prove: a message only

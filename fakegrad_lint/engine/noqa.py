@@ -69,7 +69,7 @@ def _lf_lines(text: str):
     """The physical lines of ``text`` (``\r\n``, ``\r`` or ``\n`` end one, as in
     CPython's tokenizer) each ending in ``\n``, for :mod:`tokenize`, which splits
     only on ``\n``. Rows and columns stay those of ``text``."""
-    from fakegrad_lint.fixes import split_lines
+    from fakegrad_lint.fix.apply import split_lines
 
     for line in split_lines(text):
         body = line.rstrip("\r\n")
@@ -238,7 +238,7 @@ def add_noqa(text: str, findings: list[Finding]) -> tuple[str, int]:
         codes = wanted.setdefault(row, [])
         if f.code not in codes:
             codes.append(f.code)
-    from fakegrad_lint.fixes import split_lines
+    from fakegrad_lint.fix.apply import split_lines
 
     lines = split_lines(text)
     added = 0

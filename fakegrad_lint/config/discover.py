@@ -2,7 +2,7 @@
 
 Explicitly named files are always checked (whatever their suffix, excluded or
 not, unless ``force_exclude``). Folders are walked recursively for ``.py`` and
-``.pyi`` files (and ``.ipynb`` once ``fakegrad_lint.notebook`` exists), skipping
+``.pyi`` files (and ``.ipynb`` once ``fakegrad_lint.sources.notebook`` exists), skipping
 the ``exclude`` globs (by default ``.git``, ``__pycache__``, ``build``, ``dist``,
 ``node_modules``, ``.tox``, ``.venv``, ``.fakegrad_cache`` ...), every virtual
 environment (a folder holding ``pyvenv.cfg``), and whatever ``.gitignore`` files
@@ -33,7 +33,7 @@ NOTEBOOK_SUFFIX = ".ipynb"
 def source_suffixes() -> tuple[str, ...]:
     """Suffixes picked up by the walk. ``.ipynb`` joins when the notebook
     support module is installed (checked without importing it)."""
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sources")
     if os.path.exists(os.path.join(here, "notebook.py")) or os.path.isdir(os.path.join(here, "notebook")):
         return PY_SUFFIXES + (NOTEBOOK_SUFFIX,)
     return PY_SUFFIXES
@@ -356,7 +356,7 @@ def _display(path: str) -> str:
 def discover(paths: list[str], settings=None, *, respect_gitignore: bool = True) -> Discovery:
     """The files to check under ``paths`` (sorted, deduplicated) and the paths
     that could not be used (missing, not a file or folder)."""
-    from fakegrad_lint.settings import Settings
+    from fakegrad_lint.config.settings import Settings
 
     settings = settings or Settings()
     excluder = settings.excluder()

@@ -2,14 +2,14 @@
 
     # pyproject.toml
     [tool.fixit]
-    enable = ["fakegrad_lint.fixit"]
+    enable = ["fakegrad_lint.integrations.fixit"]
 
     fixit lint src/            # the findings `fakegrad-lint` reports (default rules)
     fixit fix --automatic src/ # the file `fakegrad-lint --fix` writes (safe fixes)
 
 One Fixit rule per default-on code (``FakeGradHazard`` FGL001,
 ``RealTensorInStrictFakeMode`` FGL002, ``LeakedFakeMixedWithRealGrad`` FGL003);
-the opt-in FGL004 is ``fakegrad_lint.fixit_optin:RealGradEntersFakeRegion``.
+the opt-in FGL004 is ``fakegrad_lint.integrations.fixit_optin:RealGradEntersFakeRegion``.
 Each rule visits the module once; the analysis runs once per module for all of
 them (the first rule to visit caches it). Positions are the CLI's (Fixit prints
 0-based columns, as libcst counts them). ``# noqa: FGL001`` works as in the CLI,
@@ -43,7 +43,7 @@ def _analyse(module: cst.Module, codes: frozenset):
     for node, key, findings, fixed in _last:
         if node is module and key == codes:
             return findings, fixed
-    from fakegrad_lint.fixes import lint_and_fix
+    from fakegrad_lint.fix.apply import lint_and_fix
 
     findings, outcome = lint_and_fix(module.code, "<fixit>", unsafe=False, codes=codes)
     fixed = None
@@ -56,7 +56,7 @@ def _analyse(module: cst.Module, codes: frozenset):
 def _examples(code: str):
     """Fixit's VALID/INVALID cases from the rule's own examples; an invalid case
     expects the safe fix (the unsafe ones are not applied by this pack)."""
-    from fakegrad_lint.fixes import lint_and_fix
+    from fakegrad_lint.fix.apply import lint_and_fix
 
     rule = RULES_BY_CODE[code]
     valid = [Valid(src) for src in rule.valid]

@@ -14,7 +14,7 @@ ordinary characters), ``column`` is a 0-based offset in characters.
 Fix builders always write ``\\n`` in inserted text; :func:`fix_text` converts
 it to the file's own newline style, so a CRLF file stays CRLF.
 
-Nothing here touches the file system: see :mod:`fakegrad_lint.sourcefile` for
+Nothing here touches the file system: see :mod:`fakegrad_lint.sources.sourcefile` for
 reading and the atomic write.
 """
 
@@ -388,7 +388,7 @@ def lint_and_fix(text: str, path: str = "<string>", *, unsafe: bool = False, cod
     """The findings ``fakegrad-lint`` reports for ``text`` (default rules, ``# noqa``
     applied) and the outcome of its ``--fix`` loop at this safety level: exactly
     what the CLI prints and writes, for adapters that cannot call the CLI."""
-    from fakegrad_lint.pipeline import lint_text
+    from fakegrad_lint.engine.process import lint_text
     from fakegrad_lint.rules import DEFAULT_CODES
 
     wanted = DEFAULT_CODES if codes is None else frozenset(codes)

@@ -14,8 +14,8 @@ from fakegrad_lint import __version__
 PROG = "fakegrad-lint"
 FORMATS = ("text", "concise", "json", "json-lines", "sarif", "github")
 SUBCOMMANDS = {
-    "rule": ("fakegrad_lint.rule_docs", "show the documentation of a rule (`rule FGL001`, `rule --all`)"),
-    "confirm": ("fakegrad_lint.confirm_cli", "run a script under the runtime watcher to confirm findings"),
+    "rule": ("fakegrad_lint.cli.rule_docs", "show the documentation of a rule (`rule FGL001`, `rule --all`)"),
+    "confirm": ("fakegrad_lint.cli.confirm", "run a script under the runtime watcher to confirm findings"),
 }
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -154,7 +154,7 @@ def build_parser():
 def _codes(values: list[str] | None) -> list[str] | None:
     if values is None:
         return None
-    from fakegrad_lint.settings import split_codes
+    from fakegrad_lint.config.settings import split_codes
 
     out: list[str] = []
     for v in values:
@@ -239,7 +239,7 @@ def _config_args(values: list[str] | None, settings_mod) -> tuple[str | None, di
 
 def _settings(args, paths: list[str]):
     """``(settings of the first path, per-file resolver or None, config path)``."""
-    from fakegrad_lint import settings as settings_mod
+    from fakegrad_lint.config import settings as settings_mod
 
     config_file, overrides = _config_args(args.config, settings_mod)
     extend_select = _codes(args.extend_select) or []
@@ -297,7 +297,7 @@ def _per_file(tree, st, paths: list[str], files: list[str]):
 
 
 def _check(args) -> int:
-    from fakegrad_lint import settings as settings_mod
+    from fakegrad_lint.config import settings as settings_mod
 
     # `--stdin-filename` alone reads stdin, as in ruff
     paths = args.paths or (["-"] if args.stdin_filename else ["."])
@@ -310,7 +310,9 @@ def _check(args) -> int:
         _err(str(exc))
         return EXIT_ERROR
 
-    from fakegrad_lint import discover, pipeline, report
+    from fakegrad_lint import report
+    from fakegrad_lint.config import discover
+    from fakegrad_lint.engine import process as pipeline
 
     try:
         report.load(st.output_format)  # fail before doing any work
@@ -328,7 +330,7 @@ def _check(args) -> int:
     # the folders of the run are import roots of the whole-project analysis
     set_run_roots([os.path.dirname(os.path.abspath(args.stdin_filename or "-"))] if paths == ["-"] else paths)
     if paths == ["-"]:
-        from fakegrad_lint import stdin as stdin_mod
+        from fakegrad_lint.cli import stdin as stdin_mod
 
         name = args.stdin_filename or "-"
         if args.show_files:
@@ -363,7 +365,7 @@ def _check(args) -> int:
             return EXIT_ERROR if found.errors else EXIT_CLEAN
         cache = None
         if files and mode == "check" and not args.no_cache:
-            from fakegrad_lint.cache import open_cache
+            from fakegrad_lint.engine.cache import open_cache
 
             cache = open_cache(True, config_path, args.cache_dir)
         result = pipeline.run(files, codes_for, options, jobs=args.jobs, cache=cache)
@@ -380,7 +382,7 @@ def _check(args) -> int:
     def source_provider(filename: str, cell):
         if cell is not None:
             try:
-                from fakegrad_lint import notebook  # type: ignore[attr-defined]
+                from fakegrad_lint.sources import notebook  # type: ignore[attr-defined]
 
                 return notebook.cell_source(filename, cell).splitlines()
             except Exception:
@@ -388,7 +390,7 @@ def _check(args) -> int:
         text = sources.get(filename)
         if text is None:
             return report._read_lines(filename)
-        from fakegrad_lint.fixes import split_lines
+        from fakegrad_lint.fix.apply import split_lines
 
         return [line.rstrip("\r\n") for line in split_lines(text)]
 
@@ -449,7 +451,7 @@ def _emit(args, text: str, fixed_bytes: bytes | None, mode: str) -> None:
         sys.stdout.buffer.write(fixed_bytes)
         sys.stdout.buffer.flush()
     if args.output_file:
-        from fakegrad_lint.sourcefile import SourceError, write_atomic
+        from fakegrad_lint.sources.sourcefile import SourceError, write_atomic
 
         try:
             write_atomic(args.output_file, text.encode("utf-8", "surrogateescape"))

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from fakegrad_lint.findings import Finding, ToolError, hidden_unsafe
-from fakegrad_lint.prefilter import may_contain_fake_region, may_have_fgl_noqa
-from fakegrad_lint.sourcefile import SourceError, SourceFile, read_source
+from fakegrad_lint.engine.prefilter import may_contain_fake_region, may_have_fgl_noqa
+from fakegrad_lint.sources.sourcefile import SourceError, SourceFile, read_source
 
 # A process pool only pays off with enough work: at least PARALLEL_THRESHOLD
 # files past the prefilter and PARALLEL_MIN_BYTES of their source (analysis
@@ -143,8 +143,8 @@ class ParserLimit(Exception):
 
 def parse(text: str, path: str) -> ast.Module:
     """The module's AST, with function bodies parsed when the analysis first reads
-    them (:mod:`fakegrad_lint.lazyparse`; the same AST as ``ast.parse`` once read)."""
-    from fakegrad_lint import lazyparse
+    them (:mod:`fakegrad_lint.sources.lazyparse`; the same AST as ``ast.parse`` once read)."""
+    from fakegrad_lint.sources import lazyparse
 
     try:
         return lazyparse.parse(text, path)
@@ -171,7 +171,8 @@ def lint_text(
     ``codes``, minus those a ``# noqa`` silences, plus FGL100 (unused noqa) when
     enabled. Raises SyntaxError/ValueError when the text does not parse.
     ``deps`` receives the project modules the analysis read (see check_source)."""
-    from fakegrad_lint import checker, noqa
+    from fakegrad_lint.engine import lint as checker
+    from fakegrad_lint.engine import noqa
 
     report_unused = UNUSED_NOQA_CODE in codes
     if may_contain_fake_region(text) or _reaches_region(text, path):
@@ -181,7 +182,7 @@ def lint_text(
             found = checker.check_source(text, path, tree=tree, deps=deps)
         else:
             found = checker.check_source(text, path, tree=tree)
-        from fakegrad_lint.lazyparse import raise_deferred
+        from fakegrad_lint.sources.lazyparse import raise_deferred
 
         try:
             raise_deferred(tree)  # a syntax error in a body the analysis read
@@ -232,7 +233,7 @@ def process_file(
 ) -> FileResult:
     """Check (and with a fix mode, fix) one file. Never raises for bad input.
 
-    With a :class:`fakegrad_lint.cache.Cache` and ``mode == "check"``, a file
+    With a :class:`fakegrad_lint.engine.cache.Cache` and ``mode == "check"``, a file
     whose key is in the cache costs one hash and one small read."""
     if cache is not None and options.mode == "check" and not _is_notebook(path):
         return _process_cached(path, codes, options, sf, cache)
@@ -257,9 +258,9 @@ def _process_cached(path: str, codes: frozenset[str], options: Options, sf: Sour
 def _genuine_checker() -> bool:
     # Not loaded yet: nobody can have replaced check_source (and a warm run
     # that only reads the cache never imports the analyzer).
-    if "fakegrad_lint.checker" not in sys.modules:
+    if "fakegrad_lint.engine.lint" not in sys.modules:
         return True
-    from fakegrad_lint.cache import genuine_checker
+    from fakegrad_lint.engine.cache import genuine_checker
 
     return genuine_checker()
 
@@ -366,19 +367,19 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
     if mode == "check":
         findings = lint_text(text, path, codes, deps=result.deps if _genuine_checker() else None)
     elif mode == "add-noqa":
-        from fakegrad_lint.noqa import add_noqa
+        from fakegrad_lint.engine.noqa import add_noqa
 
         findings = [f for f in lint(text) if f.code != UNUSED_NOQA_CODE]
         new_text, added = add_noqa(text, findings)
         if new_text != text:
-            from fakegrad_lint.sourcefile import write_atomic
+            from fakegrad_lint.sources.sourcefile import write_atomic
 
             disarm_alarm()
             write_atomic(path, sf.encode(new_text), expected=sf.raw)
         result.added_noqa = added
         return
     else:
-        from fakegrad_lint import fixes
+        from fakegrad_lint.fix import apply as fixes
 
         outcome = fixes.fix_text(text, lint, unsafe=options.unsafe_fixes, max_iterations=options.max_fix_iterations)
         findings = list(outcome.remaining)
@@ -387,7 +388,7 @@ def _process(result: FileResult, path: str, codes: frozenset[str], options: Opti
             if mode == "diff":
                 result.diff = fixes.unified_diff(path, _as_written(sf, text), _as_written(sf, outcome.text))
             else:
-                from fakegrad_lint.sourcefile import write_atomic
+                from fakegrad_lint.sources.sourcefile import write_atomic
 
                 # expected: a file changed by someone else since it was read
                 # is left alone (and reported), never overwritten.
@@ -413,14 +414,14 @@ def _as_written(sf: SourceFile, text: str) -> str:
 
 
 def _process_notebook(result: FileResult, path: str, codes, options: Options, sf: SourceFile) -> None:
-    """Hook for Jupyter notebooks, implemented in ``fakegrad_lint.notebook``:
+    """Hook for Jupyter notebooks, implemented in ``fakegrad_lint.sources.notebook``:
     ``process(result, path, sf, lint, options)`` lints the code cells joined as
     one program with ``lint`` and fills ``result`` as :func:`_process` does
     (findings with ``cell`` set and rows relative to the cell; in fix modes only
     the changed cells' sources are rewritten, atomically). Raises
     ``SourceError`` for a file that is not a notebook."""
     try:
-        from fakegrad_lint import notebook  # type: ignore[attr-defined]
+        from fakegrad_lint.sources import notebook  # type: ignore[attr-defined]
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.endswith("notebook"):
             raise SourceError("notebooks (.ipynb) are not supported by this build") from None
@@ -468,7 +469,7 @@ def _worker_init(parent_pid: int | None = None) -> None:
     except (ValueError, OSError):  # pragma: no cover
         pass
     if parent_pid is not None:
-        from fakegrad_lint._proc import die_with_parent
+        from fakegrad_lint.engine.subprocs import die_with_parent
 
         die_with_parent(parent_pid)
 
@@ -549,7 +550,7 @@ def run(
 ) -> RunResult:
     """Check ``paths`` (files found by discovery).
 
-    ``cache``: a :class:`fakegrad_lint.cache.Cache` (used for ``check`` runs
+    ``cache``: a :class:`fakegrad_lint.engine.cache.Cache` (used for ``check`` runs
     only). ``stats``: also count files and lines per stage (``RunResult.stats``).
     """
     jobs = jobs or os.cpu_count() or 1
@@ -633,8 +634,8 @@ def _prepare_fork() -> object:
     the fork context on Linux (None elsewhere: the platform default)."""
     import multiprocessing
 
-    import fakegrad_lint.checker  # noqa: F401
-    import fakegrad_lint.noqa  # noqa: F401
+    import fakegrad_lint.engine.lint  # noqa: F401
+    import fakegrad_lint.engine.noqa  # noqa: F401
 
     if sys.platform.startswith("linux"):
         return multiprocessing.get_context("fork")

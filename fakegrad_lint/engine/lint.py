@@ -11,7 +11,7 @@ import ast
 
 from fakegrad_lint.analysis import analyze
 from fakegrad_lint.findings import Finding, Location, TraceStep
-from fakegrad_lint.prefilter import may_contain_fake_region
+from fakegrad_lint.engine.prefilter import may_contain_fake_region
 from fakegrad_lint.rules import rule_for
 
 _AUTO = object()
@@ -48,7 +48,7 @@ def check_source(source: str, filename: str = "<string>", *, tree: ast.Module | 
     given, receives ``{path: sha256}`` of the project modules that were read.
 
     Each finding whose leak has a fix plan gets the fix built from it, once the fix
-    is proved (:mod:`fakegrad_lint.fix_proof`); otherwise ``no_fix`` says why it has
+    is proved (:mod:`fakegrad_lint.fix.proof`); otherwise ``no_fix`` says why it has
     none. ``fixes=False`` skips that (the proof's own re-lint).
 
     Raises ``SyntaxError`` (and ``ValueError`` for NUL bytes) when the source
@@ -99,8 +99,8 @@ def _with_fixes(source: str, filename: str, findings: list[Finding], planned) ->
     finding says why."""
     from dataclasses import replace
 
-    from fakegrad_lint.fix_builders import NoFix, build_fix
-    from fakegrad_lint.fix_proof import LONG_LINE, long_line, prove
+    from fakegrad_lint.fix.builders import NoFix, build_fix
+    from fakegrad_lint.fix.proof import LONG_LINE, long_line, prove
 
     base = [replace(f, extra=dict(f.extra)) for f in findings]
     too_long = long_line(source)

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import re
 
-# Words that must appear in code (not only in a comment) for a fake region to exist.
-ENTRY_WORDS = ("FakeTensorMode", "detect_fake_mode", "tracing_mode")
+from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS  # the words that can open a region
+
 _ENTRY_RE = re.compile("|".join(ENTRY_WORDS))
 _ENTRY_RE_BYTES = re.compile("|".join(ENTRY_WORDS).encode())
 _ENTRY_WORDS_BYTES = tuple(w.encode() for w in ENTRY_WORDS)
 
 
-# A ``# noqa:`` directive (as fakegrad_lint.noqa reads one: optional blank after
+# A ``# noqa:`` directive (as fakegrad_lint.engine.noqa reads one: optional blank after
 # the colon, codes separated by commas and/or blanks, any case) with an FGL code.
 _FGL_NOQA_RE = re.compile(r"noqa:\s?(?:[A-Z]+[0-9]+[,\s]+)*FGL[0-9]", re.IGNORECASE)
 

@@ -1,6 +1,6 @@
 """The flake8 adapter: the same findings, through flake8.
 
-Registered in ``pyproject.toml`` as ``FGL = fakegrad_lint.flake8_plugin:FakegradChecker``
+Registered in ``pyproject.toml`` as ``FGL = fakegrad_lint.integrations.flake8_plugin:FakegradChecker``
 under ``flake8.extension``, so ``flake8`` runs it on every file once the package
 is installed. It reuses the AST flake8 has already parsed (no second parse) and
 reports ``(row, col, "FGLxxx message", type)`` with ``col`` the tool's 0-based
@@ -50,11 +50,11 @@ class FakegradChecker:
         source = self._source()
         # The cheap byte-level prefilter first: most files stop here without
         # importing the analyzer at all.
-        from fakegrad_lint.prefilter import may_contain_fake_region
+        from fakegrad_lint.engine.prefilter import may_contain_fake_region
 
         if not may_contain_fake_region(source) and not self._reaches_project_region(source):
             return []
-        from fakegrad_lint.checker import check_source
+        from fakegrad_lint.engine.lint import check_source
 
         return check_source(source, self.filename, tree=self.tree, fixes=False)  # flake8 shows no fixes
 
@@ -63,7 +63,7 @@ class FakegradChecker:
             return "".join(self.lines)
         if self.filename in ("-", "stdin", "(none)"):
             return ""
-        from fakegrad_lint.sourcefile import read_source
+        from fakegrad_lint.sources.sourcefile import read_source
 
         return read_source(self.filename).text
 

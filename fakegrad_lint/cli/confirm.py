@@ -183,8 +183,9 @@ def _project_findings(root: str, targets: list[str], select: frozenset[str] | No
     """Check the project under ``root`` the way ``fakegrad-lint check ROOT``
     would (discovery, each file's nearest configuration, ``# noqa``), plus the
     targets. Returns (findings, {real path: one-line error})."""
-    from fakegrad_lint import discover, pipeline
-    from fakegrad_lint import settings as settings_mod
+    from fakegrad_lint.config import discover
+    from fakegrad_lint.engine import process as pipeline
+    from fakegrad_lint.config import settings as settings_mod
 
     def make(table: dict, config_path: str | None):
         return settings_mod.resolve(table, config_path=config_path, select=sorted(select) if select else None)
@@ -303,9 +304,9 @@ def _run_child(target_args: list[str], extra: list[str], device: str, timeout: f
     killed when it ends, whichever way: the process group on timeout, and,
     through the subreaper (Linux), every descendant, also those that started
     their own session or were left running by a script that exited."""
-    from fakegrad_lint import _proc
+    from fakegrad_lint.engine import subprocs as _proc
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["FAKEGRAD_RUNNER_ROOT"] = root

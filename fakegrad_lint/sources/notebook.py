@@ -5,7 +5,7 @@ How a notebook is checked:
 - The JSON is read with :mod:`json` (no ``nbformat`` needed). Anything that is not
   an nbformat-4 style notebook (invalid JSON, no ``"cells"`` list, a cell whose
   ``source`` is neither a string nor a list of strings) is a one-line
-  :class:`~fakegrad_lint.sourcefile.SourceError`. A notebook whose
+  :class:`~fakegrad_lint.sources.sourcefile.SourceError`. A notebook whose
   ``metadata.language_info.name`` (or kernelspec language) is not Python is
   skipped, as is a code cell whose ``metadata.vscode.languageId`` is not Python.
 - The code cells, in order, are joined into one program, so a tensor created in
@@ -23,7 +23,7 @@ How a notebook is checked:
 - Findings get ``cell`` (the 1-based position of the cell among *all* cells of
   the notebook, markdown included, as ruff counts) and rows relative to the
   cell; columns are unchanged.
-- Fixes: the fix loop of :func:`fakegrad_lint.fixes.fix_text` runs on the joined
+- Fixes: the fix loop of :func:`fakegrad_lint.fix.apply.fix_text` runs on the joined
   program; a fix whose edits leave one cell (or touch a boundary or an IPython
   placeholder line) is turned into a display-only suggestion and never applied.
   Only the ``source`` values of the changed cells are rewritten in the file's
@@ -43,7 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location, hidden_unsafe
-from fakegrad_lint.sourcefile import SourceError
+from fakegrad_lint.sources.sourcefile import SourceError
 
 __all__ = [
     "Notebook",
@@ -149,7 +149,7 @@ def load(raw: bytes, path: str = "<notebook>") -> Notebook:
 def cell_source(path: str, cell: int) -> str:
     """The source text of cell number ``cell`` (1-based, all cells counted) of the
     notebook at ``path``; ``""`` when it is not a code cell."""
-    from fakegrad_lint.sourcefile import read_source
+    from fakegrad_lint.sources.sourcefile import read_source
 
     nb = load(read_source(path).raw, path)
     c = nb.cell(cell)
@@ -331,7 +331,7 @@ class NotebookProgram:
         return "".join(p.text + self.boundary + "\n" for p in self.parts)
 
     def layout(self, text: str) -> Layout:
-        from fakegrad_lint.fixes import split_lines
+        from fakegrad_lint.fix.apply import split_lines
 
         starts: list[int] = []
         counts: list[int] = []
@@ -355,7 +355,7 @@ class NotebookProgram:
     def split(self, text: str) -> list[str]:
         """The cell sources (original spelling, placeholders restored) of a
         version of the program text."""
-        from fakegrad_lint.fixes import split_lines
+        from fakegrad_lint.fix.apply import split_lines
 
         cells: list[list[str]] = [[]]
         for line in split_lines(text):
@@ -387,7 +387,8 @@ def _may_matter(nb: Notebook) -> bool:
     every cell to find IPython syntax). The program's text is made of the
     cells' lines (or placeholders for IPython lines), so substring tests on the
     cells are a superset of the pipeline's prefilter on the program."""
-    from fakegrad_lint.prefilter import ENTRY_WORDS, may_have_fgl_noqa
+    from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
+    from fakegrad_lint.engine.prefilter import may_have_fgl_noqa
 
     for c in nb.cells:
         t = c.text
@@ -702,13 +703,13 @@ def _terminated(text: str) -> str:
 
 def process(result, path: str, sf, lint: Callable[[str], list[Finding]], options, *, prefilter: bool = False) -> None:
     """Check (and in a fix mode, fix) the notebook ``sf`` for the pipeline:
-    fills ``result`` (a :class:`fakegrad_lint.pipeline.FileResult`) like the
+    fills ``result`` (a :class:`fakegrad_lint.engine.process.FileResult`) like the
     pipeline does for a ``.py`` file. Writes only through ``write_atomic``.
     With ``prefilter`` (``lint`` is the pipeline's, which reports nothing for a
     program that names no fake mode and has no FGL noqa), a notebook that
     cannot matter (:func:`_may_matter`) is checked for validity only."""
-    from fakegrad_lint import fixes
-    from fakegrad_lint.sourcefile import write_atomic
+    from fakegrad_lint.fix import apply as fixes
+    from fakegrad_lint.sources.sourcefile import write_atomic
 
     nb = load(sf.raw, path)
     if not nb.python or (prefilter and not _may_matter(nb)):
@@ -729,7 +730,7 @@ def process(result, path: str, sf, lint: Callable[[str], list[Finding]], options
     if mode == "check":
         findings = guarded_lint(text)
     elif mode == "add-noqa":
-        from fakegrad_lint.noqa import add_noqa
+        from fakegrad_lint.engine.noqa import add_noqa
 
         findings = [f for f in guarded_lint(text) if f.code != "FGL100"]
         new_text, result.added_noqa = add_noqa(text, findings)
@@ -757,7 +758,7 @@ def process(result, path: str, sf, lint: Callable[[str], list[Finding]], options
                     if new != old
                 )
             else:
-                from fakegrad_lint.pipeline import disarm_alarm
+                from fakegrad_lint.engine.process import disarm_alarm
 
                 data = render(nb, changed)
                 disarm_alarm()

@@ -19,8 +19,8 @@ from fakegrad_lint.findings import ToolError
 
 def run(name: str, codes: frozenset[str], options, raw: bytes | None = None):
     """``(FileResult, errors, fixed bytes or None)``, or a one-line error string."""
-    from fakegrad_lint import pipeline
-    from fakegrad_lint.sourcefile import SourceError, decode_source
+    from fakegrad_lint.engine import process as pipeline
+    from fakegrad_lint.sources.sourcefile import SourceError, decode_source
 
     if raw is None:
         raw = sys.stdin.buffer.read()

@@ -43,17 +43,10 @@ ENV_DIR = "FAKEGRAD_LINT_CACHE_DIR"
 _FINGERPRINT_PARTS = (
     "analysis",
     "rules",
-    "checker.py",
-    "prefilter.py",
-    "lazyparse.py",
-    "noqa.py",
-    "fix_builders.py",
-    "fix_proof.py",
-    "fixes.py",
+    "engine",
+    "sources",
+    "fix",
     "findings.py",
-    "pipeline.py",
-    "cache.py",
-    "sourcefile.py",
 )
 _fingerprint: str | None = None
 
@@ -64,7 +57,7 @@ def code_fingerprint() -> str:
     if _fingerprint is None:
         import hashlib
 
-        root = os.path.dirname(os.path.abspath(__file__))
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         h = hashlib.sha256()
         for part in _FINGERPRINT_PARTS:
             full = os.path.join(root, part)
@@ -90,10 +83,10 @@ def genuine_checker() -> bool:
     """Whether ``checker.check_source`` is the real one. A test (or a plugin)
     that swaps it produces results the fingerprint does not describe, so the
     cache must not store or serve them."""
-    from fakegrad_lint import checker
+    from fakegrad_lint.engine import lint as checker
 
     fn = checker.check_source
-    return getattr(fn, "__module__", None) == "fakegrad_lint.checker" and getattr(fn, "__qualname__", "") == "check_source"
+    return getattr(fn, "__module__", None) == "fakegrad_lint.engine.lint" and getattr(fn, "__qualname__", "") == "check_source"
 
 
 def platform_cache_dir() -> str:

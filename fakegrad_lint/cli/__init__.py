@@ -1,0 +1,1 @@
+"""Front ends: arguments -> settings -> engine -> report."""

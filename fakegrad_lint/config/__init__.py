@@ -1,0 +1,1 @@
+"""Configuration: settings from pyproject.toml and flags, and which files to check."""

@@ -1,0 +1,1 @@
+"""Fixes: builders (facts -> edits), proof (a fix is offered only when proved), apply (the fix loop)."""

@@ -1,0 +1,1 @@
+"""Adapters over the same findings and fixes: flake8, Fixit, LibCST codemod."""

@@ -1,0 +1,1 @@
+"""Source kinds and text utilities: Python files (encodings, newlines), lazy parsing, notebooks."""
