@@ -11,6 +11,7 @@ Update after a deliberate change (then review ``git diff -- '*.snap'``)::
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections import Counter
 
@@ -95,16 +96,20 @@ def test_a_copy_elsewhere_renders_the_same_snapshot(copy):
     assert snap.stale(rendered) == [] and snap.orphans(root) == []
 
 
+def _first_finding(snapshot_text: str) -> str:
+    return next(line for line in snapshot_text.splitlines() if re.match(r"FGL\d{3} \d+:\d+-\d+:\d+ ", line))
+
+
 def test_a_changed_message_is_caught(copy):
     root, fixture = copy
     snapshot = snap.snapshot_path(fixture)
     stored = snap.read(snapshot)
-    line = next(l for l in stored.splitlines() if l.startswith("FGL001 "))
-    snap.write(snapshot, stored.replace(line, line.replace("will leave", "leaves")))
+    line = _first_finding(stored)
+    snap.write(snapshot, stored.replace(line, line + " (mutated)"))
     rendered = snap.render_all(root)
     assert snap.stale(rendered) == [fixture]
     message = snap.mismatch(fixture, snap.read(snapshot), rendered[fixture])
-    assert f"\n-{line.replace('will leave', 'leaves')}\n" in message and f"\n+{line}\n" in message
+    assert f"\n-{line} (mutated)\n" in message and f"\n+{line}\n" in message
     assert snap.UPDATE_HINT in message
     assert snap.update(rendered, root) == [snapshot]
     assert snap.read(snapshot) == stored and snap.stale(rendered) == []
@@ -112,14 +117,18 @@ def test_a_changed_message_is_caught(copy):
 
 def test_a_moved_range_and_a_changed_fix_are_caught(copy):
     root, fixture = copy
-    source = fixture.read_text(encoding="utf-8")
-    fixture.write_text("\n" + source.replace("dim=0", "dim=-2"), encoding="utf-8")
+    stored = snap.read(snap.snapshot_path(fixture))
+    fixture.write_text("\n" + fixture.read_text(encoding="utf-8"), encoding="utf-8")  # every row one down
     rendered = snap.render_all(root)
     assert snap.stale(rendered) == [fixture]
-    message = snap.mismatch(fixture, snap.read(snap.snapshot_path(fixture)), rendered[fixture])
-    assert "\n-FGL001 11:9-11:33 " in message and "\n+FGL001 12:9-12:34 " in message
-    assert "\n-    edit 11:20-11:21 " in message and "\n+    edit 12:20-12:21 " in message
-    assert "dim=-2" in rendered[fixture] and "@@ -8,7 +8,8 @@" in rendered[fixture]
+    message = snap.mismatch(fixture, stored, rendered[fixture])
+    line = _first_finding(stored)
+    code, (row, col, end_row, end_col) = line.split()[0], map(int, re.split(r"[:-]", line.split()[1]))
+    assert f"\n-{code} {row}:{col}-{end_row}:{end_col} " in message
+    assert f"\n+{code} {row + 1}:{col}-{end_row + 1}:{end_col} " in message
+    hunk = re.search(r"^@@ -(\d+),(\d+) \+(\d+),(\d+) @@$", stored, re.M)
+    start, length, new_start, new_length = map(int, hunk.groups())
+    assert f"\n+@@ -{start + 1},{length} +{new_start + 1},{new_length} @@\n" in message
 
 
 def test_a_missing_and_an_orphan_snapshot_are_caught(copy):
