@@ -26,7 +26,6 @@ from __future__ import annotations
 import ast
 import os
 import sys
-import warnings
 from dataclasses import dataclass, field
 
 # Packages read from the analysis' own tables, never from project files.
@@ -192,7 +191,8 @@ def _stat_key(path: str):
 
 
 def load(path: str) -> ModuleFile | None:
-    """Parse a project module once per process (None: unreadable or not Python)."""
+    """Parse a project module once per process (None: unreadable or not Python),
+    keyed by path, modification time and size."""
     key = _stat_key(path)
     if key is None:
         return None
@@ -202,10 +202,13 @@ def load(path: str) -> ModuleFile | None:
     try:
         from fakegrad_lint.sources.sourcefile import read_source
 
+        from fakegrad_lint.sources.lazyparse import parse
+
         sf = read_source(path)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(sf.text, filename=path)
+        # function bodies are parsed when the analysis first reads them (most of an
+        # imported module is never run); a syntax error in a body never read is not
+        # seen, one in a body read makes that function do nothing (an unknown value)
+        tree = parse(sf.text, path)
         name, is_pkg = module_name_of(path)
         import hashlib
 
