@@ -474,13 +474,14 @@ def _with_gradient_reads(uses, body, value):
 
 
 def _loop_module(w, plan):
-    """The module expression of a loop of the block whose target is the leaking name
-    (``for layer in model.children()`` -> ``model``), when the analysis proved it a
-    real module; else None."""
+    """The module expression of a loop or comprehension of the block whose target is the
+    leaking name (``for layer in model.children()`` -> ``model``, ``(p for p in
+    model.parameters())`` -> ``model``, ``for layer in layers`` -> ``layers``), when the
+    analysis proved it a real module or a list of real modules; else None."""
     root = plan.value.split(".", 1)[0]
     for stmt in w.body:
         for node in ast.walk(stmt):
-            if isinstance(node, (ast.For, ast.AsyncFor)) and id(node) in plan.loop_modules and \
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and id(node) in plan.loop_modules and \
                     any(isinstance(t, ast.Name) and t.id == root for t in ast.walk(node.target)):
                 return plan.loop_modules[id(node)]
     return None
