@@ -243,7 +243,40 @@ class Ops:
         return module
 
     def edits(self) -> tuple[Edit, ...]:
-        return tuple(diff_edits(self.file.text, self.transformed().code))
+        """The edits that turn the file into the transformed module: :func:`diff_edits`,
+        with the pieces of one replaced expression joined into one edit of its range
+        (``model(x)`` -> ``torch.func.functional_call(...)`` is one edit, as a reader
+        and ``fix.edits`` expect)."""
+        old = self.file.text
+        raw = diff_edits(old, self.transformed().code)
+        spans = sorted(
+            (Location(*_start(r)), Location(r.end.line, r.end.column))
+            for r in (self.file.positions[n] for n in self.replaces))
+        outer: list = []
+        for span in spans:
+            if outer and span[0] >= outer[-1][0] and span[1] <= outer[-1][1]:
+                continue  # inside a replaced expression already
+            outer.append(span)
+        starts = [0] + [m.end() for m in re.finditer("\n", old)]
+
+        def offset(loc: Location) -> int:
+            return starts[loc.row - 1] + loc.column
+
+        out: list[Edit] = []
+        for span in outer:
+            group = [e for e in raw if span[0] <= e.start and e.end <= span[1]]
+            if len(group) < 2:
+                continue
+            begin, end = offset(span[0]), offset(span[1])
+            pieces, at = [], begin
+            for e in group:
+                pieces.append(old[at:offset(e.start)])
+                pieces.append(e.content)
+                at = offset(e.end)
+            pieces.append(old[at:end])
+            raw = [e for e in raw if e not in group]
+            out.append(Edit(span[0], span[1], "".join(pieces)))
+        return tuple(sorted(raw + out, key=lambda e: (e.start, e.end)))
 
 
 def _start(rng) -> tuple[int, int]:
@@ -343,14 +376,32 @@ def diff_edits(old: str, new: str) -> list[Edit]:
         if tag != "replace":
             out.append(Edit(_line_start(a, i1), _line_start(a, i2), "".join(b[j1:j2])))
             continue
-        ta, tb = _TOKEN.findall("".join(a[i1:i2])), _TOKEN.findall("".join(b[j1:j2]))
-        row_col = [(i1 + 1, 0)]
-        for tok in ta:
-            row_col.append(_advance(*row_col[-1], tok))
-        for op, k1, k2, m1, m2 in difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes():
-            if op != "equal":
-                out.append(Edit(Location(*row_col[k1]), Location(*row_col[k2]), "".join(tb[m1:m2])))
-    return out
+        out.extend(_token_edits(i1, "".join(a[i1:i2]), "".join(b[j1:j2])))
+    return [_at_line_start(e, a) for e in out]
+
+
+def _at_line_start(edit: Edit, lines: list[str]) -> Edit:
+    """An insertion of ``"\\nXYZ"`` at the end of a line is the insertion of ``"XYZ\\n"``
+    at the start of the next one: written that way (whole new lines, as a reader expects)."""
+    if edit.start != edit.end or not edit.content.startswith("\n") or edit.start.row > len(lines):
+        return edit
+    line = lines[edit.start.row - 1]
+    if not line.endswith("\n") or edit.start.column != len(line) - 1:
+        return edit
+    at = Location(edit.start.row + 1, 0)
+    return Edit(at, at, edit.content[1:] + "\n")
+
+
+def _token_edits(row0: int, before: str, after: str) -> list[Edit]:
+    """Edits of the tokens that differ between ``before`` (starting at 0-based line
+    ``row0``) and ``after``."""
+    ta, tb = _TOKEN.findall(before), _TOKEN.findall(after)
+    row_col = [(row0 + 1, 0)]
+    for tok in ta:
+        row_col.append(_advance(*row_col[-1], tok))
+    return [Edit(Location(*row_col[k1]), Location(*row_col[k2]), "".join(tb[m1:m2]))
+            for op, k1, k2, m1, m2 in difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes()
+            if op != "equal"]
 
 
 def _line_start(lines: list[str], index: int) -> Location:
