@@ -1,8 +1,16 @@
-"""One file's source in, findings out: parse once, compute facts once, apply rules.
+"""One text in, findings out: the one path every front end takes.
 
-This is the single entry point shared by the CLI pipeline, the flake8 plugin, the
-runtime ``confirm`` command and the tests. It knows nothing of files on disk,
-settings, ``# noqa`` or output formats; callers filter what it returns.
+:func:`lint_source` is what ``check`` (:mod:`fakegrad_lint.engine.process`, for
+Python files and notebook programs alike), ``confirm``, the flake8 plugin, the
+Fixit rule pack, the codemod and the fix loop's re-lints call: prefilter,
+parse once (lazily), analyse once, apply the rules, keep the enabled codes,
+apply ``# noqa`` (and report unused directives, FGL100). It knows nothing of
+files on disk, settings or output formats.
+
+:func:`check_source` is its rules stage: every rule's findings (all codes, no
+``# noqa``), with proved fixes. Tests and tools that want the raw findings call
+it; it is also the seam a test replaces to drive the engine with made-up
+findings (``tests/test_cli_support.py``).
 """
 
 from __future__ import annotations
@@ -10,32 +18,97 @@ from __future__ import annotations
 import ast
 
 from fakegrad_lint.analysis import analyze
+from fakegrad_lint.engine.prefilter import (  # noqa: F401  (may_reach_region, project_for: part of this API)
+    _AUTO,
+    UNUSED_NOQA_CODE,
+    may_contain_fake_region,
+    may_have_fgl_noqa,
+    may_reach_region,
+    project_for,
+)
 from fakegrad_lint.findings import Finding, Location, TraceStep
-from fakegrad_lint.engine.prefilter import may_contain_fake_region
 from fakegrad_lint.rules import rule_for
 
-_AUTO = object()
+
+# ---------------------------------------------------------------------------
+# parsing
 
 
-def project_for(filename: str):
-    """The project context of a file on disk (its import roots), or None."""
-    from fakegrad_lint.analysis.project import Project
+class ParserLimit(Exception):
+    """CPython's parser gave up on the file (it stops with a bare
+    ``MemoryError`` when expressions nest too deeply, e.g. 100,000 unary
+    minus signs); ``str()`` says so as CPython would."""
 
-    return Project.for_file(filename)
+
+def parse(text: str, path: str) -> ast.Module:
+    """The module's AST, with function bodies parsed when the analysis first reads
+    them (:mod:`fakegrad_lint.sources.lazyparse`; the same AST as ``ast.parse`` once read)."""
+    from fakegrad_lint.sources import lazyparse
+
+    try:
+        return lazyparse.parse(text, path)
+    except MemoryError as exc:
+        raise _parser_limit(exc) from None
 
 
-def may_reach_region(source: str, filename: str, project=_AUTO) -> bool:
-    """The prefilter with the project: the file names a fake mode, or imports a
-    module of its project that can reach one."""
-    if may_contain_fake_region(source):
-        return True
-    if project is None or "import" not in source:
-        return False
-    if project is _AUTO and project_for(filename) is None:
-        return False
-    from fakegrad_lint.analysis.project import reaches_region
+def _parser_limit(exc: MemoryError) -> ParserLimit:
+    detail = f": {exc}" if str(exc) else ""
+    return ParserLimit(
+        f"too complex for Python's parser (CPython stops with MemoryError{detail}: nested too deeply or too large for it)"
+    )
 
-    return reaches_region(filename, source)
+
+# ---------------------------------------------------------------------------
+# the one path
+
+
+def lint_source(
+    text: str,
+    path: str,
+    codes: frozenset[str],
+    *,
+    tree: ast.Module | None = None,
+    deps: dict | None = None,
+    noqa: bool = True,
+    fixes: bool = True,
+    region: bool | None = None,
+) -> list[Finding]:
+    """The findings to report for ``text``: every rule's findings, restricted to
+    ``codes``, minus those a ``# noqa`` silences, plus FGL100 (unused noqa) when
+    enabled. Raises SyntaxError/ValueError (and :class:`ParserLimit`) when the
+    text does not parse.
+
+    ``deps`` receives ``{path: sha256}`` of the project modules the analysis
+    read. ``noqa=False``: the caller applies ``# noqa`` itself (flake8);
+    ``fixes=False``: no fixes are built (flake8 shows none). ``region``: the
+    caller's prefilter already said whether the text can reach a fake region
+    (:func:`may_reach_region`), so it is not run again.
+    """
+    if region is None:
+        region = may_reach_region(text, path)
+    findings: list[Finding] = []
+    if region:
+        if tree is None:
+            tree = parse(text, path)
+        found = check_source(text, path, tree=tree, deps=deps, fixes=fixes)
+        from fakegrad_lint.sources.lazyparse import raise_deferred
+
+        try:
+            raise_deferred(tree)  # a syntax error in a body the analysis read
+        except MemoryError as exc:
+            raise _parser_limit(exc) from None
+        findings = [f for f in found if f.code in codes]
+    if not noqa:
+        return findings
+    report_unused = UNUSED_NOQA_CODE in codes and may_have_fgl_noqa(text)
+    if not findings and not report_unused:
+        return []
+    from fakegrad_lint.engine import noqa as noqa_mod
+
+    kept, unused = noqa_mod.apply(text, findings, report_unused=report_unused, filename=path)
+    if unused:
+        kept = sorted(kept + unused, key=lambda f: f.sort_key)
+    return kept
 
 
 def check_source(source: str, filename: str = "<string>", *, tree: ast.Module | None = None,
@@ -51,14 +124,17 @@ def check_source(source: str, filename: str = "<string>", *, tree: ast.Module | 
     is proved (:mod:`fakegrad_lint.fix.proof`); otherwise ``no_fix`` says why it has
     none. ``fixes=False`` skips that (the proof's own re-lint).
 
+    A caller that gives ``tree`` has run the prefilter (:func:`lint_source`
+    does); without it the prefilter runs here and the text is parsed.
+
     Raises ``SyntaxError`` (and ``ValueError`` for NUL bytes) when the source
     does not parse; callers turn that into a one-line tool error.
     """
     if project is _AUTO:
         project = project_for(filename) if not may_contain_fake_region(source) or "import" in source else None
-    if not may_reach_region(source, filename, project):
-        return []
     if tree is None:
+        if not may_reach_region(source, filename, project):
+            return []
         tree = ast.parse(source, filename=filename)
     leaks = analyze(tree, source, project, filename, deps)
     findings = []

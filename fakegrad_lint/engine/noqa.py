@@ -21,10 +21,9 @@ import re
 import tokenize
 from dataclasses import dataclass, replace
 
+from fakegrad_lint.engine.prefilter import UNUSED_NOQA_CODE
 from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location
 from fakegrad_lint.sources.text import NEWLINE_RE, split_lines
-
-UNUSED_NOQA_CODE = "FGL100"
 
 _NOQA_RE = re.compile(
     r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",

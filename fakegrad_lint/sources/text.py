@@ -7,7 +7,8 @@ ordinary characters), rows are 1-based and columns 0-based characters.
 - :data:`NEWLINE_RE` the one newline pattern;
 - :func:`split_lines` physical lines with their terminators, :func:`lines_of`
   without them (what reporters print), :func:`line_starts` the line index;
-- :func:`dominant_newline` the newline style a file mostly uses;
+- :func:`dominant_newline` the newline style a file mostly uses, :func:`indent_of`
+  a line's leading blanks;
 - :func:`parse_quietly` ``ast.parse`` without ``SyntaxWarning`` noise, and
   :func:`parses`, whether a text is Python at all.
 """
@@ -18,7 +19,7 @@ import ast
 import re
 import warnings
 
-__all__ = ["NEWLINE_RE", "dominant_newline", "line_starts", "lines_of", "parse_quietly", "parses", "split_lines"]
+__all__ = ["NEWLINE_RE", "dominant_newline", "indent_of", "line_starts", "lines_of", "parse_quietly", "parses", "split_lines"]
 
 NEWLINE_RE = re.compile(r"\r\n|\r|\n")
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
@@ -64,6 +65,11 @@ def dominant_newline(text: str) -> str:
     if not counts:
         return "\n"
     return max(counts, key=lambda nl: (counts[nl], -first[nl]))
+
+
+def indent_of(line: str) -> str:
+    """The blanks (spaces and tabs) a line starts with."""
+    return line[: len(line) - len(line.lstrip(" \t"))]
 
 
 def parse_quietly(text: str, filename: str = "<unknown>") -> ast.Module:
