@@ -145,18 +145,23 @@ def _module_in_child(name: str, timeout: float) -> str | None:
     return origin if origin and os.path.isfile(origin) else None
 
 
+def _is_collected(name: str) -> bool:
+    """A file pytest collects by default (``python_files``) or its ``conftest.py``."""
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py")
+
+
 def _test_files(paths: list[str]) -> list[str]:
+    """The files ``pytest PATHS`` runs: each file given, and the test files
+    the discovery ``check`` uses finds under each folder given."""
+    from fakegrad_lint.config import discover
+
     out = []
     for path in paths:
         path = path.split("::", 1)[0]
-        if os.path.isdir(path):
-            for dirpath, dirnames, filenames in os.walk(path):
-                dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
-                for fn in sorted(filenames):
-                    if fn.endswith(".py") and (fn.startswith("test_") or fn.endswith("_test.py") or fn == "conftest.py"):
-                        out.append(os.path.join(dirpath, fn))
-        elif os.path.isfile(path):
+        if os.path.isfile(path):
             out.append(path)
+        elif os.path.isdir(path):
+            out += [f for f in discover.discover([path]).files if _is_collected(os.path.basename(f))]
         else:
             raise _ToolError(f"{path}: error: no such file or directory")
     return out
@@ -179,25 +184,29 @@ def project_root(path: str) -> str:
         cur = parent
 
 
-def _project_findings(root: str, targets: list[str], select: frozenset[str] | None) -> tuple[list, dict]:
+def _project_findings(root: str, targets: list[str], select: list[str] | None) -> tuple[list, dict]:
     """Check the project under ``root`` the way ``fakegrad-lint check ROOT``
-    would (discovery, each file's nearest configuration, ``# noqa``), plus the
-    targets. Returns (findings, {real path: one-line error})."""
+    would, through the same engine path (discovery, each file's nearest
+    configuration, notebooks, ``# noqa``, the cache), plus the targets. Returns
+    (findings, {real path: one-line error}); a bad configuration or ``--select``
+    raises :class:`fakegrad_lint.config.settings.ConfigError`."""
+    from fakegrad_lint.analysis.project import set_run_roots
     from fakegrad_lint.config import discover
-    from fakegrad_lint.engine import process as pipeline
     from fakegrad_lint.config import settings as settings_mod
+    from fakegrad_lint.engine import process as pipeline
+    from fakegrad_lint.engine.cache import open_cache
 
     def make(table: dict, config_path: str | None):
-        return settings_mod.resolve(table, config_path=config_path, select=sorted(select) if select else None)
-
-    from fakegrad_lint.analysis.project import set_run_roots
+        return settings_mod.resolve(table, config_path=config_path, select=select)
 
     set_run_roots([root])
     tree = settings_mod.ConfigTree(make)
-    found = discover.discover([root], tree.settings_for(targets[0] if targets else root))
+    first = targets[0] if targets else root
+    found = discover.discover([root], tree.settings_for(first))
     seen = {_real(f) for f in found.files}
     paths = found.files + [t for t in targets if _real(t) not in seen]
-    result = pipeline.run(paths, tree.codes_for, pipeline.Options(mode="check"))
+    cache = open_cache(True, tree.config_for(first))
+    result = pipeline.run(paths, tree.codes_for, pipeline.Options(mode="check"), cache=cache)
     errors = {_real(e.filename): str(e) for e in result.all_errors}
     return result.findings, errors
 
@@ -540,16 +549,9 @@ def main(argv: list[str]) -> int:
     if ns.timeout <= 0:
         parser.error("--timeout must be positive")
 
-    from fakegrad_lint.rules import ALL_CODES, DEFAULT_CODES
+    from fakegrad_lint.config.settings import split_codes
 
-    codes = DEFAULT_CODES
-    if ns.select:
-        wanted = {c.strip().upper() for c in ns.select.split(",") if c.strip()}
-        unknown = sorted(wanted - set(ALL_CODES))
-        if unknown:
-            _err(f"fakegrad-lint confirm: error: unknown rule code(s): {', '.join(unknown)}")
-            return 2
-        codes = frozenset(wanted)
+    select = split_codes(ns.select) if ns.select else None  # checked with the settings, as `check --select`
 
     # what to run and which files to check statically
     try:
@@ -585,8 +587,8 @@ def main(argv: list[str]) -> int:
     first = files[0] if files else os.path.join(os.path.abspath(ns.pytest[0] if ns.pytest else "."), "-")
     root = project_root(first)
     try:
-        findings, file_errors = _project_findings(root, files, codes if ns.select else None)
-    except Exception as exc:  # a bad configuration: one line, as check prints it
+        findings, file_errors = _project_findings(root, files, select)
+    except Exception as exc:  # a bad configuration or --select: one line, as check prints it
         _err(f"fakegrad-lint confirm: error: {exc}")
         return 2
 

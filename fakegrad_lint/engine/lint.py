@@ -28,16 +28,11 @@ from fakegrad_lint.engine.prefilter import (  # noqa: F401  (may_reach_region, p
 )
 from fakegrad_lint.findings import Finding, Location, TraceStep
 from fakegrad_lint.rules import rule_for
+from fakegrad_lint.sources.text import ParserLimit
 
 
 # ---------------------------------------------------------------------------
 # parsing
-
-
-class ParserLimit(Exception):
-    """CPython's parser gave up on the file (it stops with a bare
-    ``MemoryError`` when expressions nest too deeply, e.g. 100,000 unary
-    minus signs); ``str()`` says so as CPython would."""
 
 
 def parse(text: str, path: str) -> ast.Module:
@@ -109,6 +104,30 @@ def lint_source(
     if unused:
         kept = sorted(kept + unused, key=lambda f: f.sort_key)
     return kept
+
+
+def lint_and_fix(text: str, path: str = "<string>", *, unsafe: bool = False, codes=None):
+    """``(findings, fix outcome)``: the findings ``fakegrad-lint`` reports for
+    ``text`` (default rules, ``# noqa`` applied) and the outcome of its ``--fix``
+    loop at this safety level (:class:`fakegrad_lint.fix.apply.FixOutcome`):
+    exactly what the CLI prints and writes, for the Fixit and LibCST adapters."""
+    from fakegrad_lint.findings import applies
+    from fakegrad_lint.fix.apply import FixOutcome, fix_text
+    from fakegrad_lint.rules import DEFAULT_CODES
+
+    wanted = DEFAULT_CODES if codes is None else frozenset(codes)
+
+    def lint(t: str) -> list[Finding]:
+        return lint_source(t, path, wanted)
+
+    findings = lint(text)
+    if not any(applies(f.fix, unsafe=unsafe) for f in findings):
+        return findings, FixOutcome(text=text, remaining=findings)
+    return findings, fix_text(text, lint, unsafe=unsafe)
+
+
+# ---------------------------------------------------------------------------
+# the rules stage
 
 
 def check_source(source: str, filename: str = "<string>", *, tree: ast.Module | None = None,

@@ -1,13 +1,20 @@
-"""Per file: read, prefilter, parse once, check, filter, ``# noqa``, fix.
+"""Per file, one path: read once, open as its source kind, prefilter once, cache, mode dispatch.
 
-:func:`process_file` is the unit of work. Its result depends only on the file's
-bytes, the :class:`Options` and the codes enabled for the file (plus the tool's
-version), so a content-hash cache can wrap it later without changing callers.
+:func:`process_file` is the unit of work: it reads the file (once) and opens it
+as its kind (:mod:`fakegrad_lint.sources.kind`: a Python file or a notebook);
+:func:`process_source` runs the prefilter (once), looks the file up in the
+cache (one hash, one lookup) and, on a miss, runs the one mode dispatch
+(check, fix, diff, fix-only, add-noqa) for every kind, linting each version of
+the program with :func:`fakegrad_lint.engine.lint.lint_source`. A file's result
+depends only on its bytes, the :class:`Options` and the codes enabled for it
+(plus the tool's version and code), which is what the cache keys.
+``FileResult.source``/``.cells`` keep the text reporters print from.
 
-:func:`run` maps it over many files: the prefilter runs in the parent (cheap);
-the files that pass go to a process pool, largest first, or through a plain loop
-when there is little work (see :data:`PARALLEL_THRESHOLD`) or
-``jobs == 1``. Workers never start pools of their own.
+:func:`run` maps it over many files: the parent reads, prefilters and serves
+cache hits; the files left go through a plain loop, or a process pool (largest
+first) when there is enough work (see :data:`PARALLEL_THRESHOLD`), whose
+workers read their files again; with very many files the workers do it all
+(:data:`PARALLEL_SCAN_FILES`). Workers never start pools of their own.
 
 Bad input never raises out of here: it becomes a :class:`ToolError`
 (``path: error: reason``) and the run goes on.
@@ -15,7 +22,6 @@ Bad input never raises out of here: it becomes a :class:`ToolError`
 
 from __future__ import annotations
 
-import ast
 import os
 import signal
 import sys
@@ -28,6 +34,7 @@ from fakegrad_lint.engine.prefilter import UNUSED_NOQA_CODE, may_contain_fake_re
 from fakegrad_lint.findings import Finding, ToolError, hidden_unsafe
 from fakegrad_lint.sources.kind import SourceKind, open_source
 from fakegrad_lint.sources.sourcefile import SourceError, SourceFile, read_source, write_atomic
+from fakegrad_lint.sources.text import ParserLimit
 
 # A process pool only pays off with enough work: at least PARALLEL_THRESHOLD
 # files past the prefilter and PARALLEL_MIN_BYTES of their source (analysis
@@ -609,3 +616,13 @@ def _scan_parallel(paths, codes_for, options: Options, jobs: int, bar: Progress,
     read_errors.sort(key=lambda t: t[0])
     return RunResult(results, [e for _, e in read_errors], len(paths), st.d if st else None)
 
+
+
+def __getattr__(name: str):
+    """``lint_source`` (also by its former name ``lint_text``) and ``parse`` live in
+    :mod:`fakegrad_lint.engine.lint`, imported on first use (it loads the analyzer)."""
+    if name in ("lint_source", "lint_text", "parse"):
+        from fakegrad_lint.engine import lint
+
+        return getattr(lint, "lint_source" if name == "lint_text" else name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

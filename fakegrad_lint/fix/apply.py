@@ -342,27 +342,5 @@ def unified_diff(path: str, old_text: str, new_text: str, *, context: int = 3) -
     return "".join(out)
 
 
-# ---------------------------------------------------------------------------
-# one file's text, as the CLI fixes it (for the Fixit and LibCST adapters)
-
-
-def lint_and_fix(text: str, path: str = "<string>", *, unsafe: bool = False, codes=None) -> tuple[list[Finding], FixOutcome]:
-    """The findings ``fakegrad-lint`` reports for ``text`` (default rules, ``# noqa``
-    applied) and the outcome of its ``--fix`` loop at this safety level: exactly
-    what the CLI prints and writes, for adapters that cannot call the CLI."""
-    from fakegrad_lint.engine.process import lint_text
-    from fakegrad_lint.rules import DEFAULT_CODES
-
-    wanted = DEFAULT_CODES if codes is None else frozenset(codes)
-
-    def lint(t: str) -> list[Finding]:
-        return lint_text(t, path, wanted)
-
-    findings = lint(text)
-    if not any(applies(f.fix, unsafe=unsafe) for f in findings):
-        return findings, FixOutcome(text=text, remaining=findings)
-    return findings, fix_text(text, lint, unsafe=unsafe)
-
-
 def _lf_split(text: str) -> list[str]:
     return [piece for piece in re.split(r"(?<=\n)", text) if piece]

@@ -19,7 +19,7 @@ import ast
 import re
 import warnings
 
-__all__ = ["NEWLINE_RE", "dominant_newline", "indent_of", "line_starts", "lines_of", "parse_quietly", "parses", "split_lines"]
+__all__ = ["NEWLINE_RE", "ParserLimit", "dominant_newline", "indent_of", "line_starts", "lines_of", "parse_quietly", "parses", "split_lines"]
 
 NEWLINE_RE = re.compile(r"\r\n|\r|\n")
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
@@ -70,6 +70,12 @@ def dominant_newline(text: str) -> str:
 def indent_of(line: str) -> str:
     """The blanks (spaces and tabs) a line starts with."""
     return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+class ParserLimit(Exception):
+    """CPython's parser gave up on the text (it stops with a bare
+    ``MemoryError`` when expressions nest too deeply, e.g. 100,000 unary
+    minus signs); ``str()`` says so as CPython would."""
 
 
 def parse_quietly(text: str, filename: str = "<unknown>") -> ast.Module:
