@@ -25,12 +25,11 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import threading
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
 from fakegrad_lint.engine.prefilter import UNUSED_NOQA_CODE, may_contain_fake_region, needs_work, prefilter  # noqa: F401
+from fakegrad_lint.engine.subprocs import FileTimeout, disarm_alarm, time_limit
 from fakegrad_lint.findings import Finding, ToolError, hidden_unsafe
 from fakegrad_lint.sources.kind import SourceKind, open_source
 from fakegrad_lint.sources.sourcefile import SourceError, SourceFile, read_source, write_atomic
@@ -88,52 +87,6 @@ class FileResult:
     # {path: sha256} of the other project modules the analysis read (whole-project
     # analysis): the cached result holds only while they are unchanged
     deps: dict = field(default_factory=dict)
-
-
-class FileTimeout(BaseException):
-    """Raised by the per-file alarm (a BaseException so no ``except Exception``
-    inside the analyzer swallows it)."""
-
-
-@contextmanager
-def time_limit(seconds: float | None):
-    """Interrupt the body after ``seconds`` with :class:`FileTimeout`.
-
-    Uses ``SIGALRM``, so it only works in the main thread on POSIX; elsewhere it
-    does nothing. Yields a dict whose ``"fired"`` is True once the alarm went
-    off: Python wraps an exception raised in some places (``__set_name__``,
-    finalizers ...) in another one, and the caller must still see a timeout.
-    """
-    usable = (
-        seconds
-        and seconds > 0
-        and hasattr(signal, "setitimer")
-        and threading.current_thread() is threading.main_thread()
-    )
-    state = {"fired": False}
-    if not usable:
-        yield state
-        return
-
-    def on_alarm(signum, frame):
-        state["fired"] = True
-        raise FileTimeout()
-
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield state
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-
-
-def disarm_alarm() -> None:
-    """Cancel the per-file alarm: called right before a fixed file is written,
-    so a timeout can never cut a write short nor report a file that was
-    written as skipped (the work is done; only the write is left)."""
-    if hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
-        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def syntax_error_reason(exc: SyntaxError) -> str:
