@@ -46,7 +46,7 @@ def lint_tree(tree: str, *, with_prefilter: bool, monkeypatch) -> tuple[list, di
     files = discover.discover([tree], st_).files
     assert files
     if not with_prefilter:
-        monkeypatch.setattr(pipeline, "may_contain_fake_region", lambda text: True)
+        monkeypatch.setattr(prefilter, "may_contain_fake_region", lambda text: True)  # the engine's prefilter
         monkeypatch.setattr(checker, "may_contain_fake_region", lambda text: True)
     try:
         res = pipeline.run(

@@ -101,20 +101,21 @@ def syntax_error_reason(exc: SyntaxError) -> str:
 
 def process_file(
     path: str, codes: frozenset[str], options: Options, sf: SourceFile | None = None, cache=None, *,
-    missed: bool = False,
+    missed: bool = False, verdict: tuple[bool, bool | None] | None = None,
 ) -> FileResult:
     """Check (and with a fix mode, fix) one file. Never raises for bad input.
 
     Reads the file unless ``sf`` holds it, opens it as its kind
     (:func:`fakegrad_lint.sources.kind.open_source`) and goes on as
     :func:`process_source`. ``missed``: the caller looked the file up in
-    ``cache`` and missed (a pool worker), so it is only stored."""
+    ``cache`` and missed (a pool worker), so it is only stored; ``verdict``:
+    the caller's prefilter verdict."""
     try:
         src = open_source(sf if sf is not None else read_source(path))
     except SourceError as exc:
         return FileResult(path, errors=[ToolError(path, str(exc))], cacheable=False)
     key = cache.key(path, codes, src.raw) if missed and cache is not None and options.mode == "check" else None
-    return process_source(src, codes, options, cache, key=key)
+    return process_source(src, codes, options, cache, verdict=verdict, key=key)
 
 
 def process_source(src: SourceKind, codes: frozenset[str], options: Options, cache=None, *,
@@ -292,8 +293,9 @@ class RunResult:
 
 
 def _worker(args) -> FileResult:
-    path, codes, options, cache = args
-    return process_file(path, codes, options, cache=cache, missed=True)  # the parent looked it up
+    path, codes, options, cache, verdict = args
+    # the parent prefiltered the file and looked it up in the cache
+    return process_file(path, codes, options, cache=cache, missed=True, verdict=verdict)
 
 
 def _worker_init(parent_pid: int | None = None) -> None:
@@ -497,7 +499,9 @@ def _parallel(todo, options: Options, jobs: int, bar: Progress, cache=None) -> l
     ctx = _prepare_fork()
     out = []
     with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)) as pool:
-        futures = {pool.submit(_worker, (path, codes, options, cache)): path for path, codes, *_rest in todo}
+        futures = {
+            pool.submit(_worker, (path, codes, options, cache, verdict)): path for path, codes, _src, _size, verdict, _key in todo
+        }
         for fut in as_completed(futures):
             path = futures[fut]
             try:
