@@ -28,7 +28,7 @@ from fakegrad_lint.engine.prefilter import (  # noqa: F401  (may_reach_region, p
 )
 from fakegrad_lint.findings import Finding, Location, TraceStep
 from fakegrad_lint.rules import rule_for
-from fakegrad_lint.sources.text import ParserLimit
+from fakegrad_lint.sources.text import ParserLimit, parse_quietly
 
 
 # ---------------------------------------------------------------------------
@@ -154,7 +154,7 @@ def check_source(source: str, filename: str = "<string>", *, tree: ast.Module | 
     if tree is None:
         if not may_reach_region(source, filename, project):
             return []
-        tree = ast.parse(source, filename=filename)
+        tree = parse_quietly(source, filename)
     leaks = analyze(tree, source, project, filename, deps)
     findings = []
     planned = []
