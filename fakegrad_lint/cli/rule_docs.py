@@ -11,7 +11,8 @@ checked by ``tests/test_rule_docs.py``), so the docs cannot drift from the code:
     fakegrad-lint rule --all --output-format markdown > docs/rules.md
 
 ``docs/rules.md`` is exactly ``rule --all --output-format markdown`` (a test keeps
-it so); the SARIF reporter reuses :func:`rule_markdown` for ``help.markdown``.
+it so); the SARIF reporter reuses :func:`rule_text` and :func:`rule_markdown_body`
+for each rule's ``help``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from fakegrad_lint.rules import RULES, RULES_BY_CODE
 from fakegrad_lint.rules.base import Rule
 
 PROG = "fakegrad-lint rule"
-OUTPUT_FORMATS = ("text", "json", "markdown")
+DOC_FORMATS = ("text", "json", "markdown")  # of this command, not of `check`
 TABLE_COLUMNS = ("Code", "Name", "Default", "Fix", "Summary")
 _WIDTH = 88
 
@@ -224,23 +225,6 @@ def rule_json(rule: Rule) -> dict:
     }
 
 
-def _pseudo_rule_text(code: str, fmt: str) -> str | None:
-    """FGL100 (unused ``# noqa``) is reported by the noqa machinery, not a catalogue rule."""
-    from fakegrad_lint.report import UNUSED_NOQA_CODE, rule_info
-
-    if code.upper() != UNUSED_NOQA_CODE:
-        return None
-    info = rule_info(UNUSED_NOQA_CODE)
-    if fmt == "json":
-        return json.dumps(
-            {"code": info.code, "name": info.name, "summary": info.summary, "default": False, "url": info.url},
-            indent=2,
-        ) + "\n"
-    if fmt == "markdown":
-        return f"## {info.code}\n\n`{info.name}` · off by default\n\n{info.summary}.\n"
-    return f"{info.code} ({info.name})\n\n{info.summary}.\n\nDefault: off (enable with --extend-select {info.code})\n"
-
-
 # ---------------------------------------------------------------------------
 # command line
 
@@ -261,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--output-format",
         "--format",
         dest="output_format",
-        choices=OUTPUT_FORMATS,
+        choices=DOC_FORMATS,
         default="text",
         help="text (default), json or markdown",
     )
@@ -290,13 +274,6 @@ def main(argv: list[str] | None = None) -> int:
     for key in args.rules:
         rule = lookup(key)
         if rule is None:
-            pseudo = _pseudo_rule_text(key, fmt)
-            if pseudo is not None and fmt != "json":
-                chunks.append(pseudo)
-                continue
-            if pseudo is not None:
-                found.append(json.loads(pseudo))
-                continue
             known = ", ".join(r.code for r in RULES)
             sys.stderr.write(f"{PROG}: error: unknown rule {key!r} (known rules: {known})\n")
             return 2

@@ -22,8 +22,7 @@ import tokenize
 from dataclasses import dataclass, replace
 
 from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location
-
-UNUSED_NOQA_CODE = "FGL100"
+from fakegrad_lint.rules import UNUSED_NOQA_CODE
 
 _NOQA_RE = re.compile(
     r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",

@@ -26,6 +26,7 @@ from typing import Callable
 
 from fakegrad_lint.findings import Finding, ToolError, hidden_unsafe
 from fakegrad_lint.engine.prefilter import may_contain_fake_region, may_have_fgl_noqa
+from fakegrad_lint.rules import UNUSED_NOQA_CODE
 from fakegrad_lint.sources.sourcefile import SourceError, SourceFile, read_source
 
 # A process pool only pays off with enough work: at least PARALLEL_THRESHOLD
@@ -45,7 +46,6 @@ PARALLEL_MANY_FILES = 64
 # 2.88 / 2.98 s); it pays with more cores, a cold disk or a busy parent.
 PARALLEL_SCAN_FILES = 1024
 SCAN_CHUNK = 24  # files per task in a scanning pool
-UNUSED_NOQA_CODE = "FGL100"
 MODES = ("check", "fix", "diff", "fix-only", "add-noqa")
 
 

@@ -85,4 +85,5 @@ print(tuple(loss.shape))
     matches=lambda leak: leak.route is Route.LEAKED_MIX and leak.verdict is Verdict.HAZARD,
     message=_message,
     fix="unsafe",
+    runtime_kind="hazard",  # a FakeTensor left in a real .grad
 )

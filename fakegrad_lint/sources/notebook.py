@@ -731,8 +731,9 @@ def process(result, path: str, sf, lint: Callable[[str], list[Finding]], options
         findings = guarded_lint(text)
     elif mode == "add-noqa":
         from fakegrad_lint.engine.noqa import add_noqa
+        from fakegrad_lint.rules import UNUSED_NOQA_CODE
 
-        findings = [f for f in guarded_lint(text) if f.code != "FGL100"]
+        findings = [f for f in guarded_lint(text) if f.code != UNUSED_NOQA_CODE]
         new_text, result.added_noqa = add_noqa(text, findings)
         findings = []
     else:
