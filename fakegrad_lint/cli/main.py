@@ -93,8 +93,10 @@ def build_parser():
                      help="ignore codes in files matching a glob, e.g. 'tests/*:FGL004' (replaces the configured table)")
     sel.add_argument("--extend-per-file-ignores", action="append", metavar="PATTERN:CODES",
                      help="like --per-file-ignores, on top of the configured table")
+    from fakegrad_lint.rules import UNUSED_NOQA_CODE
+
     sel.add_argument("--report-unused-noqa", action="store_true",
-                     help="report `# noqa: FGL...` codes that silence nothing (same as --extend-select FGL100)")
+                     help=f"report `# noqa: FGL...` codes that silence nothing (same as --extend-select {UNUSED_NOQA_CODE})")
     fix = parser.add_argument_group("fixes")
     fix.add_argument("--fix", action="store_true", help="apply safe fixes")
     fix.add_argument("--unsafe-fixes", action="store_true", default=None,

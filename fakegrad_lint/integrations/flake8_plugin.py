@@ -8,7 +8,7 @@ reports ``(row, col, "FGLxxx message", type)`` with ``col`` the tool's 0-based
 
 Everything else is flake8's: ``# noqa`` / ``# noqa: FGL001``, ``--select``,
 ``--extend-select``, ``--ignore``, ``--per-file-ignores``, ``-j``. The catalogue's
-opt-in rules (``Rule.default`` false: FGL004, and FGL100, which this plugin never
+opt-in rules (``Rule.default`` false: FGL004, and unused noqa, which this plugin never
 reports) are in flake8's default ignore list; ``--extend-select FGL004`` turns
 them on.
 

@@ -6,7 +6,7 @@ Lines and columns are 1-based (``column + 1``). Escaping follows the Actions
 toolkit (``@actions/core`` ``escapeData``/``escapeProperty``): in the message
 ``%`` -> ``%25``, ``\\r`` -> ``%0D``, ``\\n`` -> ``%0A``; in property values also
 ``:`` -> ``%3A`` and ``,`` -> ``%2C``. The annotation's kind is the rule's
-level (``Rule.level``: opt-in rules, FGL004 and FGL100, are ``::warning``). A
+level (``Rule.level``: opt-in rules, FGL004 and unused noqa, are ``::warning``). A
 file that could not be checked is an ``::error`` annotation on that file
 titled ``fakegrad-lint (error)``.
 """

@@ -1,12 +1,13 @@
 """SARIF 2.1.0 (the format GitHub code scanning and most viewers read).
 
-One run. ``tool.driver.rules`` lists every rule of the catalogue (FGL100, unused
-``# noqa``, included), generated from the :class:`~fakegrad_lint.rules.base.Rule`
+One run. ``tool.driver.rules`` lists every rule of the catalogue (unused
+``# noqa`` included), generated from the :class:`~fakegrad_lint.rules.base.Rule`
 objects by :func:`rule_descriptor`: its docs (``help`` is the same text
 ``fakegrad-lint rule`` prints), ``defaultConfiguration`` (``enabled`` and the
-rule's ``level``: opt-in rules ``warning``, others ``error``) and its tags. Each finding is a result with
-``ruleId``/``ruleIndex``, a level, the message, one location with a 1-based
-region, and, when it has edits, a ``fixes`` entry with the replacements.
+rule's ``level``: opt-in rules ``warning``, others ``error``) and its tags. Each
+finding is a result with ``ruleId``/``ruleIndex``, a level, the message, one
+location with a 1-based region, and, when it has edits, a ``fixes`` entry with
+the replacements.
 
 Columns: the tool counts characters (Unicode code points), so the run declares
 ``columnKind: unicodeCodePoints`` and regions use ``column + 1``.

@@ -9,7 +9,7 @@ the catalogue (``fakegrad_lint.rules.RULES``); none keeps its own list.
 Most rules are declarative over the facts computed once per file by
 ``fakegrad_lint.analysis`` (a list of :class:`~fakegrad_lint.analysis.leaks.Leak`):
 ``matches`` picks the leaks, ``message`` words them. A rule reported by other
-machinery says so in ``reported_by`` (FGL100: the ``# noqa`` pass of the engine)
+machinery says so in ``reported_by`` (unused noqa: the engine's ``# noqa`` pass)
 and has no predicate. A rule never looks at files, flags or terminals.
 """
 
