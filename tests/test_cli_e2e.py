@@ -16,8 +16,7 @@ import sys
 import pytest
 
 from fakegrad_lint.rules import RULES
-
-MARK = re.compile(r"#\s*(FGL\d{3})\b")
+from markers import markers_in_source
 
 
 def cli(*args, cwd, env=None):
@@ -30,11 +29,7 @@ def cli(*args, cwd, env=None):
 
 
 def expected(program: str) -> list[tuple[int, str]]:
-    out = []
-    for row, line in enumerate(program.splitlines(), start=1):
-        for code in MARK.findall(line):
-            out.append((row, code))
-    return out
+    return sorted(markers_in_source(program))
 
 
 def examples(kind):
