@@ -49,7 +49,7 @@ LEVEL_UNKNOWN_CODE = "error"
 def rule_descriptor(rule) -> dict:
     """The ``reportingDescriptor`` of a catalogue rule: its docs (``help`` is what
     ``fakegrad-lint rule`` prints), default configuration and tags."""
-    from fakegrad_lint.cli.rule_docs import rule_markdown_body, rule_text
+    from fakegrad_lint.rules.docs import rule_markdown_body, rule_text
 
     descriptor = {
         "id": rule.code,
