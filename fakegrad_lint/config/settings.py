@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from fakegrad_lint.config.pyproject import (  # noqa: F401  (ConfigError, find_config: part of this API)
     OUTPUT_FORMATS,
@@ -377,7 +377,8 @@ class ConfigTree:
 
 @dataclass(frozen=True)
 class _Flags:
-    """:class:`Overrides` parsed and validated, once per run."""
+    """:class:`Overrides` parsed and validated, once per run; the fields after
+    ``table`` are named as :func:`resolve`'s keywords."""
 
     config_file: str | None
     table: dict  # the --config KEY=VALUE overrides, merged over every file's table
@@ -428,21 +429,10 @@ class _Flags:
         )
 
     def settings(self, table: dict, config_path: str | None, resolver: ConfigTree | None = None) -> Settings:
-        """The settings of one configuration table, with these flags on top."""
-        return resolve(
-            {**table, **self.table},
-            config_path=config_path,
-            select=self.select,
-            ignore=self.ignore,
-            extend_select=self.extend_select,
-            unsafe_fixes=self.unsafe_fixes,
-            output_format=self.output_format,
-            extend_exclude=self.extend_exclude,
-            per_file_ignores=self.per_file_ignores,
-            extend_per_file_ignores=self.extend_per_file_ignores,
-            force_exclude=self.force_exclude,
-            resolver=resolver,
-        )
+        """The settings of one configuration table, with these flags on top (the
+        fields after ``table`` are :func:`resolve`'s keywords)."""
+        flags = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("config_file", "table")}
+        return resolve({**table, **self.table}, config_path=config_path, resolver=resolver, **flags)
 
 
 def _split_all(values) -> list[str] | None:
