@@ -1,5 +1,10 @@
 """``fakegrad-lint``: arguments -> settings -> discovery -> pipeline -> reporter.
 
+The configuration flags become an :class:`~fakegrad_lint.config.settings.Overrides`
+(:func:`overrides`, a plain copy); ``Settings.load`` finds, validates and
+resolves everything (each file's codes, the output format, ``unsafe-fixes``).
+This module never reads or changes configuration itself.
+
 Startup stays light: nothing heavy (libcst, torch, process pools) is imported
 here at module level; the pipeline imports what it needs when it needs it.
 """
