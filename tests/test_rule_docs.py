@@ -191,9 +191,9 @@ def test_rule_subcommand_through_the_cli():
 
 def _fixed(code: str, source: str) -> str | None:
     from fakegrad_lint.fix.apply import fix_text
-    from fakegrad_lint.engine.process import lint_text
+    from fakegrad_lint.engine.lint import lint_source
 
-    out = fix_text(source, lambda t: lint_text(t, "example.py", frozenset({code})), unsafe=True)
+    out = fix_text(source, lambda t: lint_source(t, "example.py", frozenset({code})), unsafe=True)
     return out.text if out.changed else None
 
 

@@ -324,23 +324,6 @@ def _check(args) -> int:
         sys.stderr.write(f"{e}\n")
     sys.stderr.flush()
 
-    sources = {r.path: r.source for r in result.results if r.source is not None}
-
-    def source_provider(filename: str, cell):
-        if cell is not None:
-            try:
-                from fakegrad_lint.sources import notebook  # type: ignore[attr-defined]
-
-                return notebook.cell_source(filename, cell).splitlines()
-            except Exception:
-                return []
-        text = sources.get(filename)
-        if text is None:
-            return report._read_lines(filename)
-        from fakegrad_lint.fix.apply import split_lines
-
-        return [line.rstrip("\r\n") for line in split_lines(text)]
-
     color = report.use_color(args.color, sys.stdout)
     try:
         stdout_tty = sys.stdout.isatty()
@@ -365,7 +348,7 @@ def _check(args) -> int:
         show_fixes=args.show_fixes,
         show_trace=args.show_trace,
         files_checked=result.files_checked,
-        source_provider=source_provider,
+        source_provider=report.source_provider_for(result.results),
     )
     text = report.render(st.output_format, ctx)
     if args.show_fixes and st.output_format in ("text", "concise"):

@@ -48,15 +48,33 @@ def rule_info(code: str) -> RuleInfo:
 
 
 def _read_lines(filename: str) -> list[str]:
+    """The lines of a file the run did not check (a trace step in another module)."""
     from fakegrad_lint.sources.sourcefile import SourceError, read_source
+    from fakegrad_lint.sources.text import lines_of
 
     try:
-        text = read_source(filename).text
+        return lines_of(read_source(filename).text)
     except (SourceError, OSError):
         return []
-    from fakegrad_lint.fix.apply import split_lines
 
-    return [line.rstrip("\r\n") for line in split_lines(text)]
+
+def source_provider_for(results) -> Callable[[str, int | None], list[str]]:
+    """A :attr:`ReportContext.source_provider` over the engine's per-file results
+    (``FileResult.source`` / ``.cells``, the text the engine holds): a checked file
+    is never read again; only other files (a trace step in another module) are."""
+    from fakegrad_lint.sources.text import lines_of
+
+    by_path = {r.path: r for r in results if r.source is not None or r.cells is not None}
+
+    def provide(filename: str, cell: int | None) -> list[str]:
+        r = by_path.get(filename)
+        if cell is not None:
+            return lines_of(r.cells.get(cell, "")) if r is not None and r.cells else []
+        if r is not None and r.source is not None:
+            return lines_of(r.source)
+        return _read_lines(filename)
+
+    return provide
 
 
 @dataclass
@@ -82,7 +100,8 @@ class ReportContext:
     show_trace: bool = False  # --show-trace: a "source L5, region L7, backward L9" line per finding (text)
     files_checked: int = 0
     # filename (as in Finding.filename) [, cell] -> source lines without terminators;
-    # for a notebook, the lines of the cell. Set by the pipeline; a default reads the file.
+    # for a notebook, the lines of the cell. The CLI sets it from the engine's
+    # results (:func:`source_provider_for`); the default reads the file.
     source_provider: Callable[[str, int | None], list[str]] | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
