@@ -1,5 +1,7 @@
 """Runtime agreement of the blind corpus (``fixtures/blind/*.py`` and
-``fixtures/blind_projects/*/``).
+``fixtures/blind_projects/*/``) and of its sealed half (``fixtures/sealed/*.py``,
+``fixtures/sealed_projects/*/``): one writer's set, split in two by alternating
+names, so that one half can guide analyzer work while the other stays unread.
 
 Written by an independent writer who read neither the analyzer nor the other corpora'
 cases, and labelled by running each program. The same checks as the unseen corpus
@@ -20,10 +22,13 @@ from test_unseen_runtime import check_project, check_script  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-BLIND_DIR = FIXTURES_DIR / "blind"
-PROJECTS_DIR = FIXTURES_DIR / "blind_projects"
-SCRIPTS = sorted(BLIND_DIR.glob("*.py"))
-PROJECTS = sorted(p for p in PROJECTS_DIR.iterdir() if (p / "project.json").is_file()) if PROJECTS_DIR.is_dir() else []
+SCRIPTS = sorted(p for d in ("blind", "sealed") for p in (FIXTURES_DIR / d).glob("*.py"))
+PROJECTS = sorted(
+    p
+    for d in ("blind_projects", "sealed_projects")
+    for p in (FIXTURES_DIR / d).iterdir()
+    if (p / "project.json").is_file()
+)
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +50,7 @@ def test_blind_corpus_size():
     assert abs(2 * sum(p.name.startswith("safe_") for p in PROJECTS) - len(PROJECTS)) <= 2
 
 
-@pytest.mark.parametrize("path", SCRIPTS, ids=[p.name for p in SCRIPTS])
+@pytest.mark.parametrize("path", SCRIPTS, ids=[f"{p.parent.name}/{p.name}" for p in SCRIPTS])
 def test_blind_script_outcome(script_results, path):
     check_script(path, script_results[str(path)])
 
