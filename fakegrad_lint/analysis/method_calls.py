@@ -14,9 +14,40 @@ from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import _disable_module_origins, _fake_copy, _is_meta, _set_requires_grad
 from fakegrad_lint.analysis.valueops import _arg_exprs, _kw_false, _kw_true, _operands, _values_of
-from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, CtxVal, ExitStackVal,
+from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, ExitStackVal,
     ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModuleVal, OptimizerVal, Origin, PartialVal, SeqVal,
     SuperVal, TVal)
+
+
+def _argparse_default(args, kwargs):
+    """``add_argument(*flags, **options)`` -> (destination, its default value); (None, _)
+    when the call cannot be read or parsing no arguments would fail (a required one)."""
+    flags = [a.value for a in args if isinstance(a, ConstVal) and isinstance(a.value, str)]
+    if len(flags) != len(args) or not flags:
+        return None, UNKNOWN
+    if not flags[0].startswith("-"):
+        nargs = kwargs.get("nargs")
+        if not (isinstance(nargs, ConstVal) and nargs.value in ("?", "*")):
+            return None, UNKNOWN  # a required positional: parse_args([]) exits
+    if isinstance(kwargs.get("required"), ConstVal) and kwargs["required"].value is True:
+        return None, UNKNOWN
+    dest = kwargs.get("dest")
+    if dest is not None:
+        dest = dest.value if isinstance(dest, ConstVal) and isinstance(dest.value, str) else None
+    else:
+        longs = [f for f in flags if f.startswith("--")]
+        dest = (longs[0] if longs else flags[0]).lstrip("-").replace("-", "_")
+    if not dest:
+        return None, UNKNOWN
+    action = kwargs.get("action", ConstVal("store"))
+    if not (isinstance(action, ConstVal) and action.value in N.ARGPARSE_ACTION_DEFAULTS):
+        return dest, UNKNOWN  # a custom or BooleanOptionalAction: its default not read here
+    if "default" in kwargs:
+        default = kwargs["default"]
+        if "type" in kwargs and not (isinstance(default, ConstVal) and not isinstance(default.value, str)):
+            return dest, UNKNOWN  # a string default is converted by type=
+        return dest, default
+    return dest, ConstVal(N.ARGPARSE_ACTION_DEFAULTS[action.value])
 
 
 class MethodCallsMixin:
@@ -45,6 +76,8 @@ class MethodCallsMixin:
             return UNKNOWN
         if isinstance(recv, TVal):
             return self.tensor_method(e, recv, name, args, kwargs, st)
+        if isinstance(recv, ArgParserVal):
+            return self.parser_method(e, recv, name, args, kwargs, st)
         if isinstance(recv, ModeVal):
             if name in N.FROM_REAL_TENSOR_ATTR:
                 return _fake_copy(args[-1] if args else UNKNOWN, recv)
@@ -101,9 +134,17 @@ class MethodCallsMixin:
                     else:
                         pseudo = None
                 v = self.enter(args[0], st, undo, with_node=pseudo, bound=bound)
-                if recv.pushed:
-                    recv.pushed[-1].extend(undo)
+                if not recv.pushed:
+                    recv.pushed.append([])  # a stack used without `with`: closed by close()/__exit__()
+                recv.pushed[-1].extend(undo)
                 return v
+            if name in N.EXIT_STACK_CLOSE:
+                # `stack.close()` / `stack.__exit__(...)`: what it entered is left now
+                for marker in recv.pushed:
+                    for fn in reversed(marker):
+                        fn(st)
+                    marker.clear()
+                return UNKNOWN
             return UNKNOWN
         if isinstance(recv, SeqVal):
             if name in ("append", "add", "insert", "extend", "update", "setdefault"):
@@ -159,6 +200,31 @@ class MethodCallsMixin:
             return UNKNOWN
         if isinstance(recv, InstanceVal) and name in ("__enter__", "__exit__"):
             return UNKNOWN
+        return UNKNOWN
+
+    def parser_method(self, e, parser, name, args, kwargs, st):
+        """argparse: ``add_argument`` declares a destination and its default; parsing a
+        known empty argument list gives the namespace of the defaults. The command line
+        (``parse_args()``) is not known."""
+        if name == "add_argument":
+            dest, value = _argparse_default(args, kwargs)
+            if dest is None:
+                parser.complete = False
+            else:
+                parser.defaults[dest] = value
+            return UNKNOWN
+        if name in N.ARGPARSE_GROUPS:
+            return parser  # a group declares into the same parser
+        if name == "set_defaults":
+            parser.defaults.update(kwargs)
+            return UNKNOWN
+        if name in N.ARGPARSE_PARSE:
+            argv = args[0] if args else kwargs.get("args")
+            if not (parser.complete and isinstance(argv, SeqVal) and argv.elts == () and not argv.is_dict):
+                return UNKNOWN
+            ns = self.simple_namespace(e, [], dict(parser.defaults))
+            return SeqVal((ns, SeqVal(())), (ns, SeqVal(()))) if name == "parse_known_args" else ns
+        parser.complete = False  # add_subparsers and the rest: not followed
         return UNKNOWN
 
     def module_method(self, e, mod, name, args, kwargs, st):

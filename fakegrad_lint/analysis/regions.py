@@ -91,6 +91,8 @@ class RegionsMixin:
                 undo.append(lambda s: setattr(s, "meta_device", old_meta))
             elif k == "gen":
                 return self.enter_generator(cm, st, undo, with_node, index, bound)
+            elif k == "null" and cm.target is not None:
+                return cm.target  # nullcontext(x): entering gives x, nothing else happens
             return UNKNOWN
         if isinstance(cm, ExitStackVal):
             marker = []  # undo actions of the contexts entered through this stack

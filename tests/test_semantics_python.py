@@ -1,0 +1,316 @@
+"""Python's and torch's semantics, second batch (categories the blind corpus found):
+boolean operators picking a mode by a known flag, ``match`` over a known value,
+``argparse`` defaults, environment reads with a default, ``nullcontext(x)``
+entering as ``x``, ``ExitStack.close()``, ``AveragedModel`` copies, weight tying,
+buffers holding fakes, ``torch.func`` transforms as entry points, crashes caught
+by ``except AssertionError``.
+
+Same format as :mod:`test_semantics`: lines that must be flagged end with
+``# FGLxxx``; each hazard has a safe look-alike.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from markers import markers_in_source
+from test_semantics import HEAD
+
+from fakegrad_lint.engine.lint import check_source
+
+CASES = {
+    # ------------------------------------------------------ boolean operators
+    "and_or_known_flag_selects_mode": """
+DRY = True
+ctx = DRY and FakeTensorMode(allow_non_fake_inputs=True) or contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "and_or_known_false_flag_selects_null": """
+DRY = False
+ctx = DRY and FakeTensorMode(allow_non_fake_inputs=True) or contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "and_or_unknown_flag_is_may": """
+import sys
+ctx = (len(sys.argv) > 3) and FakeTensorMode(allow_non_fake_inputs=True) or contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------------------------------- argparse
+    "argparse_store_false_default_true": """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--no-dry-run", dest="dry_run", action="store_false")
+args = parser.parse_args([])
+ctx = args.dry_run and FakeTensorMode(allow_non_fake_inputs=True) or contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "argparse_store_true_default_false": """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--dry-run", action="store_true")
+args = parser.parse_args([])
+ctx = args.dry_run and FakeTensorMode(allow_non_fake_inputs=True) or contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "argparse_command_line_unknown": """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--no-dry-run", dest="dry_run", action="store_false")
+args = parser.parse_args()
+ctx = args.dry_run and FakeTensorMode(allow_non_fake_inputs=True) or contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    # ---------------------------------------------------------------- match
+    "match_known_value_picks_fake_arm": """
+def make(kind):
+    match kind:
+        case "real":
+            return contextlib.nullcontext()
+        case "fake":
+            return FakeTensorMode(allow_non_fake_inputs=True)
+        case _:
+            return contextlib.nullcontext()
+
+net = nn.Linear(2, 2)
+with make("fake"):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "match_known_value_picks_real_arm": """
+def make(kind):
+    match kind:
+        case "fake":
+            return FakeTensorMode(allow_non_fake_inputs=True)
+        case "real" | "eager":
+            return contextlib.nullcontext()
+        case _:
+            return FakeTensorMode(allow_non_fake_inputs=True)
+
+net = nn.Linear(2, 2)
+with make("eager"):
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------------------------- environment reads
+    "environ_default_strict_mode": """
+import os
+ALLOW = os.environ.get("FGL_TEST_ALLOW_REAL_XYZ", "0") == "1"
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=ALLOW):
+    net(torch.ones(1, 2))  # FGL002
+""",
+    "environ_default_allow_forward_only": """
+import os
+ALLOW = os.getenv("FGL_TEST_ALLOW_REAL_XYZ", "1") == "1"
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=ALLOW):
+    net(torch.ones(1, 2))  # FGL004
+""",
+    "environ_subscript_unknown": """
+import os
+ALLOW = os.environ["FGL_TEST_ALLOW_REAL_XYZ"] == "1"
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=ALLOW):
+    net(torch.ones(1, 2))
+""",
+    # ----------------------------------------------------------- nullcontext
+    "nullcontext_enter_result_entered": """
+def ctx(on):
+    mode = FakeTensorMode(allow_non_fake_inputs=True) if on else None
+    return contextlib.nullcontext(mode)
+
+net = nn.Linear(2, 2)
+with ctx(True) as mode:
+    if mode is not None:
+        with mode:
+            net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "nullcontext_enter_result_none": """
+def ctx(on):
+    mode = FakeTensorMode(allow_non_fake_inputs=True) if on else None
+    return contextlib.nullcontext(mode)
+
+net = nn.Linear(2, 2)
+with ctx(False) as mode:
+    if mode is not None:
+        with mode:
+            net(torch.ones(1, 2)).sum().backward()
+""",
+    # -------------------------------------------------------------- ExitStack
+    "exitstack_closed_ends_region": """
+net = nn.Linear(2, 2)
+with contextlib.ExitStack() as stack:
+    stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+    n = torch.empty(3, 2).shape[0]
+    stack.close()
+    net(torch.ones(n, 2)).sum().backward()
+""",
+    "exitstack_still_open": """
+net = nn.Linear(2, 2)
+with contextlib.ExitStack() as stack:
+    stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+    n = torch.empty(3, 2).shape[0]
+    net(torch.ones(n, 2)).sum().backward()  # FGL001
+""",
+    "exitstack_exit_called": """
+net = nn.Linear(2, 2)
+stack = contextlib.ExitStack()
+stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+stack.__exit__(None, None, None)
+net(torch.ones(1, 2)).sum().backward()
+""",
+    # ----------------------------------------------------- module copies, tying
+    "averaged_model_copy_is_real": """
+from torch.optim.swa_utils import AveragedModel
+net = nn.Linear(2, 2)
+swa = AveragedModel(net)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    swa(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "averaged_model_made_inside_region": """
+from torch.optim.swa_utils import AveragedModel
+with FakeTensorMode(allow_non_fake_inputs=True):
+    swa = AveragedModel(nn.Linear(2, 2))
+    swa(torch.ones(1, 2)).sum().backward()
+""",
+    "weight_tied_to_real_parameter": """
+emb = nn.Embedding(5, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    head = nn.Linear(2, 5, bias=False)
+    head.weight = emb.weight
+    head(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "weight_tied_to_fake_parameter": """
+with FakeTensorMode(allow_non_fake_inputs=True):
+    emb = nn.Embedding(5, 2)
+    head = nn.Linear(2, 5, bias=False)
+    head.weight = emb.weight
+    head(torch.ones(1, 2)).sum().backward()
+""",
+    "buffer_assigned_fake_mixed_after_region": """
+class Enc(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(2, 2)
+        self.register_buffer("pos", torch.zeros(2))
+
+    def forward(self, x):
+        return self.proj(x) + self.pos
+
+enc = Enc()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    table = torch.ones(2) * 3
+enc.pos = table
+enc(torch.ones(1, 2)).sum().backward()  # FGL003
+""",
+    "buffer_assigned_fake_unused_by_forward": """
+class Enc(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(2, 2)
+        self.register_buffer("pos", torch.zeros(2))
+
+    def forward(self, x):
+        return self.proj(x)
+
+enc = Enc()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    table = torch.ones(2) * 3
+enc.pos = table
+enc(torch.ones(1, 2)).sum().backward()
+""",
+    "buffer_registered_from_fake": """
+class Enc(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.proj(x) * self.scale
+
+enc = Enc()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    s = torch.ones(2)
+enc.register_buffer("scale", s)
+enc(torch.ones(1, 2)).sum().backward()  # FGL003
+""",
+    # -------------------------------------------------- torch.func as entry
+    "vmap_grad_real_params_made_in_region": """
+from torch.func import functional_call, grad, vmap
+net = nn.Linear(2, 1)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+
+def loss(p, x):
+    return functional_call(net, p, (x,)).sum()  # FGL001
+
+with FakeTensorMode(allow_non_fake_inputs=True):
+    params = dict(net.named_parameters())
+    g = vmap(grad(loss), in_dims=(None, 0))(params, torch.ones(3, 2))  # FGL001
+    for k, p in net.named_parameters():
+        p.grad = g[k].mean(0)
+    opt.step()
+""",
+    "vmap_grad_fake_params_made_in_region": """
+from torch.func import functional_call, grad, vmap
+net = nn.Linear(2, 1)
+
+def loss(p, x):
+    return functional_call(net, p, (x,)).sum()
+
+with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+    params = {k: mode.from_tensor(v) for k, v in net.named_parameters()}
+    g = vmap(grad(loss), in_dims=(None, 0))(params, torch.ones(3, 2))
+""",
+    # ------------------------------------------------- caught strict crashes
+    "strict_crash_caught_by_assertion_handler": """
+net = nn.Linear(2, 2)
+try:
+    with FakeTensorMode():
+        net(torch.ones(1, 2)).sum().backward()
+except AssertionError:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "strict_crash_caught_by_exception_tuple": """
+net = nn.Linear(2, 2)
+try:
+    with FakeTensorMode():
+        net(torch.ones(1, 2)).sum().backward()
+except (RuntimeError, Exception) as err:
+    print(err)
+""",
+    "strict_crash_not_caught_by_value_error": """
+net = nn.Linear(2, 2)
+try:
+    with FakeTensorMode():
+        net(torch.ones(1, 2)).sum().backward()  # FGL002
+except ValueError:
+    pass
+""",
+    "allow_hazard_inside_try_still_reported": """
+net = nn.Linear(2, 2)
+try:
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        net(torch.ones(1, 2)).sum().backward()  # FGL001
+except AssertionError:
+    pass
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_semantics_python(name):
+    source = HEAD + textwrap.dedent(CASES[name])
+    got = {(f.location.row, f.code) for f in check_source(source, f"{name}.py")}
+    want = markers_in_source(source)
+    assert got == want, f"{name}: got {sorted(got)}, want {sorted(want)}"
