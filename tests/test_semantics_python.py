@@ -124,6 +124,53 @@ net = nn.Linear(2, 2)
 with FakeTensorMode(allow_non_fake_inputs=ALLOW):
     net(torch.ones(1, 2))
 """,
+    # ------------------------------------------------------ keyword mappings
+    "kwargs_setdefault_keeps_passed_value": """
+def open_mode(**opts):
+    opts.setdefault("allow_non_fake_inputs", False)
+    return FakeTensorMode(**opts)
+
+net = nn.Linear(2, 2)
+with open_mode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "kwargs_setdefault_adds_default": """
+def open_mode(**opts):
+    opts.setdefault("allow_non_fake_inputs", False)
+    return FakeTensorMode(**opts)
+
+net = nn.Linear(2, 2)
+with open_mode():
+    net(torch.ones(1, 2))  # FGL002
+""",
+    "kwargs_of_unknown_keys_not_strict": """
+import json
+opts = json.loads(open("cfg.json").read())
+net = nn.Linear(2, 2)
+with FakeTensorMode(**opts):
+    net(torch.ones(1, 2))
+""",
+    # ------------------------------------------------ functools.partial passed on
+    "partial_of_step_run_by_runner_in_mode": """
+def run_under(factory, fn, *args):
+    with factory():
+        return fn(*args)
+
+def step(net, x):
+    net(x).sum().backward()  # FGL001
+
+run_under(lambda: FakeTensorMode(allow_non_fake_inputs=True), functools.partial(step, nn.Linear(2, 2)), torch.ones(1, 2))
+""",
+    "partial_of_step_run_by_runner_in_null": """
+def run_under(factory, fn, *args):
+    with factory():
+        return fn(*args)
+
+def step(net, x):
+    net(x).sum().backward()
+
+run_under(lambda: contextlib.nullcontext(), functools.partial(step, nn.Linear(2, 2)), torch.ones(1, 2))
+""",
     # ----------------------------------------------------------- nullcontext
     "nullcontext_enter_result_entered": """
 def ctx(on):

@@ -22,6 +22,11 @@ from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, Const
 _CALLEE = object()  # call_value's default: the call's own callee expression
 
 
+class OpenKwargs(dict):
+    """The known keywords of a call that also spreads a mapping of unknown keys
+    (``f(**opts)``): a keyword missing here may still be passed."""
+
+
 class CallsMixin:
     """Calls of every kind of callee; functions run with bound arguments."""
 
@@ -131,7 +136,10 @@ class CallsMixin:
         if a.kwarg is not None:
             rest = [(k, v) for k, v in kwargs.items() if k not in scope.vars]
             vals = tuple(v for _, v in rest)
-            scope.vars[a.kwarg.arg] = SeqVal(vals, vals, tuple(k for k, _ in rest), is_dict=True)
+            if isinstance(kwargs, OpenKwargs):
+                scope.vars[a.kwarg.arg] = SeqVal(vals, is_dict=True)  # its keys are not all known
+            else:
+                scope.vars[a.kwarg.arg] = SeqVal(vals, vals, tuple(k for k, _ in rest), is_dict=True)
 
     def eval_args(self, e, st):
         """A call's arguments as Python passes them: ``*seq`` spreads the known elements,
@@ -155,6 +163,8 @@ class CallsMixin:
                 for k, x in zip(v.keys, v.elts):
                     if isinstance(k, str):
                         kwargs.setdefault(k, x)
+            else:
+                kwargs = OpenKwargs(kwargs)  # `**d` with keys not known: any keyword may be passed
         return args, kwargs
 
     def eval_call(self, e, st):

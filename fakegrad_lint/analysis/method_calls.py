@@ -13,7 +13,7 @@ import ast
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import _disable_module_origins, _fake_copy, _is_meta, _set_requires_grad
-from fakegrad_lint.analysis.valueops import _arg_exprs, _kw_false, _kw_true, _operands, _values_of
+from fakegrad_lint.analysis.valueops import _arg_exprs, _dict_val, _kw_false, _kw_true, _operands, _values_of
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, ExitStackVal,
     ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModuleVal, OptimizerVal, Origin, PartialVal, SeqVal,
     SuperVal, TVal)
@@ -147,6 +147,14 @@ class MethodCallsMixin:
                 return UNKNOWN
             return UNKNOWN
         if isinstance(recv, SeqVal):
+            if name == "setdefault" and recv.keys is not None and args and isinstance(args[0], ConstVal):
+                # a known dict: the key's value when present, else the default, stored
+                got = recv.lookup(args[0].value)
+                if got is not None:
+                    return got
+                default = args[1] if len(args) > 1 else ConstVal(None)
+                self.rebind(e.func.value, _dict_val(list(recv.keys) + [args[0].value], list(recv.elts) + [default]), st)
+                return default
             if name in ("append", "add", "insert", "extend", "update", "setdefault"):
                 new_items = list(recv.items)
                 for a in args:

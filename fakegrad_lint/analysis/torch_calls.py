@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 
 from fakegrad_lint.analysis import torch_tables as N
+from fakegrad_lint.analysis.calls import OpenKwargs
 from fakegrad_lint.analysis.torch_values import (_fake_copy, _grad_mode_kind, _is_meta, _is_module_factory,
     _is_nn_module_class, _is_torch_op, _known_params, _proven_copy, _with_taint)
 from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _const_kw, _flatten, _is_tensorish, _kw_false,
@@ -116,7 +117,8 @@ class TorchCallsMixin:
         if known is not None:
             return known
         if q in N.FAKE_TENSOR_MODE:
-            v = kwargs.get("allow_non_fake_inputs", ConstVal(False))
+            # the default is strict, unless a `**opts` of unknown keys may pass the keyword
+            v = kwargs.get("allow_non_fake_inputs", UNKNOWN if isinstance(kwargs, OpenKwargs) else ConstVal(False))
             allow = bool(v.value) if isinstance(v, ConstVal) else None
             desc = "FakeTensorMode(allow_non_fake_inputs=True)" if allow else ("FakeTensorMode()" if allow is False else "FakeTensorMode(...)")
             return ModeVal(allow, e.lineno, desc, e)
