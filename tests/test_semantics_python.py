@@ -124,6 +124,39 @@ net = nn.Linear(2, 2)
 with FakeTensorMode(allow_non_fake_inputs=ALLOW):
     net(torch.ones(1, 2))
 """,
+    "match_guard_known_true": """
+ALLOW = True
+def make(kind):
+    match kind:
+        case "fake" if ALLOW:
+            return FakeTensorMode(allow_non_fake_inputs=True)
+        case _:
+            return contextlib.nullcontext()
+
+net = nn.Linear(2, 2)
+with make("fake"):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "match_guard_known_false": """
+ALLOW = False
+def make(kind):
+    match kind:
+        case "fake" if ALLOW:
+            return FakeTensorMode(allow_non_fake_inputs=True)
+        case _:
+            return contextlib.nullcontext()
+
+net = nn.Linear(2, 2)
+with make("fake"):
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "environ_get_without_default_unset": """
+import os
+ALLOW = os.environ.get("FGL_TEST_ALLOW_REAL_XYZ") == "1"
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=ALLOW):
+    net(torch.ones(1, 2))  # FGL002
+""",
     # ------------------------------------------------------ keyword mappings
     "kwargs_setdefault_keeps_passed_value": """
 def open_mode(**opts):
@@ -217,7 +250,102 @@ stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
 stack.__exit__(None, None, None)
 net(torch.ones(1, 2)).sum().backward()
 """,
+    "exitstack_pop_all_moves_the_region": """
+net = nn.Linear(2, 2)
+with contextlib.ExitStack() as stack:
+    stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+    kept = stack.pop_all()
+kept.close()
+net(torch.ones(1, 2)).sum().backward()
+""",
+    "exitstack_pop_all_keeps_it_open": """
+net = nn.Linear(2, 2)
+with contextlib.ExitStack() as stack:
+    stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+    kept = stack.pop_all()
+net(torch.ones(1, 2)).sum().backward()  # FGL001
+kept.close()
+""",
+    # ------------------------------------------------- crashes caught by contexts
+    "strict_crash_in_suppress_assertion": """
+net = nn.Linear(2, 2)
+with contextlib.suppress(AssertionError):
+    with FakeTensorMode():
+        net(torch.ones(1, 2))
+""",
+    "strict_crash_in_suppress_value_error": """
+net = nn.Linear(2, 2)
+with contextlib.suppress(ValueError):
+    with FakeTensorMode():
+        net(torch.ones(1, 2))  # FGL002
+""",
+    "strict_crash_expected_by_pytest_raises": """
+import pytest
+net = nn.Linear(2, 2)
+with pytest.raises(AssertionError):
+    with FakeTensorMode():
+        net(torch.ones(1, 2))
+""",
     # ----------------------------------------------------- module copies, tying
+    "shallow_copy_shares_real_parameters": """
+net = nn.Linear(2, 2)
+alias = copy.copy(net)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    alias(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "shallow_copy_of_fake_module": """
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net = nn.Linear(2, 2)
+    alias = copy.copy(net)
+    alias(torch.ones(1, 2)).sum().backward()
+""",
+    "real_submodule_set_on_fake_wrapper": """
+class Wrap(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Identity()
+
+    def forward(self, x):
+        return self.body(x)
+
+backbone = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    w = Wrap()
+    w.body = backbone
+    w(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "meta_module_materialised_in_region_with_submodules": """
+class Big(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(2, 2) for _ in range(2))
+        self.scale = nn.Parameter(torch.ones(2))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x) * self.scale
+        return x
+
+with torch.device("meta"):
+    big = Big()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    big.to_empty(device="cpu")
+    big(torch.ones(1, 2)).sum().backward()
+""",
+    "fake_submodule_set_on_fake_wrapper": """
+class Wrap(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Identity()
+
+    def forward(self, x):
+        return self.body(x)
+
+with FakeTensorMode(allow_non_fake_inputs=True):
+    w = Wrap()
+    w.body = nn.Linear(2, 2)
+    w(torch.ones(1, 2)).sum().backward()
+""",
     "averaged_model_copy_is_real": """
 from torch.optim.swa_utils import AveragedModel
 net = nn.Linear(2, 2)

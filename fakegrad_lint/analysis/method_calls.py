@@ -138,6 +138,12 @@ class MethodCallsMixin:
                     recv.pushed.append([])  # a stack used without `with`: closed by close()/__exit__()
                 recv.pushed[-1].extend(undo)
                 return v
+            if name == "pop_all":
+                # a new stack takes over what this one entered; closing this one leaves nothing
+                moved = ExitStackVal([list(m) for m in recv.pushed])
+                for marker in recv.pushed:
+                    marker.clear()
+                return moved
             if name in N.EXIT_STACK_CLOSE:
                 # `stack.close()` / `stack.__exit__(...)`: what it entered is left now
                 for marker in recv.pushed:
@@ -287,6 +293,9 @@ class MethodCallsMixin:
                 mod.mode = region.mode
                 mod.may_fake = region.may or bool(st.may)
                 mod.fake_out = mod.fake_out or (mod.origin is not None and mod.cls is None)
+                # its submodules and tensors are converted with it
+                mod.attrs.update((k, _fake_copy(x, region.mode)) for k, x in list(mod.attrs.items())
+                                 if isinstance(x, (ModuleVal, TVal, SeqVal)))
             elif mod.meta or (mod.origin is None and mod.mode is not None):
                 if mod.origin is None:
                     mod.origin = Origin("module", "module", e.lineno)

@@ -164,7 +164,11 @@ class StatementsMixin:
             # a known subject: Python runs the first case whose pattern matches it
             for case in s.cases:
                 hit = self._pattern_matches(case.pattern, subject, st)
-                if hit is None or (hit and case.guard is not None):
+                if hit and case.guard is not None and not (isinstance(case.pattern, ast.MatchAs) and case.pattern.name):
+                    hit = _truth(self.eval(case.guard, st))  # `case "x" if flag:`
+                elif hit and case.guard is not None:
+                    hit = None
+                if hit is None:
                     break  # not decidable here: every case may run
                 if hit:
                     if isinstance(case.pattern, ast.MatchAs) and case.pattern.name:
@@ -248,11 +252,7 @@ class StatementsMixin:
                     raise
             finally:
                 if catches:
-                    # a strict mode's AssertionError raised in the body is caught by a
-                    # handler: the program goes on, the crash is not a finding
-                    for key, rec in self.records.items():
-                        if key not in before and rec.crash:
-                            rec.may = True
+                    self.crashes_caught(before)
             for h in s.handlers:
                 if h.name:
                     st.scope.assign(h.name, UNKNOWN)
@@ -263,6 +263,14 @@ class StatementsMixin:
                 self.exec_block(s.finalbody, st)
             except _BlockExit:
                 pass
+
+    def crashes_caught(self, before):
+        """A strict mode's AssertionError raised since ``before`` (the record keys then)
+        is caught (``except AssertionError``, ``suppress(AssertionError)``): the program
+        goes on, the crash is not a finding."""
+        for key, rec in self.records.items():
+            if key not in before and rec.crash:
+                rec.may = True
 
     def assign(self, target, val, st, value_node):
         t = type(target)

@@ -100,10 +100,16 @@ class TorchCallsMixin:
             return []
         if mod.cls is None:
             used = N.MODULE_STATE_ATTRS  # a torch layer's forward reads its parameters and buffers
+            kinds = (TVal,)
         else:
             fwd = mod.cls.lookup_method("forward")
             used = _self_attrs_read(fwd.node) if isinstance(fwd, FuncVal) else frozenset()
-        return [(v, func_expr) for a, v in mod.attrs.items() if a in used and isinstance(v, TVal)]
+            kinds = (TVal, ModuleVal)  # (its submodules too: `self.body(x)`)
+        real = mod.is_real()
+        # a real module brings its own parameters; what matters is a fake set on it, and
+        # on a fake one a real tensor or module set on it
+        return [(v, func_expr) for a, v in mod.attrs.items()
+                if a in used and isinstance(v, kinds) and (v.fake_mode() is not None if real else bool(v.real_rg()))]
 
     def _forward_opens_region(self, fv):
         node = fv.node
@@ -135,6 +141,11 @@ class TorchCallsMixin:
                 args[0].grad_off = True
                 return args[0]
             return CtxVal(_grad_mode_kind(q, args, kwargs))
+        if q in N.SUPPRESSING_CONTEXTS:
+            caught = [a for a in args if isinstance(a, SeqVal)] and [x for a in args if isinstance(a, SeqVal) for x in a.items]
+            names = [x.qualname for x in (caught or args) if isinstance(x, ModRef)]
+            catches = any(n.rsplit(".", 1)[-1] in N.CATCHES_ASSERTION and n.startswith("builtins.") for n in names)
+            return CtxVal("suppress_assert" if catches else "null")
         if q in N.NULL_CONTEXT:
             # `nullcontext(x).__enter__()` returns x (`with nullcontext(mode) as m:` binds the mode)
             enter_result = (args[0] if args else kwargs.get("enter_result")) if q in N.NULL_CONTEXT_ENTER_RESULT else None
@@ -213,6 +224,8 @@ class TorchCallsMixin:
         first = args[0] if args else UNKNOWN
         if q in N.DEEPCOPY or q in N.MODULE_DEEPCOPYING_WRAPPERS:
             return self.deepcopy(e, first, st)
+        if q in N.SHALLOW_COPY:
+            return first if isinstance(first, ModuleVal) else UNKNOWN  # the same parameters
         if q in N.IMPORT_MODULE:
             return ModRef(first.value) if isinstance(first, ConstVal) and isinstance(first.value, str) else UNKNOWN
         if q in N.DEVICE_CONTEXT:
@@ -241,8 +254,8 @@ class TorchCallsMixin:
         if q in N.ARGUMENT_PARSER:
             return ArgParserVal()
         if q in N.ENV_READS_WITH_DEFAULT:
-            default = args[1] if len(args) > 1 else kwargs.get("default")
-            return default if isinstance(default, ConstVal) and isinstance(default.value, str) else UNKNOWN
+            default = args[1] if len(args) > 1 else kwargs.get("default", ConstVal(None))
+            return default if isinstance(default, ConstVal) else UNKNOWN
         if q in N.DATACLASS_FIELD:
             return FieldVal(kwargs.get("default"), kwargs.get("default_factory"))
         if q in N.DATACLASS:

@@ -64,7 +64,10 @@ GRAD_MODE_CONTEXTS = {
     for name, meaning in _GRAD_MODE_SPELLINGS.items()
     for prefix in ("torch.", "torch.autograd.", "torch.autograd.grad_mode.")
 }
-NULL_CONTEXT = frozenset({"contextlib.nullcontext", "contextlib.suppress"})
+NULL_CONTEXT = frozenset({"contextlib.nullcontext"})
+# contexts that swallow the exceptions of the classes they are given (a strict mode's
+# AssertionError raised in them is caught: the program goes on)
+SUPPRESSING_CONTEXTS = frozenset({"contextlib.suppress", "pytest.raises"})
 NULL_CONTEXT_ENTER_RESULT = frozenset({"contextlib.nullcontext"})  # its first argument is what `as` binds
 EXIT_STACK = frozenset({"contextlib.ExitStack"})
 # exception classes whose handler catches the AssertionError a strict mode raises
@@ -75,6 +78,8 @@ CONTEXT_MANAGER = frozenset({"contextlib.contextmanager"})
 PATCH_OBJECT = frozenset({"unittest.mock.patch.object", "mock.patch.object"})
 MAKE_FX = frozenset({"torch.fx.experimental.proxy_tensor.make_fx", "torch.fx.experimental.make_fx"})
 DEEPCOPY = frozenset({"copy.deepcopy"})
+# shallow copies: a new object holding the same parameters
+SHALLOW_COPY = frozenset({"copy.copy"})
 # wrappers that hold a deep copy of the module they are given (its own parameters,
 # real outside a region, fake when copied under an allowing mode)
 MODULE_DEEPCOPYING_WRAPPERS = frozenset({"torch.optim.swa_utils.AveragedModel"})
