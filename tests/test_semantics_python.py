@@ -157,6 +157,20 @@ net = nn.Linear(2, 2)
 with FakeTensorMode(allow_non_fake_inputs=ALLOW):
     net(torch.ones(1, 2))  # FGL002
 """,
+    "environ_default_folded_through_int_and_str_methods": """
+import os
+A = bool(int(os.environ.get("FGL_TEST_A_XYZ", "0"))) or os.getenv("FGL_TEST_B_XYZ", "No").lower() in ("1", "yes")
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=A):
+    net(torch.ones(1, 2))  # FGL002
+""",
+    "environ_default_folded_allowing": """
+import os
+A = os.getenv("FGL_TEST_B_XYZ", " YES ").strip().lower() in ("1", "yes")
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=A):
+    net(torch.ones(1, 2))  # FGL004
+""",
     # ------------------------------------------------------ keyword mappings
     "kwargs_setdefault_keeps_passed_value": """
 def open_mode(**opts):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 
+from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _contains_yield
 from fakegrad_lint.analysis.context import CallSite
 from fakegrad_lint.analysis.state import MAX_DEPTH, Scope, _BlockExit
@@ -293,6 +294,12 @@ class CallsMixin:
         return InstanceVal(ClassVal(node, None, False), attrs)
 
     def call_builtin(self, e, name, args, kwargs, st):
+        if name in N.PURE_BUILTINS and args and not kwargs and all(isinstance(a, ConstVal) for a in args):
+            # int("0"), bool(0), str(1), len("ab"): Python's own answer
+            try:
+                return ConstVal(N.PURE_BUILTINS[name](*(a.value for a in args)))
+            except Exception:
+                return UNKNOWN
         if name in ("list", "tuple", "set", "sorted", "reversed", "iter", "frozenset"):
             if not args:
                 return SeqVal(())

@@ -76,6 +76,16 @@ class MethodCallsMixin:
             return UNKNOWN
         if isinstance(recv, TVal):
             return self.tensor_method(e, recv, name, args, kwargs, st)
+        if (isinstance(recv, ConstVal) and isinstance(recv.value, str) and name in N.PURE_STR_METHODS and not kwargs
+                and all(isinstance(a, ConstVal) for a in args)):
+            try:
+                out = getattr(recv.value, name)(*(a.value for a in args))
+            except Exception:
+                return UNKNOWN
+            if isinstance(out, list):
+                items = tuple(ConstVal(x) for x in out)
+                return SeqVal(items, items)
+            return ConstVal(out)
         if isinstance(recv, ArgParserVal):
             return self.parser_method(e, recv, name, args, kwargs, st)
         if isinstance(recv, ModeVal):

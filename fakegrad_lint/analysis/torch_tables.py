@@ -296,6 +296,11 @@ PARTIAL = frozenset({"functools.partial"})
 DATACLASS = frozenset({"dataclasses.dataclass"})
 # types.SimpleNamespace(**kw): an object whose attributes are its keywords
 SIMPLE_NAMESPACE = frozenset({"types.SimpleNamespace"})
+# builtins and str methods that are pure functions of constants: folded by Python itself
+PURE_BUILTINS = {"int": int, "float": float, "bool": bool, "str": str, "len": len}
+PURE_STR_METHODS = frozenset({"lower", "upper", "casefold", "strip", "lstrip", "rstrip", "startswith", "endswith",
+                              "isdigit", "isnumeric", "isalpha", "replace", "split", "title", "removeprefix",
+                              "removesuffix"})
 ARGUMENT_PARSER = frozenset({"argparse.ArgumentParser"})
 # argparse actions -> the default of their destination when no default= is given
 ARGPARSE_ACTION_DEFAULTS = {"store": None, "store_true": False, "store_false": True, "store_const": None,
