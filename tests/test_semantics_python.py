@@ -486,6 +486,30 @@ try:
 except ValueError:
     pass
 """,
+    "strict_crash_handler_reraises": """
+net = nn.Linear(2, 2)
+try:
+    with FakeTensorMode():
+        net(torch.ones(1, 2)).sum().backward()  # FGL002
+except AssertionError:
+    print("fake run failed")
+    raise
+""",
+    "weight_tied_on_submodule_of_fake_model": """
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(2, 5, bias=False)
+
+    def forward(self, h):
+        return self.head(h)
+
+emb = nn.Embedding(5, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    lm = LM()
+    lm.head.weight = emb.weight
+    lm(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
     "allow_hazard_inside_try_still_reported": """
 net = nn.Linear(2, 2)
 try:

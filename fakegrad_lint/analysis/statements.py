@@ -248,7 +248,8 @@ class StatementsMixin:
             raise Crashed()
 
     def exec_try(self, s, st):
-        catches = any(_catches_assertion(h.type) for h in s.handlers)
+        # (a handler that re-raises lets the crash through)
+        catches = any(_catches_assertion(h.type) and not any(isinstance(x, ast.Raise) for x in h.body) for h in s.handlers)
         before = set(self.records) if catches else None
         try:
             try:

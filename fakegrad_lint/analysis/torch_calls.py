@@ -93,10 +93,11 @@ class TorchCallsMixin:
         operands = [(mod, func_expr)] + self._module_state(mod, func_expr) + _operands(e, args, kwargs)
         return self.op(e, operands, st)
 
-    def _module_state(self, mod, func_expr):
+    def _module_state(self, mod, func_expr, depth=0):
         """Tensors assigned onto a module (``head.weight = emb.weight``, ``m.pos = table``,
-        ``register_buffer``) that its forward is known to use: operands of its call too."""
-        if not isinstance(mod, ModuleVal) or not mod.attrs:
+        ``register_buffer``) that its forward is known to use: operands of its call too
+        (also those set on a submodule it calls: ``lm.head.weight = emb.weight``)."""
+        if not isinstance(mod, ModuleVal) or not mod.attrs or depth > 3:
             return []
         if mod.cls is None:
             used = N.MODULE_STATE_ATTRS  # a torch layer's forward reads its parameters and buffers
@@ -108,8 +109,15 @@ class TorchCallsMixin:
         real = mod.is_real()
         # a real module brings its own parameters; what matters is a fake set on it, and
         # on a fake one a real tensor or module set on it
-        return [(v, func_expr) for a, v in mod.attrs.items()
-                if a in used and isinstance(v, kinds) and (v.fake_mode() is not None if real else bool(v.real_rg()))]
+        out = []
+        for a, v in mod.attrs.items():
+            if a not in used or not isinstance(v, kinds):
+                continue
+            if v.fake_mode() is not None if real else bool(v.real_rg()):
+                out.append((v, None))  # (no expression of the call names it: no fix is offered)
+            elif isinstance(v, ModuleVal):
+                out.extend(self._module_state(v, func_expr, depth + 1))
+        return out
 
     def _forward_opens_region(self, fv):
         node = fv.node
