@@ -346,6 +346,21 @@ with FakeTensorMode(allow_non_fake_inputs=True):
     big.to_empty(device="cpu")
     big(torch.ones(1, 2)).sum().backward()
 """,
+    "fake_built_module_materialised_outside_region": """
+class Enc(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(2, 2)
+        self.register_buffer("pos", torch.zeros(2))
+
+    def forward(self, x):
+        return self.proj(x) + self.pos
+
+with FakeTensorMode(allow_non_fake_inputs=True):
+    enc = Enc()
+enc.to_empty(device="cpu")
+enc(torch.ones(1, 2)).sum().backward()
+""",
     "fake_submodule_set_on_fake_wrapper": """
 class Wrap(nn.Module):
     def __init__(self):

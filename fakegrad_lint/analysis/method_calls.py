@@ -50,6 +50,18 @@ def _argparse_default(args, kwargs):
     return dest, ConstVal(N.ARGPARSE_ACTION_DEFAULTS[action.value])
 
 
+def _materialize(mod, line, depth=0):
+    """``to_empty`` outside a region: the module and what it holds get real storage."""
+    if mod.origin is None:
+        mod.origin = Origin("module", "module", line)
+    mod.mode, mod.meta = None, False
+    for k, x in list(mod.attrs.items()):
+        if isinstance(x, TVal) and x.mode is not None:
+            mod.attrs[k] = TVal()  # (a parameter's requires-grad comes with the module's origin)
+        elif isinstance(x, ModuleVal) and depth < 4 and (x.meta or x.mode is not None):
+            _materialize(x, line, depth + 1)
+
+
 class MethodCallsMixin:
     """obj.name(...) by the kind of obj."""
 
@@ -307,9 +319,7 @@ class MethodCallsMixin:
                 mod.attrs.update((k, _fake_copy(x, region.mode)) for k, x in list(mod.attrs.items())
                                  if isinstance(x, (ModuleVal, TVal, SeqVal)))
             elif mod.meta or (mod.origin is None and mod.mode is not None):
-                if mod.origin is None:
-                    mod.origin = Origin("module", "module", e.lineno)
-                mod.mode, mod.meta = None, False
+                _materialize(mod, e.lineno)
             return mod
         if name == "requires_grad_":
             # in place, on every parameter: the module (and what was taken from it) is

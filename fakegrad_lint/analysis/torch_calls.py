@@ -43,10 +43,11 @@ class TorchCallsMixin:
         mode = region.mode if region is not None else None
         entered = frozenset()
         runnable = isinstance(tf.func, (FuncVal, BoundMethod, PartialVal, ModuleVal, InstanceVal, MaybeVal, TransformVal))
-        if mode is not None:
+        if mode is not None and (not runnable or st.allow_of(mode) is not False):
             # the transform wraps its arguments (functorch levels) under the mode: the real
             # ones enter the fake computation at this call, and again where the function
-            # uses them (functional_call), as a TorchFunctionMode sees it
+            # uses them (functional_call), as a TorchFunctionMode sees it (a strict mode
+            # crashes where the function first uses one: that op is followed)
             entered = self.op(e, _operands(e, args, kwargs), st).taint()
         # the function runs on the arguments: a real one is first an operand where its
         # body uses it (functional_call), as a TorchFunctionMode sees it
