@@ -10,6 +10,7 @@ hooked) and that the hooks are removed afterwards.
 from __future__ import annotations
 
 import ast
+import gc
 import sys
 from pathlib import Path
 
@@ -37,6 +38,7 @@ def test_every_required_hook_exists():
 
 def test_profile_counts_stages_and_restores_hooks():
     real = (ast.parse, lint.analyze, lazyparse._materialize)
+    thresholds, on_gc = gc.get_threshold(), list(gc.callbacks)
     hazard = ROOT / "fixtures" / "hazard_autograd_backward.py"
     files = [str(hazard), str(ROOT / "fakegrad_lint" / "findings.py")]
     res = stages.profile(files, DEFAULT_CODES, fake_only=True)
@@ -48,6 +50,7 @@ def test_profile_counts_stages_and_restores_hooks():
     assert st["parse"]["seconds"] > 0 and st["analysis"]["seconds"] > 0
     assert res["files"][0]["findings"] >= 1
     assert (ast.parse, lint.analyze, lazyparse._materialize) == real
+    assert gc.get_threshold() == thresholds and on_gc == gc.callbacks
 
 
 def test_project_modules_count_as_parse():
@@ -69,5 +72,5 @@ def test_markdown_has_a_row_per_tree():
            "total_seconds": 3.5, "ruff": {"cpu": 0.5, "wall": 1.0}}
     md = stages.markdown({"/a/torch": res, "/b/ao": dict(res, ruff=None)}).splitlines()
     assert len(md) == 4
-    assert md[2].startswith("| torch | 1 | 10 |") and md[2].endswith("| 0.50 | 7.0 |")
-    assert md[3].startswith("| ao |") and md[3].endswith("| - | - |")
+    assert md[2].startswith("| torch | 1 | 10 |") and md[2].endswith("| 3.50 | - | 0.50 | 7.0 |")
+    assert md[3].startswith("| ao |") and md[3].endswith("| - | - | - |")
