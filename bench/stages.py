@@ -2,7 +2,7 @@
 """Where the time goes: CPU seconds per pipeline stage and per file, in one process.
 
 Not a test. For each file of the folders (or files) given, as the pipeline
-does it: read (and decode), prefilter, parse, then ``pipeline.lint_text`` with
+does it: read (and decode), prefilter, parse, then ``engine.lint.lint_source`` with
 the parsed tree, split into summaries (when the analyzer has such a stage,
 see :data:`HOOKS`), analysis, fixes (building the proved fixes) and the rest
 (rules, ``# noqa``). Times are ``time.process_time`` (CPU of this process),
@@ -129,10 +129,12 @@ def discover_files(paths: list[str]) -> list[str]:
 
 def profile(files: list[str], codes: frozenset[str], runs: int = 1, fake_only: bool = False) -> dict:
     """Per-stage totals (files, lines, CPU seconds) and per-file rows."""
+    import gc
+
+    from fakegrad_lint.engine import lint as linter
+    from fakegrad_lint.engine import prefilter as pf
     from fakegrad_lint.engine import process as pipeline
     from fakegrad_lint.sources.sourcefile import SourceError, read_source
-
-    import gc
 
     clock = Clock()
     undo = install_hooks(clock)
@@ -161,7 +163,7 @@ def profile(files: list[str], codes: frozenset[str], runs: int = 1, fake_only: b
                 continue  # notebooks: their own stages (cells), not timed here
             best: dict | None = None
             for _ in range(max(1, runs)):
-                t = _one_file(path, codes, clock, pipeline, read_source, SourceError)
+                t = _one_file(path, codes, clock, pf, linter, read_source, SourceError)
                 if best is None or sum(t["times"].values()) < sum(best["times"].values()):
                     best = t
             assert best is not None
@@ -191,7 +193,7 @@ def profile(files: list[str], codes: frozenset[str], runs: int = 1, fake_only: b
     }
 
 
-def _one_file(path, codes, clock: Clock, pipeline, read_source, SourceError) -> dict:
+def _one_file(path, codes, clock: Clock, pf, linter, read_source, SourceError) -> dict:
     reached = ["read"]
     out = {"passed": False, "lines": 0, "error": None, "findings": 0, "reached": reached}
     try:
@@ -204,40 +206,29 @@ def _one_file(path, codes, clock: Clock, pipeline, read_source, SourceError) -> 
     out["lines"] = _lines(sf.raw)
     reached.append("prefilter")
     with clock.stage("prefilter"):
-        passed = _needs_work(pipeline, sf.text, codes, path)
-        # what lint_text parses: a fake mode named, or a project import that reaches one
-        to_parse = passed and (pipeline.may_contain_fake_region(sf.text) or _reaches(pipeline, sf.text, path))
+        # as the engine does it: (anything to report, can it reach a fake region)
+        passed, region = pf.prefilter(sf.text, codes, path)
+        if passed and region is None:  # only FGL100 can report: lint_source asks
+            region = pf.may_reach_region(sf.text, path)
     out["passed"] = passed
     if passed:
         reached.append("parse")
         tree = None
         try:
             with clock.stage("parse"):
-                if to_parse:
-                    tree = pipeline.parse(sf.text, path)
+                if region:
+                    tree = linter.parse(sf.text, path)
         except (SyntaxError, ValueError) as exc:
             out["error"] = f"{type(exc).__name__}: {exc}"
         if out["error"] is None:
             reached.extend(["summaries", "analysis", "fixes", "rest"])
             try:
                 with clock.stage("rest"):
-                    out["findings"] = len(pipeline.lint_text(sf.text, path, codes, tree=tree))
+                    out["findings"] = len(linter.lint_source(sf.text, path, codes, tree=tree, region=region))
             except Exception as exc:  # an analyzer bug: counted, the run goes on
                 out["error"] = f"internal error: {type(exc).__name__}: {exc}"
     out["times"] = clock.take()
     return out
-
-
-def _needs_work(pipeline, text, codes, path) -> bool:
-    try:  # with the path: the project side of the prefilter (imports of modules that reach a region)
-        return pipeline.needs_work(text, codes, path)
-    except TypeError:
-        return pipeline.needs_work(text, codes)
-
-
-def _reaches(pipeline, text, path) -> bool:
-    fn = getattr(pipeline, "_reaches_region", None)
-    return bool(fn and fn(text, path))
 
 
 def ruff_cpu(files: list[str], runs: int) -> dict | None:
@@ -281,8 +272,7 @@ def report(res: dict, top: int = 10, ruff: dict | None = None) -> str:
 
 
 def main(argv=None) -> int:
-    from fakegrad_lint.engine import process as pipeline
-    from fakegrad_lint.rules import ALL_CODES, DEFAULT_CODES
+    from fakegrad_lint.rules import ALL_CODES, DEFAULT_CODES, UNUSED_NOQA_CODE
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("paths", nargs="+")
@@ -296,7 +286,7 @@ def main(argv=None) -> int:
     ap.add_argument("--each", action="store_true",
                     help="one profile per path given (each tree alone), then a markdown table of all")
     args = ap.parse_args(argv)
-    codes = DEFAULT_CODES if args.select == "default" else ALL_CODES | {pipeline.UNUSED_NOQA_CODE}
+    codes = DEFAULT_CODES if args.select == "default" else ALL_CODES | {UNUSED_NOQA_CODE}
     groups = [[p] for p in args.paths] if args.each else [args.paths]
     out = {}
     for paths in groups:

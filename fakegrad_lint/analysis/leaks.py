@@ -15,7 +15,7 @@ class FixPlan:
 
     kind: str  # "tensor" | "container" | "module" | "leaked-tensor" | "leaked-module"
     value: str  # "x", "self.w", "model"
-    with_node: object  # ast.With or analysis.interpreter.PseudoWith (None for leaked-*)
+    with_node: object  # ast.With or analysis.state.PseudoWith (None for leaked-*)
     item_index: int
     mode_name: str | None  # how the region's mode can be named inside it, if bound
     uses: list  # expressions to rewrite (calls, for modules); filled by the analysis

@@ -1,306 +1,34 @@
-"""Whole-project analysis: the modules of the project being linted.
+"""Whole-project analysis, the prefilter's side (text only): can a file that names
+no fake mode reach a module of its project that can open a region
+(:func:`reaches_region`)?
 
-A :class:`Project` knows the import roots of the linted code and turns an
-import (absolute, relative, ``from pkg import mod``) into the file of a project
-module, never into a third-party or standard-library one. Parsed modules are
-kept once per process, keyed by path and content hash (:func:`load`), and only
-when an import that the analysis executes names them (lazy).
+Per module, a text summary computed once per process (:func:`_summary`): what its
+imports bind and, per top-level statement, the names it binds and the words it
+uses. :func:`hot_names` follows them to a fixed point: the names a module exports
+that can reach a fake region (a helper that opens one, a class whose code does, a
+module-level mode, or a module that holds one). A project with no module that
+names a fake mode costs one byte scan of its roots.
 
-Import roots of a file (see :func:`roots_for`): its own folder; the folder
-above its top package (walk up while ``__init__.py`` exists); the nearest
-folder up the tree with ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or
-``.git`` (the project root); ``src/`` under those; and the folders given to a
-run (:func:`set_run_roots`).
-
-Never resolved to a project file: the packages whose behaviour the analysis
-models from tables (``torch``, ``functorch``, the third-party model factories)
-and the standard library, so a checkout of torch is still read as torch.
-
-The module also has the text-level side used by the prefilter
-(:func:`reaches_region`): can a file that names no fake mode reach a module of
-its project that can open a region?
+The layout (import roots, :class:`Project`, :func:`load`, :func:`file_sha`,
+:func:`set_run_roots`) is :mod:`fakegrad_lint.analysis.roots`; its public names
+are re-exported here, where the engine and the CLI import them.
 """
 
 from __future__ import annotations
 
-import ast
 import os
 import re
 import sys
-import warnings
-from dataclasses import dataclass, field
 
+from fakegrad_lint.analysis.roots import (MAX_MODULES, MAX_PROJECT_BYTES, MODELED_PACKAGES, Project, absolute_name,
+    file_sha, load, module_name_of, package_root, roots_for, run_roots, set_run_roots)
 
-# Packages read from the analysis' own tables, never from project files.
-MODELED_PACKAGES = frozenset({"torch", "functorch", "torchvision", "timm", "transformers", "lightning", "pytorch_lightning"})
-_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
-PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
-MAX_MODULES = 32  # project modules one analysis may load
-MAX_PROJECT_BYTES = 384 * 1024  # and their source, in all
+# the layout's names that the engine, the CLI and the interpreter import from here
+__all__ = ["MAX_MODULES", "MAX_PROJECT_BYTES", "Project", "absolute_name", "file_sha", "load", "module_name_of",
+           "roots_for", "set_run_roots", "reaches_region", "hot_names", "hot_names_of", "imported_modules",
+           "project_may_open_region"]
+
 MAX_HOT_FILES = 200  # more files that may bind a hot name: the prefilter does not follow imports
-MAX_UP = 8  # folders walked up looking for the project root
-
-_run_roots: tuple[str, ...] = ()
-
-
-def set_run_roots(paths) -> None:
-    """The folders given to a run are import roots too (the CLI sets them)."""
-    global _run_roots
-    roots = []
-    for p in paths:
-        p = os.path.abspath(p)
-        if not os.path.isdir(p):
-            p = os.path.dirname(p)
-        roots.append(p)
-        if os.path.isdir(os.path.join(p, "src")):
-            roots.append(os.path.join(p, "src"))
-    _run_roots = tuple(dict.fromkeys(roots))
-
-
-def _is_pkg(d: str) -> bool:
-    return os.path.isfile(os.path.join(d, "__init__.py"))
-
-
-_pkg_memo: dict = {}
-
-
-def package_root(path: str) -> tuple[str, list[str]]:
-    """(the folder the file's top package sits in, the package parts down to the file's folder)."""
-    d = os.path.dirname(os.path.abspath(path))
-    hit = _pkg_memo.get(d)
-    if hit is None:
-        hit = _pkg_memo[d] = _package_root(d)
-    return hit[0], list(hit[1])
-
-
-def _package_root(d: str) -> tuple[str, tuple[str, ...]]:
-    parts: list[str] = []
-    while _is_pkg(d):
-        parent = os.path.dirname(d)
-        if parent == d:
-            break
-        parts.append(os.path.basename(d))
-        d = parent
-    return d, tuple(reversed(parts))
-
-
-_INSTALLED = ("site-packages", "dist-packages")
-
-
-def _installed(d: str) -> bool:
-    return os.path.basename(d) in _INSTALLED
-
-
-_roots_memo: dict = {}
-
-
-def roots_for(path: str) -> tuple[str, ...]:
-    """The import roots of a file (one tuple per folder, memoised per process)."""
-    here = os.path.dirname(os.path.abspath(path))
-    key = (here, _run_roots)
-    hit = _roots_memo.get(key)
-    if hit is None:
-        hit = _roots_memo[key] = _roots_for(os.path.join(here, "x.py"))
-    return hit
-
-
-def _roots_for(path: str) -> tuple[str, ...]:
-    path = os.path.abspath(path)
-    here = os.path.dirname(path)
-    top, parts = package_root(path)
-    if _installed(top):
-        # an installed package: only its own modules are "the project"
-        return (os.path.join(top, parts[0]) + os.sep,) if parts else (here,)
-    roots = [here, top]
-    d = top
-    for _ in range(MAX_UP):
-        if any(os.path.exists(os.path.join(d, m)) for m in PROJECT_MARKERS):
-            roots.append(d)
-            break
-        parent = os.path.dirname(d)
-        if parent == d:
-            break
-        d = parent
-    roots.extend(_run_roots)
-    out = []
-    for r in roots:
-        out.append(r)
-        if os.path.basename(r) != "src" and os.path.isdir(os.path.join(r, "src")):
-            out.append(os.path.join(r, "src"))
-    return tuple(dict.fromkeys(out))
-
-
-def module_name_of(path: str) -> tuple[str, bool]:
-    """(dotted module name from the file's package root, whether it is a package ``__init__``)."""
-    _, parts = package_root(path)
-    stem = os.path.splitext(os.path.basename(path))[0]
-    is_pkg = stem == "__init__"
-    if not is_pkg:
-        parts = parts + [stem]
-    return ".".join(parts) or stem, is_pkg
-
-
-def absolute_name(importer: str, is_pkg: bool, module: str | None, level: int) -> str | None:
-    """The absolute module name of ``from <level dots><module> import ...`` in ``importer``."""
-    if level == 0:
-        return module
-    base = importer.split(".") if importer else []
-    if not is_pkg:
-        base = base[:-1]
-    up = level - 1
-    if up > len(base) or (up == len(base) and not module):
-        return None
-    base = base[: len(base) - up] if up else base
-    parts = base + ([module] if module else [])
-    return ".".join(parts) or None
-
-
-def _modeled(name: str) -> bool:
-    top = name.split(".", 1)[0]
-    return top in MODELED_PACKAGES or top in _STDLIB
-
-
-@dataclass(eq=False)
-class ModuleFile:
-    """One parsed project module (shared by every analysis of the process)."""
-
-    path: str
-    name: str
-    is_pkg: bool
-    source: str
-    tree: ast.Module
-    sha: str
-    pos: "PositionMap" = field(init=False)  # noqa: F821 - imported lazily (startup stays light)
-
-    def __post_init__(self):
-        from fakegrad_lint.analysis.positions import PositionMap
-
-        self.pos = PositionMap(self.source)
-
-
-_parsed: dict[tuple, ModuleFile | None] = {}
-
-
-def _stat_key(path: str):
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (path, st.st_mtime_ns, st.st_size)
-
-
-def load(path: str) -> ModuleFile | None:
-    """Parse a project module once per process (None: unreadable or not Python)."""
-    key = _stat_key(path)
-    if key is None:
-        return None
-    if key in _parsed:
-        return _parsed[key]
-    mf = None
-    try:
-        from fakegrad_lint.sources.sourcefile import read_source
-
-        sf = read_source(path)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(sf.text, filename=path)
-        name, is_pkg = module_name_of(path)
-        import hashlib
-
-        mf = ModuleFile(path, name, is_pkg, sf.text, tree, hashlib.sha256(sf.raw).hexdigest())
-    except (Exception, RecursionError):
-        mf = None
-    if len(_parsed) > 4096:
-        _parsed.clear()
-    _parsed[key] = mf
-    return mf
-
-
-def file_sha(path: str) -> str:
-    """Content hash of a dependency (``"missing"`` when it cannot be read)."""
-    import hashlib
-
-    try:
-        with open(path, "rb") as fh:
-            return hashlib.sha256(fh.read()).hexdigest()
-    except OSError:
-        return "missing"
-
-
-_found_memo: dict = {}  # roots -> {module name: file or None}, per process
-
-
-class Project:
-    """The import roots of one linted file and the resolution of its imports."""
-
-    def __init__(self, roots):
-        self.roots = tuple(roots)
-        self._found: dict[str, str | None] = _found_memo.setdefault(self.roots, {})
-
-    @classmethod
-    def for_file(cls, path: str) -> "Project | None":
-        if not path or path.startswith("<") or not os.path.isfile(path):
-            return None
-        return cls(roots_for(path))
-
-    def find(self, name: str | None) -> str | None:
-        """The file of project module ``name`` (``a/b.py`` or ``a/b/__init__.py``), or None."""
-        if not name or _modeled(name):
-            return None
-        if name in self._found:
-            return self._found[name]
-        parts = name.split(".")
-        hit = None
-        for root in self.roots:
-            if root.endswith(os.sep):
-                # an installed package's folder: only names under that package
-                pkg = os.path.basename(root[:-1])
-                if parts[0] != pkg:
-                    continue
-                root = os.path.dirname(root[:-1])
-            hit = _module_file(root, parts)
-            if hit:
-                break
-        self._found[name] = hit
-        return hit
-
-
-_listing: dict[str, frozenset] = {}
-
-
-def _entries(folder: str) -> frozenset:
-    """The names in a folder, listed once per process (a folder created later is
-    not seen: its modules are unknown values, never a finding)."""
-    hit = _listing.get(folder)
-    if hit is None:
-        try:
-            hit = frozenset(os.listdir(folder))
-        except OSError:
-            hit = frozenset()
-        _listing[folder] = hit
-    return hit
-
-
-def _module_file(root: str, parts: list) -> str | None:
-    """``root/a/b.py`` or ``root/a/b/__init__.py`` for ``a.b``, by folder listings."""
-    folder = root
-    for part in parts[:-1]:
-        if part not in _entries(folder):
-            return None
-        folder = os.path.join(folder, part)
-    last = parts[-1]
-    names = _entries(folder)
-    if last + ".py" in names:
-        cand = os.path.join(folder, last + ".py")
-        if os.path.isfile(cand):
-            return cand
-    if last in names and "__init__.py" in _entries(os.path.join(folder, last)):
-        return os.path.join(folder, last, "__init__.py")
-    return None
-
-
-# ---------------------------------------------------------------------------
-# the prefilter's side: text only
 
 _IMPORT_RE = re.compile(
     r"[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]+))"
@@ -448,7 +176,7 @@ def _hot_word_re(roots):
             _hot.pop(path, None)  # computed with fewer possible modules: again
         words = set()
         for path in possible:
-            words |= _hot_of(path, 0)
+            words |= hot_names_of(path, 0)
         if not words:
             break
         words = frozenset(words)
@@ -528,7 +256,7 @@ def reaches_region(path: str, text: str) -> bool:
         return False
     me = os.path.abspath(path)
     scan = _gate_roots(me, roots)
-    given = any((me + os.sep).startswith(r.rstrip(os.sep) + os.sep) for r in _run_roots)
+    given = any((me + os.sep).startswith(r.rstrip(os.sep) + os.sep) for r in run_roots())
     gate = _hot_word_re(scan)
     if given and gate is False:
         return False  # the folders given export no hot name (or too many to follow)
@@ -545,7 +273,7 @@ def _gate_roots(me: str, roots) -> tuple:
     """The folders whose hot names gate a file: the folders given to the run that
     hold it (the project being linted), else its own folder and its package's
     (a file importing from elsewhere is not gated, only checked exactly)."""
-    given = [r for r in _run_roots if (me + os.sep).startswith(r.rstrip(os.sep) + os.sep)]
+    given = [r for r in run_roots() if (me + os.sep).startswith(r.rstrip(os.sep) + os.sep)]
     if given:
         return tuple(given)
     here = os.path.dirname(me)
@@ -600,11 +328,11 @@ def _hot_imports(text: str, path: str, project: "Project", me: str, depth: int =
     out: set = set()
     for local, target, name, sub in (bindings if bindings is not None else _import_bindings(text, path, project, me)):
         if name is None:
-            if _hot_of(target, depth + 1):
+            if hot_names_of(target, depth + 1):
                 out.add(local)
         elif name == "*":
-            out |= _hot_of(target, depth + 1)
-        elif (target is not None and name in _hot_of(target, depth + 1)) or (sub is not None and _hot_of(sub, depth + 1)):
+            out |= hot_names_of(target, depth + 1)
+        elif (target is not None and name in hot_names_of(target, depth + 1)) or (sub is not None and hot_names_of(sub, depth + 1)):
             out.add(local)
     return out
 
@@ -621,7 +349,7 @@ _BIND_RE = re.compile(
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 
-def _hot_of(target: str, depth: int) -> frozenset:
+def hot_names_of(target: str, depth: int) -> frozenset:
     """:func:`hot_names` of a project module, once per process."""
     key = target
     if key in _hot:

@@ -169,8 +169,31 @@ class ModuleVal(Value):
         return self.mode is not None and self.fake_out and not self.may_fake
 
 
+class _OfParts:
+    """A value made of other values (its ``parts()``): it carries what each of them does."""
+
+    def real_rg(self):
+        out = frozenset()
+        for v in self.parts():
+            out |= v.real_rg()
+        return out
+
+    def taint(self):
+        out = frozenset()
+        for v in self.parts():
+            out |= v.taint()
+        return out
+
+    def fake_mode(self):
+        for v in self.parts():
+            m = v.fake_mode()
+            if m is not None:
+                return m
+        return None
+
+
 @dataclass(frozen=True, eq=False)
-class SeqVal(Value):
+class SeqVal(_OfParts, Value):
     """A container (list, tuple, dict, generator); ``items`` is the join of its elements,
     ``elts`` the positional elements when known (tuples)."""
 
@@ -188,24 +211,8 @@ class SeqVal(Value):
                 return v
         return None
 
-    def real_rg(self):
-        out = frozenset()
-        for v in self.items:
-            out |= v.real_rg()
-        return out
-
-    def taint(self):
-        out = frozenset()
-        for v in self.items:
-            out |= v.taint()
-        return out
-
-    def fake_mode(self):
-        for v in self.items:
-            m = v.fake_mode()
-            if m is not None:
-                return m
-        return None
+    def parts(self):
+        return self.items
 
 
 @dataclass(frozen=True, eq=False)
@@ -235,6 +242,9 @@ class FuncVal(Value):
 
 @dataclass(eq=False)
 class BoundMethod(Value):
+    """``func`` bound to ``self_val``: a method looked up on an instance (or a class
+    method on its class)."""
+
     func: FuncVal
     self_val: Value
 
@@ -298,7 +308,7 @@ class ExitStackVal(Value):
 
 
 @dataclass(frozen=True, eq=False)
-class MaybeVal(Value):
+class MaybeVal(_OfParts, Value):
     """One of several values (``each=False``: a conditional whose test is unknown, a
     lookup by an unknown key, a function with several returns), or each of several
     (``each=True``: the elements of a container, all of them used)."""
@@ -314,24 +324,8 @@ class MaybeVal(Value):
             return any(o.proven_rg() for o in opts)
         return all(o.proven_rg() for o in opts)
 
-    def real_rg(self):
-        out = frozenset()
-        for v in self.options:
-            out |= v.real_rg()
-        return out
-
-    def taint(self):
-        out = frozenset()
-        for v in self.options:
-            out |= v.taint()
-        return out
-
-    def fake_mode(self):
-        for v in self.options:
-            m = v.fake_mode()
-            if m is not None:
-                return m
-        return None
+    def parts(self):
+        return self.options
 
 
 @dataclass(eq=False)
@@ -373,6 +367,13 @@ class FieldVal(Value):
 
 
 @dataclass(eq=False)
+class PartialVal(Value):
+    """functools.partial(func, *args, **kwargs)."""
+
+    def __init__(self, func, args, kwargs):
+        self.func, self.args, self.kwargs = func, args, kwargs
+
+
 class DecoratorVal(Value):
     """A decorator known by what it does: ``identity`` (functools.wraps(fn),
     torch.compile(mode=...)) returns the function it is given."""
@@ -434,26 +435,24 @@ def union(a: Value, b: Value) -> Value:
     return MaybeVal(tuple(opts), each=True)
 
 
-def join_all(values) -> Value:
-    """:func:`join` over ``values`` (UNKNOWN when there are none)."""
+def _fold(combine, values) -> Value:
     values = list(values)
     if not values:
         return UNKNOWN
     out = values[0]
     for v in values[1:]:
-        out = join(out, v)
+        out = combine(out, v)
     return out
+
+
+def join_all(values) -> Value:
+    """:func:`join` over ``values`` (UNKNOWN when there are none)."""
+    return _fold(join, values)
 
 
 def union_all(values) -> Value:
     """:func:`union` over ``values`` (UNKNOWN when there are none)."""
-    values = list(values)
-    if not values:
-        return UNKNOWN
-    out = values[0]
-    for v in values[1:]:
-        out = union(out, v)
-    return out
+    return _fold(union, values)
 
 
 class ProjModVal(Value):

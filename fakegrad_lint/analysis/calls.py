@@ -1,0 +1,344 @@
+"""Calls as Python makes them: arguments evaluated and spread (``*args``,
+``**kwargs``), the callee dispatched by its kind (function, bound method, class,
+instance with ``__call__``, partial, may value, module, traced or transformed
+function, torch qualified name), and a user function's body run with its
+parameters bound (skipped when nothing of interest goes in or out). Builtins with
+known meaning (``list``, ``dict``, ``super``, ``getattr``, ``zip``...) are here too.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from fakegrad_lint.analysis.code_text import _contains_yield
+from fakegrad_lint.analysis.context import CallSite
+from fakegrad_lint.analysis.state import MAX_DEPTH, Scope, _BlockExit
+from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, _arg_exprs, _dict_val, _interesting, _is_none_const,
+    _is_tensorish)
+from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
+    ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, ModRef, ModuleVal, PartialVal, ProjModVal, SeqVal, SuperVal,
+    TracedFn, TransformVal, TVal, join, join_all, union)
+
+_CALLEE = object()  # call_value's default: the call's own callee expression
+
+
+class CallsMixin:
+    """Calls of every kind of callee; functions run with bound arguments."""
+
+    def call_forced(self, node, callee, args, kwargs, st):
+        """Call ``callee`` and run its body even when nothing of interest goes in."""
+        if isinstance(callee, FuncVal):
+            return self.call_function(callee, list(args), kwargs, st, force=True)
+        if isinstance(callee, BoundMethod):
+            return self.call_function(callee.func, [callee.self_val] + list(args), kwargs, st, force=True)
+        if isinstance(callee, PartialVal):
+            return self.call_forced(node, callee.func, list(callee.args) + list(args), {**callee.kwargs, **kwargs}, st)
+        if isinstance(callee, ClassVal):
+            return self.instantiate(callee, list(args), kwargs, st, node, force=True)
+        if isinstance(callee, InstanceVal):
+            call = callee.cls.lookup_method("__call__")
+            if call is not None:
+                return self.call_function(call, [callee] + list(args), kwargs, st, force=True)
+            return UNKNOWN
+        if isinstance(node, ast.Call):
+            return self.call_value(node, callee, list(args), kwargs, st, func_expr=None)
+        return UNKNOWN
+
+    def call_function(self, fv, args, kwargs, st, *more, **options):
+        """Run ``fv`` (see ``_call_function``); a function of another project
+        module runs with that module's file as the current one."""
+        ctx = self._scope_ctx.get(getattr(fv.scope, "module", None)) if self.project is not None else None
+        if ctx is None or ctx is self.ctx:
+            return self._call_function(fv, args, kwargs, st, *more, **options)
+        # the function belongs to another module of the project: run it there
+        stmt = st.cur[0][st.cur[1]] if st.cur is not None else None
+        site = options.get("site", more[1] if len(more) > 1 else None)
+        prev = self.ctx
+        self._entries.append((prev, site, stmt, False, args, kwargs))
+        self._switch(ctx)
+        try:
+            return self._call_function(fv, args, kwargs, st, *more, **options)
+        finally:
+            self._entries.pop()
+            self._switch(prev)
+
+    def _call_function(self, fv, args, kwargs, st, run_generator=False, site=None, force=False, propagate=True):
+        """Run ``fv`` on the values; ``force``: even when nothing of interest goes in
+        (decorators, dunder methods); ``propagate``: contexts it enters and does not
+        leave stay entered in the caller, as in Python."""
+        node = fv.node
+        if st.depth >= MAX_DEPTH or self.exhausted or node in st.stack:
+            return UNKNOWN
+        if fv.contextmanager and not run_generator:
+            return CtxVal("gen", (fv, list(args), dict(kwargs)))
+        if not (force or st.regions or self._may_matter(node, self._lines_of(fv)) or self._init_matters(fv)
+                or any(_interesting(a) for a in args)
+                or any(_interesting(v) for v in kwargs.values())):
+            return UNKNOWN  # outside any region, nothing of interest in or out: skip the body
+        is_gen = self._func_contains_yield.get(node)
+        if is_gen is None:
+            is_gen = not isinstance(node, ast.Lambda) and _contains_yield(node, self.pos.lines)
+            self._func_contains_yield[node] = is_gen
+        scope = Scope(parent=fv.scope, module=fv.scope.module, func_node=node)
+        cst = st.child(scope)
+        cst.stack = st.stack + (node,)
+        if site is not None:
+            cst.sites = st.sites + (CallSite(st.scope.func_node, *site),)
+        cst.fv = fv
+        self.bind_args(fv, args, kwargs, scope)
+        if fv.grad_off:
+            cst.grad_enabled = False
+        if isinstance(node, ast.Lambda):
+            return self.eval(node.body, cst)
+        if is_gen and not run_generator:
+            cst.returns = []  # a plain generator: collect what it yields
+        try:
+            self.exec_block(node.body, cst)
+        except _BlockExit:
+            pass
+        if not run_generator:
+            # what the function entered and did not leave stays entered, as in Python
+            # (its own `@torch.no_grad()` ends with it; its may-paths are its own)
+            ctx = cst.ctx.but(may=st.may)
+            if fv.grad_off or not propagate:
+                ctx = ctx.but(grad_enabled=st.grad_enabled)
+            st.ctx = ctx
+        if is_gen and not run_generator:
+            return SeqVal(tuple(cst.returns))
+        return join_all(cst.returns)
+
+    def bind_args(self, fv, args, kwargs, scope):
+        node = fv.node
+        a = node.args
+        params = list(a.posonlyargs) + list(a.args)
+        defaults = fv.defaults
+        nd = len(defaults)
+        for i, p in enumerate(params):
+            if i < len(args):
+                v = args[i]
+            elif p.arg in kwargs:
+                v = kwargs[p.arg]
+            elif i >= len(params) - nd and nd:
+                v = defaults[i - (len(params) - nd)]
+            else:
+                v = UNKNOWN
+            scope.vars[p.arg] = v
+        if a.vararg is not None:
+            extra = args[len(params):]
+            scope.vars[a.vararg.arg] = SeqVal(tuple(extra), tuple(extra))
+        for p in a.kwonlyargs:
+            scope.vars[p.arg] = kwargs.get(p.arg, fv.kw_defaults.get(p.arg, UNKNOWN))
+        if a.kwarg is not None:
+            rest = [(k, v) for k, v in kwargs.items() if k not in scope.vars]
+            vals = tuple(v for _, v in rest)
+            scope.vars[a.kwarg.arg] = SeqVal(vals, vals, tuple(k for k, _ in rest), is_dict=True)
+
+    def eval_args(self, e, st):
+        """A call's arguments as Python passes them: ``*seq`` spreads the known elements,
+        ``**d`` the known keys of a dict."""
+        args = []
+        for a in e.args:
+            if isinstance(a, ast.Starred):
+                v = self.eval(a.value, st)
+                if isinstance(v, SeqVal) and v.elts is not None and v.keys is None:
+                    args.extend(v.elts)
+                else:
+                    args.append(self.iter_item(v))
+            else:
+                args.append(self.eval(a, st))
+        kwargs = {}
+        for kw in e.keywords:
+            v = self.eval(kw.value, st)
+            if kw.arg is not None:
+                kwargs[kw.arg] = v
+            elif isinstance(v, SeqVal) and v.keys is not None and v.elts is not None:
+                for k, x in zip(v.keys, v.elts):
+                    if isinstance(k, str):
+                        kwargs.setdefault(k, x)
+        return args, kwargs
+
+    def eval_call(self, e, st):
+        func = e.func
+        method_call = self._getattr_method_call(e, st)
+        if method_call is not None:
+            return method_call
+        args, kwargs = self.eval_args(e, st)
+        if isinstance(func, ast.Attribute):
+            recv = self.eval(func.value, st)
+            if isinstance(recv, ModRef):
+                return self.call_qualname(e, f"{recv.qualname}.{func.attr}", args, kwargs, st)
+            if isinstance(recv, ProjModVal):
+                return self.call_value(e, self._module_attr(recv, func.attr), args, kwargs, st)
+            return self.call_method(e, recv, func.attr, args, kwargs, st)
+        callee = self.eval(func, st)
+        return self.call_value(e, callee, args, kwargs, st)
+
+    def _getattr_method_call(self, e, st):
+        """``getattr(obj, "name")(...)`` with a known name is ``obj.name(...)`` (a name
+        among known strings: each or one of those calls); None when it is not such a
+        call (an unknown name stays unknown). Only a name made of names, constants and
+        f-strings is looked at, so nothing is evaluated twice for effect."""
+        g = e.func
+        if not (isinstance(g, ast.Call) and isinstance(g.func, ast.Name) and g.func.id == "getattr"
+                and len(g.args) == 2 and not g.keywords and not any(isinstance(a, ast.Starred) for a in g.args)
+                and all(isinstance(n, _PURE_NAME_NODES) for n in ast.walk(g.args[1]))):
+            return None
+        callee = self.eval(g.func, st)
+        if not (isinstance(callee, ModRef) and callee.qualname == "builtins.getattr"):
+            return None
+        name = self.eval(g.args[1], st)
+        opts = name.options if isinstance(name, MaybeVal) else (name,)
+        if not all(isinstance(o, ConstVal) and isinstance(o.value, str) and o.value.isidentifier() for o in opts):
+            return None
+        if isinstance(name, ConstVal):
+            return self.eval_call(self._method_call_node(e, name.value), st)
+        return self.over_options(name, lambda o: self.eval_call(self._method_call_node(e, o.value), st), st)
+
+    def _method_call_node(self, e, name):
+        """``obj.name(...)`` for ``e`` = ``getattr(obj, ...)(...)``: one node per call
+        site and name, placed where the call is."""
+        cached = self._getattr_calls.get((id(e), name))
+        if cached is not None:
+            return cached[1]
+        g = e.func
+        attr = ast.copy_location(ast.Attribute(value=g.args[0], attr=name, ctx=ast.Load()), g)
+        call = ast.copy_location(ast.Call(func=attr, args=e.args, keywords=e.keywords), e)
+        self._getattr_calls[(id(e), name)] = (e, call)  # keeps e alive so its id stays its own
+        return call
+
+    def call_value(self, e, callee, args, kwargs, st, func_expr=_CALLEE):
+        """Call ``callee``; ``func_expr`` is the expression that names it (``e.func``
+        unless the call is indirect, e.g. through ``functools.partial``: None)."""
+        if func_expr is _CALLEE:
+            func_expr = e.func
+        if isinstance(callee, ModRef):
+            return self.call_qualname(e, callee.qualname, args, kwargs, st)
+        if isinstance(callee, FuncVal):
+            return self.call_function(callee, args, kwargs, st, site=(e, _arg_exprs(e), args))
+        if isinstance(callee, BoundMethod):
+            if callee.func.node.name == "forward" and isinstance(callee.self_val, ModuleVal):
+                return self.module_call(e, callee.self_val, func_expr, args, kwargs, st)
+            return self.call_function(callee.func, [callee.self_val] + list(args), kwargs, st,
+                                      site=(e, [e.func.value if isinstance(e.func, ast.Attribute) else None]
+                                            + _arg_exprs(e), [callee.self_val] + list(args)))
+        if isinstance(callee, ClassVal):
+            return self.instantiate(callee, args, kwargs, st, e)
+        if isinstance(callee, ModuleVal):
+            return self.module_call(e, callee, func_expr, args, kwargs, st)
+        if isinstance(callee, InstanceVal):
+            call = callee.cls.lookup_method("__call__")
+            if call is not None:
+                return self.call_function(call, [callee] + list(args), kwargs, st,
+                                          site=(e, [func_expr] + _arg_exprs(e), [callee] + list(args)))
+            return UNKNOWN
+        if isinstance(callee, TracedFn):
+            return self.call_traced(e, callee, args, kwargs, st)
+        if isinstance(callee, PartialVal):
+            return self.call_value(e, callee.func, list(callee.args) + list(args), {**callee.kwargs, **kwargs}, st,
+                                   func_expr=None)
+        if isinstance(callee, TransformVal):
+            return self.call_transform(e, callee, args, kwargs, st)
+        if isinstance(callee, ExportedProgramVal):
+            # the program lifts and fakifies its own parameters: no leak by the caller
+            region = st.active_region()
+            return TVal(frozenset(), region.mode) if region is not None else TVal()
+        if isinstance(callee, DecoratorVal):
+            return args[0] if args else UNKNOWN
+        if isinstance(callee, MaybeVal):
+            opts = [o for o in callee.options if not _is_none_const(o)]
+            if opts and all(isinstance(o, ModuleVal) for o in opts):
+                # one of several modules: a single call with the may value as the operand
+                return self.module_call(e, callee, func_expr, args, kwargs, st)
+            return self.over_options(callee, lambda o: self.call_value(e, o, args, kwargs, st, func_expr=func_expr), st)
+        return UNKNOWN
+
+    def over_options(self, mv, fn, st):
+        """Apply ``fn`` to each option of a may value and join the results; a path
+        that only may be taken runs with ``st.may`` raised (its leaks prove nothing),
+        unless every option is a proven real requires-grad value."""
+        opts = [o for o in mv.options if not _is_none_const(o)]
+        may = not mv.each and len(opts) > 1 and not all(o.proven_rg() for o in opts)
+        out = None
+        if may:
+            st.may += 1
+        try:
+            for o in opts:
+                v = UNKNOWN if o is UNKNOWN else fn(o)
+                out = v if out is None else (union(out, v) if mv.each else join(out, v))
+        finally:
+            if may:
+                st.may -= 1
+        return out or UNKNOWN
+
+    def simple_namespace(self, e, args, kwargs):
+        """``types.SimpleNamespace(mapping, **kw)``: an instance of a class with no
+        methods whose attributes are the known keywords (and a known mapping's keys);
+        any other attribute stays unknown."""
+        attrs = {}
+        if args and isinstance(args[0], SeqVal) and args[0].keys is not None and args[0].elts is not None:
+            attrs.update((k, v) for k, v in zip(args[0].keys, args[0].elts) if isinstance(k, str))
+        attrs.update(kwargs)
+        node = ast.ClassDef(name="SimpleNamespace", bases=[], keywords=[], body=[], decorator_list=[], type_params=[])
+        ast.copy_location(node, e)
+        return InstanceVal(ClassVal(node, None, False), attrs)
+
+    def call_builtin(self, e, name, args, kwargs, st):
+        if name in ("list", "tuple", "set", "sorted", "reversed", "iter", "frozenset"):
+            if not args:
+                return SeqVal(())
+            a = args[0]
+            if isinstance(a, SeqVal) and not a.is_dict:
+                return SeqVal(a.items, a.elts if name in ("list", "tuple") else None)
+            return SeqVal((self.iter_item(a),))
+        if name in ("setattr", "object.__setattr__") and len(args) == 3 and isinstance(args[1], ConstVal):
+            if isinstance(args[0], (InstanceVal, ModuleVal, ClassVal)) and isinstance(args[1].value, str):
+                args[0].attrs[args[1].value] = args[2]  # (a frozen dataclass's __post_init__)
+            return UNKNOWN
+        if name == "super":
+            fv = st.fv
+            cls = args[0] if args and isinstance(args[0], ClassVal) else (fv.cls if fv is not None else None)
+            self_val = args[1] if len(args) > 1 else None
+            if self_val is None and fv is not None and not isinstance(fv.node, ast.Lambda):
+                params = list(fv.node.args.posonlyargs) + list(fv.node.args.args)
+                self_val = st.scope.vars.get(params[0].arg) if params else None
+            if isinstance(cls, ClassVal) and self_val is not None:
+                return SuperVal(cls, self_val)
+            return UNKNOWN
+        if name == "type" and len(args) == 1 and isinstance(args[0], (InstanceVal, ModuleVal)) and args[0].cls is not None:
+            return args[0].cls
+        if name == "dict" and not args and kwargs:
+            return _dict_val(list(kwargs), list(kwargs.values()))
+        if name == "dict" and len(args) == 1 and isinstance(args[0], SeqVal) and args[0].is_dict and not kwargs:
+            return args[0]
+        if name == "dict":
+            items = []
+            for a in args:
+                it = self.iter_item(a)
+                if isinstance(it, SeqVal) and it.elts and len(it.elts) == 2:
+                    items.append(it.elts[1])
+                else:
+                    items.append(self.iter_item(it))
+            items += list(kwargs.values())
+            return SeqVal(tuple(items), is_dict=True)
+        if name == "next" and args:
+            return self.iter_item(args[0])
+        if name == "enumerate" and args:
+            item = self.iter_item(args[0])
+            return SeqVal((SeqVal((UNKNOWN, item), (UNKNOWN, item)),))
+        if name == "zip":
+            elts = tuple(self.iter_item(a) for a in args)
+            return SeqVal((SeqVal(elts, elts),))
+        if name == "sum" and args:
+            item = self.iter_item(args[0])
+            if _is_tensorish(item):
+                return self.op(e, [(item, e.args[0] if e.args else None)], st)
+            return UNKNOWN
+        if name in ("getattr",) and len(args) >= 2 and isinstance(args[1], ConstVal) and isinstance(args[1].value, str):
+            return self.attribute(e, args[0], args[1].value, st)
+        if name in ("getattr",) and len(args) >= 2 and isinstance(args[1], MaybeVal):
+            # a name among known strings (a config's entries): each of them, or one of them
+            return self.over_options(args[1], lambda o: (
+                self.attribute(e, args[0], o.value, st) if isinstance(o, ConstVal) and isinstance(o.value, str) else UNKNOWN), st)
+        if name in ("max", "min", "abs") and args and any(_is_tensorish(a) for a in args):
+            return self.op(e, [(a, None) for a in args], st, differentiable=name == "abs")
+        return UNKNOWN

@@ -1,0 +1,204 @@
+"""Definitions: ``def`` makes a function value and applies its decorators as calls
+(``f = deco(f)``, factories, ``functools.wraps``, ``@contextmanager``,
+``@torch.no_grad()``); ``class`` runs its body, computes the C3 MRO and applies
+class decorators (``@dataclass``, registries); instantiating runs ``__init__`` or
+fills dataclass fields (``default_factory`` called) and ``__post_init__``. A module
+class instantiated outside a region is a real module with requires-grad parameters
+when it (or a base) is a torch module.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from fakegrad_lint.analysis import torch_tables as N
+from fakegrad_lint.analysis.state import Crashed, Scope, YieldReached, _BlockExit
+from fakegrad_lint.analysis.torch_values import _forward_uses_fakes, _is_nn_module_class
+from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, CtxVal, FieldVal, FuncVal, InstanceVal,
+    ModRef, ModuleVal, Origin, PartialVal)
+
+
+def _c3_mro(cv):
+    """C3 linearization over the in-file classes among the bases (others are opaque)."""
+    seqs = [list(b.mro or (b,)) for b in cv.bases if isinstance(b, ClassVal)]
+    seqs.append([b for b in cv.bases if isinstance(b, ClassVal)])
+    out = [cv]
+    while True:
+        seqs = [q for q in seqs if q]
+        if not seqs:
+            return tuple(out)
+        for q in seqs:
+            head = q[0]
+            if not any(any(head is x for x in t[1:]) for t in seqs):
+                break
+        else:  # inconsistent hierarchy (a TypeError at run time): depth-first order
+            rest = []
+            for q in seqs:
+                rest.extend(c for c in q if not any(c is x for x in out + rest))
+            return tuple(out + rest)
+        out.append(head)
+        for q in seqs:
+            if q and q[0] is head:
+                q.pop(0)
+
+
+class DefinitionsMixin:
+    """def and class statements, decorators, instances."""
+
+    def make_function(self, node, st, cls=None):
+        fv = FuncVal(node, st.scope, cls)
+        if not isinstance(node, ast.Lambda):
+            fv.defaults = [self.eval(d, st) for d in node.args.defaults]
+            fv.kw_defaults = {a.arg: self.eval(d, st) for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults) if d is not None}
+            self.defs[node] = fv
+        out = fv
+        # decorators apply bottom-up, each a call on what the one below returned
+        for dec in reversed(getattr(node, "decorator_list", ())):
+            out = self.apply_decorator(dec, out, st)
+        return out
+
+    def apply_decorator(self, dec, f, st):
+        if isinstance(dec, ast.Attribute) and dec.attr in ("setter", "deleter"):
+            prop = self.eval(dec.value, st)  # `@prop.setter`: the class keeps the property
+            return prop if isinstance(prop, FuncVal) else f
+        if isinstance(dec, ast.Call):
+            callee = self.eval(dec.func, st)
+            args, kwargs = self.eval_args(dec, st)
+            if isinstance(callee, ModRef):
+                dv = self.call_qualname(dec, callee.qualname, args, kwargs, st)
+            else:
+                dv = self.call_forced(dec, callee, args, kwargs, st)  # a decorator factory
+        else:
+            dv = self.eval(dec, st)
+        return self.decorate(dv, f, st, dec)
+
+    def decorate(self, dv, f, st, node):
+        """``f = dv(f)``: what a decorator returns, evaluated (unknown decorators leave
+        the function as it was)."""
+        if isinstance(dv, ModRef):
+            q = dv.qualname
+            if isinstance(f, FuncVal):
+                if q in N.CONTEXT_MANAGER:
+                    f.contextmanager = True
+                elif q in N.GRAD_OFF:
+                    f.grad_off = True
+                elif q in N.STATIC_DECORATORS:
+                    f.kind = "static"
+                elif q in N.CLASS_DECORATORS:
+                    f.kind = "class"
+                elif q in N.PROPERTY_DECORATORS:
+                    f.kind = "property"
+            return f
+        if isinstance(dv, CtxVal):
+            if dv.kind == "grad_off" and isinstance(f, FuncVal):
+                f.grad_off = True  # `@torch.no_grad()`: a context manager used as a decorator
+            return f
+        if isinstance(dv, (FuncVal, BoundMethod, PartialVal, ClassVal, InstanceVal)):
+            res = self.call_forced(node, dv, [f], {}, st)
+            if res is UNKNOWN or res is None:
+                return f
+            if isinstance(res, FuncVal) and res is not f and isinstance(f, FuncVal):
+                res.wrapped = f
+                if res.cls is None:
+                    res.cls = f.cls
+            return res
+        return f
+
+    def make_class(self, node, st):
+        bases = tuple(self.eval(b, st) for b in node.bases)
+        is_module = False
+        torch_base = False
+        for b in bases:
+            if isinstance(b, ModRef) and _is_nn_module_class(b.qualname):
+                is_module = True
+                if b.qualname not in N.NN_MODULE_BASE:
+                    torch_base = True
+            elif isinstance(b, ClassVal) and b.is_module:
+                is_module = True
+                torch_base = torch_base or b.torch_base
+        cv = ClassVal(node, st.scope, is_module, {}, bases)
+        cv.torch_base = torch_base
+        cv.mro = _c3_mro(cv)
+        # the class body runs in its own scope; its names become class attributes
+        cls_scope = Scope(parent=st.scope, module=st.scope.module, func_node=st.scope.func_node)
+        cst = st.child(cls_scope)
+        cst.depth = st.depth
+        for i, item in enumerate(node.body):
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                fv = self.make_function(item, cst, cls=cv)
+                base = self.defs.get(item)
+                if base is not None:
+                    base.scope = st.scope  # methods do not see the class body as a closure
+                cls_scope.vars[item.name] = fv
+                cv.own[item.name] = fv
+                self.method_index.setdefault(item.name, []).append(item)
+                continue
+            cst.cur = (node.body, i)
+            try:
+                self.exec_stmt(item, cst)
+            except (Crashed, _BlockExit, YieldReached):
+                break
+        for name, v in cls_scope.vars.items():
+            if name in cv.own:
+                continue
+            if isinstance(v, FuncVal) and not isinstance(v.node, ast.Lambda):
+                cv.own[name] = v  # `__call__ = forward`
+            else:
+                cv.attrs[name] = v
+        for c in reversed(cv.mro):
+            cv.methods.update(c.own)
+        out = cv
+        for dec in reversed(node.decorator_list):
+            dv = self.eval(dec.func if isinstance(dec, ast.Call) else dec, st)
+            if isinstance(dv, ModRef) and dv.qualname in N.DATACLASS:
+                cv.dataclass = True
+                continue
+            out = self.apply_decorator(dec, out, st)  # `cls = register("name")(cls)`
+        return out
+
+    def instantiate(self, cls, args, kwargs, st, node, force=False):
+        region = st.active_region()
+        if cls.is_module:
+            inst = ModuleVal(None, region.mode if region else None, cls, {})
+        else:
+            inst = InstanceVal(cls, {})
+        init = cls.lookup_method("__init__")
+        if init is not None:
+            try:
+                self.call_function(init, [inst] + list(args), kwargs, st, force=force)
+            except (YieldReached, _BlockExit):
+                pass
+        else:
+            # a dataclass / NamedTuple-style class: annotated fields take the arguments,
+            # else their defaults (``field(default_factory=...)`` is called)
+            for i, name in enumerate(cls.fields()):
+                if i < len(args):
+                    inst.attrs[name] = args[i]
+                elif name in kwargs:
+                    inst.attrs[name] = kwargs[name]
+                else:
+                    default = cls.lookup_attr(name)
+                    if isinstance(default, FieldVal):
+                        if default.factory is not None:
+                            default = self.call_forced(node, default.factory, [], {}, st)
+                        else:
+                            default = default.default
+                    inst.attrs[name] = default if default is not None else UNKNOWN
+            post = cls.lookup_method("__post_init__")
+            if post is not None:
+                try:
+                    self.call_function(post, [inst], {}, st, force=True)
+                except (YieldReached, _BlockExit):
+                    pass
+        if cls.is_module and region is not None:
+            inst.may_fake = region.may or bool(st.may)
+            inst.fake_out = _forward_uses_fakes(cls, inst.attrs)
+        if cls.is_module and region is None:
+            has_params = cls.torch_base or any(
+                v.real_rg() or (isinstance(v, ModuleVal) and v.origin is not None) for v in inst.attrs.values()
+            )
+            if has_params:
+                name = "module"
+                inst.origin = Origin(name, "module", getattr(node, "lineno", 0), owner=inst)
+                inst.meta = st.meta_device
+        return inst

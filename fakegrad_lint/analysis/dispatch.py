@@ -1,0 +1,155 @@
+"""Dispatch: a tensor op on its operands under the current context. When a fake
+mode dispatches it (inside a region, or through a leaked fake operand) every real
+requires-grad operand becomes a :class:`~fakegrad_lint.analysis.values.LeakRecord`
+(a may link when the region, what it allows, or the value is only possibly so);
+a strict mode crashes the path. ``sink`` marks the records in a backward's graph.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from fakegrad_lint.analysis.names import dotted_name
+from fakegrad_lint.analysis.state import Crashed
+from fakegrad_lint.analysis.valueops import _carries, _flatten, _fold_strings, _is_module_value, _is_tensorish
+from fakegrad_lint.analysis.values import UNKNOWN, LeakRecord, Region, SeqVal, TVal
+
+
+class DispatchMixin:
+    """Ops under the active mode: leaks recorded, sinks reached."""
+
+    def binop(self, e, operands, st):
+        if not any(_is_tensorish(v) for v, _ in operands):
+            if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add) and len(operands) == 2:
+                # `"a" + name`: string concatenation of known strings
+                return _fold_strings([v for v, _ in operands], "".join, only=(str,))
+            return UNKNOWN
+        return self.op(e, operands, st)
+
+    def op(self, node, operands, st, differentiable=True):
+        """A tensor op on ``operands`` ((value, expr) pairs): detect leaks, return the result."""
+        region = st.active_region()
+        mode = region.mode if region else None
+        route = "in-region"
+        flat = []
+        whole = {}  # id(element) -> the container operand it came from (for messages and fixes)
+        for v, ex in operands:
+            if isinstance(v, SeqVal):
+                for x in _flatten(v):
+                    flat.append((x, ex))
+                    whole[id(x)] = v
+            else:
+                flat.append((v, ex))
+        if mode is None:  # (a fake operand dispatches to its own mode, even with dispatch off)
+            for v, _ in flat:
+                m = v.fake_mode()
+                if m is not None:
+                    mode = m
+                    route = "leaked-mix"
+                    # a value made fake on some paths only proves no leak
+                    region = Region(m, m.allow, None, -1, None, may=not v.proven_fake())
+                    break
+        leaks = frozenset()
+        for v, _ in flat:
+            leaks |= v.taint()
+        grad = differentiable and st.grad_enabled
+        fake_ex = None
+        if route == "leaked-mix":
+            # the expression that names the leaked fake tensor itself (never a container
+            # of it: `inputs.fake_mode` on a tuple does not exist)
+            starred = {id(a.value) for a in getattr(node, "args", ()) if isinstance(a, ast.Starred)}
+            fake_ex = next((ex for v, ex in flat if ex is not None and id(v) not in whole and isinstance(v, TVal)
+                            and id(ex) not in starred
+                            and v.fake_mode() is mode and dotted_name(ex)), None)
+        if mode is not None:
+            allow = st.allow_of(mode)
+            # every link known: the region is entered on this path, what it allows is
+            # known, and the operand is a real requires-grad value on every path
+            region_may = bool(st.may) or region.may or allow is None
+            new = []
+            for v, ex in flat:
+                origins = v.real_rg()
+                if not origins:
+                    continue
+                may = region_may or not v.proven_rg()
+                for origin in origins:
+                    if origin.disabled:
+                        continue
+                    rec = self.record(node, origin, whole.get(id(v), v), ex, region, route, allow, st, grad, fake_ex, may)
+                    if rec is not None:
+                        new.append(rec)
+            return TVal(frozenset(), mode, (leaks | frozenset(new)) if grad else frozenset(), may_fake=region_may)
+        origins = frozenset()
+        if grad:
+            for v, _ in flat:
+                origins |= v.real_rg()
+        return TVal(origins, None, leaks if grad else frozenset(), derived=bool(origins))
+
+    def record(self, node, origin, value, expr, region, route, allow, st, grad, fake_ex=None, may=False):
+        crash = allow is False
+        if not crash and not grad:
+            return None
+        key = (id(node), id(origin))
+        entry = None
+        if self.ctx is not self.main:
+            # code of another project module: reported where the linted file calls into it
+            entry = self._main_entry()
+            if entry is None or not (origin.file is None or _carries(list(entry[2]) + list(entry[3].values()), origin)):
+                # not reached from the linted file, or the real value does not come
+                # from it: a hazard of the other module, reported when that one is linted
+                if crash:
+                    raise Crashed()
+                return None
+            key += (id(entry[0][0]) if entry[0] is not None else id(entry[1]),)
+        rec = self.records.get(key)
+        if rec is not None and rec.may and not may:
+            rec.may = False  # proven on this path
+        if rec is None:
+            if expr is None and isinstance(node, ast.Call):
+                expr = None
+                text = self._text(node.func)
+            else:
+                text = self._text(expr) if expr is not None else origin.name
+            rec = LeakRecord(node, origin, text, region, route, crash, may=may)
+            rec.value_kind = (
+                "module" if _is_module_value(value)
+                else "parameter" if origin.kind in ("module", "parameter")
+                else "container" if isinstance(value, SeqVal) else "tensor"
+            )
+            if entry is not None:
+                rec.file, rec.entry = self.ctx, entry
+                rec.fix_plan = None
+            elif route == "leaked-mix":
+                rec.fix_plan = self._leaked_fix_plan(node, expr, value, fake_ex)
+            else:
+                rec.fix_plan = self._fix_plan(node, expr, value, origin, region, st)
+                if rec.fix_plan is not None and region.file is not None and not self._in_main(region.with_node):
+                    rec.fix_plan = None  # the block to edit is in another module
+            self.records[key] = rec
+        elif rec.fix_plan is not None and route != "leaked-mix" and expr is not None:
+            # the same value leaks again in this op (`w["a"] * w["b"]`): its fix must
+            # convert this expression too (the plan's uses are shared per region)
+            self._fix_plan(node, expr, value, origin, region, st)
+        if crash and not may:
+            raise Crashed()
+        return rec
+
+    def sink(self, v, desc, node, st, inputs=None):
+        leaks = v.taint()
+        if not leaks or st.may:
+            return  # (a sink on a path that only may be taken proves no hazard)
+        wanted = None
+        if inputs is not None and inputs is not UNKNOWN:
+            wanted = set()
+            for x in (_flatten(inputs) if isinstance(inputs, SeqVal) else [inputs]):
+                if x is UNKNOWN:
+                    wanted = None
+                    break
+                wanted |= set(x.real_rg())
+                if isinstance(x, TVal) and x.mode is not None and not x.origins:
+                    pass
+        for rec in leaks:
+            if wanted is not None and rec.origin not in wanted:
+                continue
+            rec.sinks.append((desc, node.lineno))
+            rec.sink_sites.append((desc, node, self.ctx if self.ctx is not self.main else None))

@@ -1,0 +1,357 @@
+"""Expressions: each evaluates to an abstract value. Names resolve through
+scopes and imports, attributes along instances, classes and the MRO (``super()``,
+properties), boolean operators return an operand, comparisons and f-strings fold
+when their values are known, subscripts look up constant keys.
+
+Calls are in :mod:`calls`.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from fakegrad_lint.analysis import torch_tables as N
+from fakegrad_lint.analysis.code_text import _BUILTINS
+from fakegrad_lint.analysis.names import dotted_name
+from fakegrad_lint.analysis.state import Scope, YieldReached
+from fakegrad_lint.analysis.valueops import (_NONCONST, _compare, _dict_val, _fold_strings, _FormattedPart,
+    _is_tensorish, _truth, _values_of)
+from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, ExportedProgramVal, FieldVal,
+    FuncVal, InstanceVal, LazyImport, MaybeVal, ModeVal, ModRef, ModuleVal, Origin, ProjModVal, SeqVal, SuperVal,
+    TVal, Value, join, union, union_all)
+
+
+class ExpressionsMixin:
+    """Expressions: one abstract value per expression."""
+
+    def eval(self, e, st) -> Value:
+        self._tick()
+        run = self._expression_table.get(type(e))
+        return run(e, st) if run is not None else UNKNOWN
+
+    def _eval_name(self, e, st):
+        v = st.scope.lookup(e.id)
+        if v is None:
+            return ModRef("builtins." + e.id) if e.id in _BUILTINS else UNKNOWN
+        if type(v) is LazyImport:
+            return self._force(v)
+        return v
+
+    def _eval_constant(self, e, st):
+        return ConstVal(e.value)
+
+    def _eval_bin_op(self, e, st):
+        left = self.eval(e.left, st)
+        right = self.eval(e.right, st)
+        if isinstance(left, SeqVal) and isinstance(right, SeqVal):
+            return SeqVal(left.items + right.items)
+        return self.binop(e, [(left, e.left), (right, e.right)], st)
+
+    def _eval_unary_op(self, e, st):
+        v = self.eval(e.operand, st)
+        if isinstance(e.op, ast.Not):
+            tv = _truth(v)
+            return ConstVal(not tv) if tv is not None else UNKNOWN
+        return self.binop(e, [(v, e.operand)], st)
+
+    def _eval_compare(self, e, st):
+        vals = [(self.eval(e.left, st), e.left)] + [(self.eval(c, st), c) for c in e.comparators]
+        known = _compare(e.ops, [v for v, _ in vals])
+        if known is not None:
+            return ConstVal(known)
+        if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in e.ops):
+            return UNKNOWN
+        if any(_is_tensorish(v) for v, _ in vals):
+            return self.op(e, vals, st, differentiable=False)
+        return UNKNOWN
+
+    def _eval_bool_op(self, e, st):
+        # `a and b` is a when a is falsy, else b; `a or b` is a when a is truthy, else b
+        is_and = isinstance(e.op, ast.And)
+        out = None
+        for i, ve in enumerate(e.values):
+            v = self.eval(ve, st)
+            tv = _truth(v)
+            if i == len(e.values) - 1 or (is_and and tv is False) or (not is_and and tv is True):
+                return v if out is None else join(out, v)
+            if tv is None:
+                out = v if out is None else join(out, v)  # may be the result
+        return out or UNKNOWN
+
+    def _eval_if_exp(self, e, st):
+        test = _truth(self.eval(e.test, st))
+        if test is not None:
+            v = self.eval(e.body if test else e.orelse, st)
+            if isinstance(v, ModeVal):
+                v.conditional = True  # right for this flag value only
+            return v
+        return join(self.eval(e.body, st), self.eval(e.orelse, st))
+
+    def _eval_sequence(self, e, st):
+        items = []
+        for el in e.elts:
+            if isinstance(el, ast.Starred):
+                items.append(self.iter_item(self.eval(el.value, st)))
+            else:
+                items.append(self.eval(el, st))
+        elts = tuple(items) if not any(isinstance(el, ast.Starred) for el in e.elts) else None
+        return SeqVal(tuple(items), elts)
+
+    def _eval_dict(self, e, st):
+        items = []
+        keys = []
+        for k, v in zip(e.keys, e.values):
+            if k is not None:
+                kv = self.eval(k, st)
+                items.append(self.eval(v, st))
+                keys.append(kv.value if isinstance(kv, ConstVal) else _NONCONST)
+            else:
+                sub = self.eval(v, st)
+                if isinstance(sub, SeqVal) and sub.keys is not None and sub.elts is not None:
+                    items.extend(sub.elts)
+                    keys.extend(sub.keys)
+                else:
+                    items.append(self.iter_item(sub))
+                    keys.append(_NONCONST)
+        if _NONCONST in keys:
+            return SeqVal(tuple(items), is_dict=True)
+        return _dict_val(keys, items)
+
+    def _eval_subscript(self, e, st):
+        obj = self.eval(e.value, st)
+        idx = self.eval(e.slice, st)
+        return self.subscript(e, obj, idx, st)
+
+    def _eval_lambda(self, e, st):
+        fv = FuncVal(e, st.scope)
+        fv.defaults = [self.eval(d, st) for d in e.args.defaults]
+        return fv
+
+    def _eval_named_expr(self, e, st):
+        v = self.eval(e.value, st)
+        self.assign(e.target, v, st, e.value)
+        return v
+
+    def _eval_starred(self, e, st):
+        return self.eval(e.value, st)
+
+    def _eval_await(self, e, st):
+        return self.eval(e.value, st) if e.value is not None else UNKNOWN
+
+    def _eval_yield(self, e, st):
+        v = self.eval(e.value, st) if e.value is not None else UNKNOWN
+        self.on_yield(v, st)
+        return UNKNOWN
+
+    def _eval_joined_str(self, e, st):
+        return _fold_strings([self._fstring_part(v, st) for v in e.values], "".join)
+
+    def _eval_slice(self, e, st):
+        for part in (e.lower, e.upper, e.step):
+            if part is not None:
+                self.eval(part, st)
+        return UNKNOWN
+
+    def _fstring_part(self, v, st):
+        """One part of an f-string as a function of its known value (None: unknown)."""
+        if isinstance(v, ast.Constant):
+            return ConstVal(v.value)
+        val = self.eval(v.value, st)
+        spec = self.eval(v.format_spec, st) if v.format_spec is not None else ConstVal("")
+        if not isinstance(spec, ConstVal) or not isinstance(spec.value, str):
+            return UNKNOWN
+        conv = {ord("r"): repr, ord("s"): str, ord("a"): ascii}.get(v.conversion)
+
+        def fmt(x, conv=conv, spec=spec.value):
+            return format(conv(x) if conv else x, spec)
+
+        return _FormattedPart(val, fmt)
+
+    def on_yield(self, v, st):
+        if st.stack and self._capture_gen is st.stack[-1]:
+            y = YieldReached(st, v)
+            y.ctx = st.ctx
+            raise y
+        st.returns.append(v)
+
+    def eval_comprehension(self, e, st):
+        scope = Scope(parent=st.scope, module=st.scope.module, func_node=st.scope.func_node)
+        cst = st.child(scope)
+        cst.depth = st.depth
+        cst.stack = st.stack
+        cst.returns = st.returns
+        for gen in e.generators:
+            it = self.eval(gen.iter, cst)
+            self.note_loop_module(gen, gen.iter, it, cst)
+            self.assign(gen.target, self.iter_item(it), cst, None)
+            for cond in gen.ifs:
+                self.eval(cond, cst)
+        if isinstance(e, ast.DictComp):
+            self.eval(e.key, cst)
+            return SeqVal((self.eval(e.value, cst),), is_dict=True)
+        return SeqVal((self.eval(e.elt, cst),))
+
+    def iter_item(self, v):
+        if isinstance(v, SeqVal) and v.is_dict:
+            # iterating a mapping gives its keys
+            return union_all(ConstVal(k) for k in v.keys or ())
+        if isinstance(v, SeqVal):
+            return union_all(v.items)
+        if isinstance(v, TVal):
+            return v  # iterating a tensor yields slices with the same provenance
+        if isinstance(v, ModuleVal):
+            return v  # ModuleList / Sequential: submodules of the same kind
+        if isinstance(v, MaybeVal):
+            out = None
+            for o in v.options:
+                x = self.iter_item(o)
+                out = x if out is None else (union(out, x) if v.each else join(out, x))
+            return out or UNKNOWN
+        return UNKNOWN
+
+    def subscript(self, e, obj, idx, st):
+        if isinstance(obj, SeqVal) and obj.keys is not None:
+            if isinstance(idx, ConstVal):
+                v = obj.lookup(idx.value)
+                return v if v is not None else UNKNOWN  # a KeyError, or a key added later
+            # an unknown key: one of the values
+            out = None
+            for v in obj.elts or ():
+                out = v if out is None else join(out, v)
+            return out or UNKNOWN
+        if isinstance(obj, MaybeVal):
+            return self.over_options(obj, lambda o: self.subscript(e, o, idx, st), st)
+        if isinstance(obj, SeqVal) and obj.is_dict:
+            return _values_of(obj)
+        if isinstance(obj, SeqVal):
+            if obj.elts is not None and isinstance(idx, ConstVal) and isinstance(idx.value, int):
+                try:
+                    return obj.elts[idx.value]
+                except IndexError:
+                    return UNKNOWN
+            return self.iter_item(obj)
+        if isinstance(obj, ModuleVal):
+            return obj  # nn.Sequential / ModuleList indexing: a submodule of the same kind
+        if _is_tensorish(obj):
+            return self.op(e, [(obj, e.value)], st)
+        return UNKNOWN
+
+    def bind_method(self, m, obj, cls, st):
+        """A function found on the class of ``obj``, bound as Python binds it."""
+        if not isinstance(m, FuncVal):
+            return m
+        if m.kind == "property" or any(
+            isinstance(d, ast.Name) and d.id in ("property", "cached_property") for d in getattr(m.node, "decorator_list", ())
+        ):
+            return self.call_function(m, [obj], {}, st)
+        if m.kind == "static":
+            return m
+        if m.kind == "class":
+            return BoundMethod(m, cls)
+        return BoundMethod(m, obj)
+
+    def eval_attribute(self, e, st):
+        obj = self.eval(e.value, st)
+        return self.attribute(e, obj, e.attr, st)
+
+    def attribute(self, e, obj, attr, st):
+        if isinstance(obj, ModRef):
+            return ModRef(f"{obj.qualname}.{attr}")
+        if isinstance(obj, ProjModVal):
+            return self._module_attr(obj, attr)
+        if isinstance(obj, MaybeVal):
+            out = None
+            for o in obj.options:
+                v = self.attribute(e, o, attr, st)
+                out = v if out is None else join(out, v)
+            return out or UNKNOWN
+        if isinstance(obj, TVal):
+            if attr in N.METADATA_ATTRS:
+                return UNKNOWN
+            if attr == "grad":
+                for o in obj.real_rg():
+                    o.grad_reads.append(e.lineno)
+                    if o.parent is not None:
+                        o.parent.grad_reads.append(e.lineno)
+                return TVal(frozenset(), obj.mode, frozenset())
+            if attr == "data":
+                return TVal(frozenset(), obj.mode, frozenset())
+            if attr in ("T", "mT", "H", "mH", "real", "imag"):
+                return self.op(e, [(obj, e.value)], st)
+            if attr in N.MODEL_OUTPUT_ATTRS:
+                return obj
+            return UNKNOWN
+        if isinstance(obj, (InstanceVal, ModuleVal)):
+            if attr in obj.attrs:
+                return obj.attrs[attr]
+            cls = obj.cls
+            if cls is not None:
+                m = cls.methods.get(attr)
+                if m is not None:
+                    return self.bind_method(m, obj, cls, st)
+                a = cls.lookup_attr(attr)
+                if a is not None:
+                    return (a.default or UNKNOWN) if isinstance(a, FieldVal) else a
+            if isinstance(obj, ModuleVal) and obj.cls is None and attr in N.MODULE_WRAPPER_ATTRS:
+                return obj  # DataParallel(m).module, torch.compile(m)._orig_mod: the same parameters
+            if isinstance(obj, ModuleVal) and attr in N.MODULE_PARAM_ATTRS:
+                if obj.is_real():
+                    return TVal(frozenset([Origin(f"{dotted_name(e) or attr}", "parameter", e.lineno, parent=obj.origin, param=attr)]))
+                return TVal(frozenset(), obj.mode, may_fake=obj.may_fake)
+            return UNKNOWN
+        if isinstance(obj, ClassVal):
+            m = obj.methods.get(attr)
+            if m is not None:
+                return BoundMethod(m, obj) if isinstance(m, FuncVal) and m.kind == "class" else m
+            a = obj.lookup_attr(attr)
+            return a if a is not None and not isinstance(a, FieldVal) else UNKNOWN
+        if isinstance(obj, SuperVal):
+            owner = getattr(obj.self_val, "cls", None)
+            mro = owner.mro if isinstance(owner, ClassVal) and owner.mro else obj.cls.mro
+            after = False
+            for c in mro:
+                if after:
+                    if attr in c.own:
+                        return self.bind_method(c.own[attr], obj.self_val, c, st)
+                    if attr in c.attrs:
+                        return c.attrs[attr]
+                after = after or c is obj.cls
+            return UNKNOWN
+        if isinstance(obj, ExportedProgramVal):
+            return UNKNOWN
+        if isinstance(obj, ModeVal):
+            if attr == "allow_non_fake_inputs":
+                return ConstVal(obj.allow) if obj.allow is not None else UNKNOWN
+            return UNKNOWN
+        return UNKNOWN
+
+
+# expression type -> the method that evaluates it (types not listed are unknown)
+EXPRESSION_METHODS = {
+    ast.Name: "_eval_name",
+    ast.Constant: "_eval_constant",
+    ast.Attribute: "eval_attribute",
+    ast.Call: "eval_call",
+    ast.BinOp: "_eval_bin_op",
+    ast.UnaryOp: "_eval_unary_op",
+    ast.Compare: "_eval_compare",
+    ast.BoolOp: "_eval_bool_op",
+    ast.IfExp: "_eval_if_exp",
+    ast.List: "_eval_sequence",
+    ast.Tuple: "_eval_sequence",
+    ast.Set: "_eval_sequence",
+    ast.Dict: "_eval_dict",
+    ast.ListComp: "eval_comprehension",
+    ast.SetComp: "eval_comprehension",
+    ast.GeneratorExp: "eval_comprehension",
+    ast.DictComp: "eval_comprehension",
+    ast.Subscript: "_eval_subscript",
+    ast.Lambda: "_eval_lambda",
+    ast.NamedExpr: "_eval_named_expr",
+    ast.Starred: "_eval_starred",
+    ast.Await: "_eval_await",
+    ast.YieldFrom: "_eval_await",
+    ast.Yield: "_eval_yield",
+    ast.JoinedStr: "_eval_joined_str",
+    ast.Slice: "_eval_slice",
+}

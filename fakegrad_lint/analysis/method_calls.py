@@ -1,0 +1,278 @@
+"""Method calls ``recv.name(...)`` by the kind of the receiver: may values,
+classes and ``super()``, exported programs, tensors (``backward`` is a sink;
+``requires_grad_``, ``detach``, metadata reads), modes (``__enter__``/``__exit__``,
+``from_tensor``), modules (``parameters()``, ``to_empty``, ``requires_grad_``,
+methods returning ``self``), instances, optimizers, ``ExitStack.enter_context``,
+containers (``append``, ``items``, ``get``...), explicit context ``__enter__``.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from fakegrad_lint.analysis import torch_tables as N
+from fakegrad_lint.analysis.names import dotted_name
+from fakegrad_lint.analysis.torch_values import _disable_module_origins, _fake_copy, _is_meta, _set_requires_grad
+from fakegrad_lint.analysis.valueops import _arg_exprs, _kw_false, _kw_true, _operands, _values_of
+from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, CtxVal, ExitStackVal,
+    ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModuleVal, OptimizerVal, Origin, PartialVal, SeqVal,
+    SuperVal, TVal)
+
+
+class MethodCallsMixin:
+    """obj.name(...) by the kind of obj."""
+
+    def call_method(self, e, recv, name, args, kwargs, st):
+        if isinstance(recv, MaybeVal):
+            opts = [o for o in recv.options if not isinstance(o, ConstVal)]  # a constant has no such method
+            if name == "backward" and opts and all(isinstance(o, TVal) for o in opts):
+                # the sink reaches what is in the graph on every path
+                taints = [o.taint() for o in opts]
+                common = frozenset.union(*taints) if recv.each else frozenset.intersection(*taints)
+                return self.tensor_method(e, TVal(frozenset(), None, common), name, args, kwargs, st)
+            if len(opts) == 1:
+                return self.call_method(e, opts[0], name, args, kwargs, st)
+            return self.over_options(recv, lambda o: self.call_method(e, o, name, args, kwargs, st), st)
+        if isinstance(recv, (SuperVal, ClassVal)):
+            return self.call_value(e, self.attribute(e.func, recv, name, st), args, kwargs, st)
+        if isinstance(recv, ExportedProgramVal):
+            if name == "module":
+                return recv.module if isinstance(recv.module, ModuleVal) else UNKNOWN  # keeps the real parameters
+            if name in N.EXPORTED_PROGRAM_SELF_METHODS:
+                return recv
+            if name == "__call__":
+                return self.call_value(e, recv, args, kwargs, st)
+            return UNKNOWN
+        if isinstance(recv, TVal):
+            return self.tensor_method(e, recv, name, args, kwargs, st)
+        if isinstance(recv, ModeVal):
+            if name in N.FROM_REAL_TENSOR_ATTR:
+                return _fake_copy(args[-1] if args else UNKNOWN, recv)
+            if name == "__enter__":
+                name_text = dotted_name(e.func.value)
+                self.enter(recv, st, [], with_node=self._rest_of_block(st, exit_call=f"{name_text}.__exit__("),
+                           expr=e.func.value)
+                return recv
+            if name == "__exit__":
+                for r in reversed(st.regions):
+                    if r.mode is recv:
+                        st.ctx = st.ctx.leaving(r)
+                        break
+                return UNKNOWN
+            return UNKNOWN
+        if name in N.FROM_REAL_TENSOR_ATTR:
+            # fake_tensor_converter.from_real_tensor(mode, x) and friends
+            mode = next((a for a in args if isinstance(a, ModeVal)), None)
+            src = args[-1] if args else UNKNOWN
+            return _fake_copy(src, mode or ModeVal(None, e.lineno, "FakeTensorMode"))
+        if isinstance(recv, ModuleVal):
+            return self.module_method(e, recv, name, args, kwargs, st)
+        if isinstance(recv, InstanceVal):
+            if name in recv.attrs:
+                return self.call_value(e, recv.attrs[name], args, kwargs, st)
+            m = recv.cls.methods.get(name)
+            if m is None and recv.cls.lookup_attr(name) is not None:
+                return self.call_value(e, self.attribute(e.func, recv, name, st), args, kwargs, st)
+            if m is not None and (not isinstance(m, FuncVal) or m.kind == "property"):
+                return self.call_value(e, self.bind_method(m, recv, recv.cls, st), args, kwargs, st)
+            if m is not None and m.kind == "class":
+                return self.call_function(m, [recv.cls] + list(args), kwargs, st)
+            if m is not None:
+                if self._is_static(m):
+                    return self.call_function(m, args, kwargs, st)
+                return self.call_function(m, [recv] + list(args), kwargs, st,
+                                          site=(e, [e.func.value] + _arg_exprs(e), [recv] + list(args)))
+            return UNKNOWN
+        if isinstance(recv, OptimizerVal):
+            if name == "step" and args:
+                return self.call_value(e, args[0], [], {}, st, func_expr=None)  # step(closure) runs the closure
+            return UNKNOWN
+        if isinstance(recv, ExitStackVal):
+            if name == "enter_context" and args:
+                undo = []
+                pseudo, bound = None, None
+                if isinstance(args[0], ModeVal) and st.cur is not None:
+                    stmt = st.cur[0][st.cur[1]]
+                    pseudo = self._rest_of_block(st)
+                    if isinstance(stmt, ast.Assign) and stmt.value is e and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                        bound = stmt.targets[0].id
+                    elif isinstance(stmt, ast.Expr) and stmt.value is e and pseudo is not None:
+                        pseudo.bind_stmt = stmt  # the fix can bind the mode: `fake_mode = stack.enter_context(...)`
+                    else:
+                        pseudo = None
+                v = self.enter(args[0], st, undo, with_node=pseudo, bound=bound)
+                if recv.pushed:
+                    recv.pushed[-1].extend(undo)
+                return v
+            return UNKNOWN
+        if isinstance(recv, SeqVal):
+            if name in ("append", "add", "insert", "extend", "update", "setdefault"):
+                new_items = list(recv.items)
+                for a in args:
+                    if name == "update":
+                        new_items.append(_values_of(a) if isinstance(a, SeqVal) else a)
+                    else:
+                        new_items.append(self.iter_item(a) if name == "extend" else a)
+                new_items.extend(kwargs.values())
+                self.rebind(e.func.value, SeqVal(tuple(new_items), is_dict=recv.is_dict), st)
+                return UNKNOWN
+            if name in ("items",):
+                if recv.keys is not None:
+                    return SeqVal(tuple(SeqVal((ConstVal(k), v), (ConstVal(k), v)) for k, v in zip(recv.keys, recv.elts)))
+                return SeqVal(tuple(SeqVal((UNKNOWN, v), (UNKNOWN, v)) for v in recv.items))
+            if name == "copy":
+                return recv
+            if name == "keys":
+                return SeqVal(tuple(ConstVal(k) for k in recv.keys)) if recv.keys is not None else UNKNOWN
+            if name == "values":
+                return SeqVal(recv.items, recv.elts if recv.keys is not None else None)
+            if name == "__iter__":
+                return SeqVal((self.iter_item(recv),))
+            if name in ("get", "pop", "__getitem__") and recv.keys is not None and args:
+                got = self.subscript(e, recv, args[0], st)
+                if got is UNKNOWN and len(args) > 1:
+                    return args[1]
+                return got
+            if name in ("get", "pop", "popitem", "__getitem__"):
+                return _values_of(recv)
+            return UNKNOWN
+        if isinstance(recv, PartialVal) and name == "__call__":
+            return self.call_value(e, recv, args, kwargs, st)
+        if isinstance(recv, (FuncVal, BoundMethod)) and name == "__call__":
+            return self.call_value(e, recv, args, kwargs, st)
+        if isinstance(recv, CtxVal) and name == "__enter__":
+            self._manual_undo[id(recv)] = (st.grad_enabled, st.dispatch_off, st.fake_copy, st.meta_device)
+            self.enter(recv, st, [])
+            return UNKNOWN
+        if isinstance(recv, CtxVal) and name == "__exit__":
+            saved = self._manual_undo.pop(id(recv), None)
+            if saved is not None:  # restore what this context changed, in the state that leaves it
+                k = recv.kind
+                if k in ("grad_off", "grad_on"):
+                    st.grad_enabled = saved[0]
+                elif k == "unset_fake":
+                    st.dispatch_off = max(0, st.dispatch_off - 1)
+                elif k == "fake_copy":
+                    st.fake_copy = saved[2]
+                elif k == "meta_device":
+                    st.meta_device = saved[3]
+            return UNKNOWN
+        if isinstance(recv, InstanceVal) and name in ("__enter__", "__exit__"):
+            return UNKNOWN
+        return UNKNOWN
+
+    def module_method(self, e, mod, name, args, kwargs, st):
+        real = mod.is_real()
+        if name in mod.attrs:
+            return self.call_value(e, mod.attrs[name], args, kwargs, st)
+        if name == "forward" or name == "__call__":
+            return self.module_call(e, mod, e.func.value, args, kwargs, st)
+        if mod.cls is not None and name in mod.cls.methods:
+            m = mod.cls.methods[name]
+            if not isinstance(m, FuncVal) or m.kind == "property":
+                return self.call_value(e, self.bind_method(m, mod, mod.cls, st), args, kwargs, st)
+            if m.kind == "static":
+                return self.call_function(m, list(args), kwargs, st)
+            return self.call_function(m, [mod.cls if m.kind == "class" else mod] + list(args), kwargs, st,
+                                      site=(e, [e.func.value] + _arg_exprs(e), [mod] + list(args)))
+        if name in ("parameters", "named_parameters") or (name == "state_dict" and _kw_true(kwargs, "keep_vars")):
+            if real:
+                p = TVal(frozenset([mod.origin]))  # the module's own provenance: freezing them freezes it
+            else:
+                p = TVal(frozenset(), mod.mode, may_fake=mod.may_fake)
+            if name == "parameters":
+                return SeqVal((p,))
+            if name == "named_parameters":
+                return SeqVal((SeqVal((UNKNOWN, p), (UNKNOWN, p)),))
+            return SeqVal((p,), is_dict=True)  # state_dict(keep_vars=True)
+        if name in ("children", "modules"):
+            return SeqVal((mod,))
+        if name in ("named_children", "named_modules"):
+            return SeqVal((SeqVal((UNKNOWN, mod), (UNKNOWN, mod)),))
+        if name in N.MODULE_DETACHING_METHODS and real:
+            region = st.active_region()
+            if region is not None and st.allow_of(region.mode) is False:
+                # it detaches every parameter: an op on real tensors under a strict mode
+                # (no fix: the call is not the module's own call that a fix rewrites)
+                try:
+                    self.op(e, [(mod, e.func.value)], st, differentiable=False)
+                finally:
+                    for rec in self.records.values():
+                        if rec.node is e:
+                            rec.fix_plan = None
+        if name in ("state_dict", "buffers", "named_buffers"):
+            t = TVal(frozenset(), mod.mode, may_fake=mod.may_fake)
+            if name == "named_buffers":
+                return SeqVal((SeqVal((UNKNOWN, t), (UNKNOWN, t)),))
+            return SeqVal((t,), is_dict=name == "state_dict")
+        if name == "to_empty":
+            # new storage for every parameter, in place: fake under an active region,
+            # real (uninitialised) outside it, whatever the module held before
+            region = st.active_region()
+            if region is not None:
+                mod.mode = region.mode
+                mod.may_fake = region.may or bool(st.may)
+                mod.fake_out = mod.fake_out or (mod.origin is not None and mod.cls is None)
+            elif mod.meta or (mod.origin is None and mod.mode is not None):
+                if mod.origin is None:
+                    mod.origin = Origin("module", "module", e.lineno)
+                mod.mode, mod.meta = None, False
+            return mod
+        if name == "requires_grad_":
+            # in place, on every parameter: the module (and what was taken from it) is
+            # frozen or unfrozen from here on
+            off = (args and isinstance(args[0], ConstVal) and args[0].value is False) or _kw_false(kwargs, "requires_grad")
+            _set_requires_grad(mod, not off)
+            return mod
+        if name in N.MODULE_SELF_METHODS:
+            if name == "to" and (_is_meta(args) or _is_meta(list(kwargs.values()))):
+                mod.meta = True
+            if name == "apply" and args:
+                self.call_value(e, args[0], [mod], {}, st, func_expr=None)  # fn(m) for every submodule m
+            return mod
+        if name in ("register_parameter", "register_buffer") and len(args) >= 2 and isinstance(args[0], ConstVal):
+            mod.attrs[str(args[0].value)] = args[1]
+            return UNKNOWN
+        if name in ("add_module", "register_module") and len(args) >= 2 and isinstance(args[0], ConstVal):
+            mod.attrs[str(args[0].value)] = args[1]
+            return UNKNOWN
+        return UNKNOWN
+
+    def tensor_method(self, e, recv, name, args, kwargs, st):
+        if name == "backward":
+            inputs = kwargs.get("inputs", args[3] if len(args) > 3 else None)
+            self.sink(recv, ".backward()", e, st, inputs=inputs)
+            return UNKNOWN
+        if name == "requires_grad_":
+            flag = True
+            if args and isinstance(args[0], ConstVal):
+                flag = bool(args[0].value)
+            if _kw_false(kwargs, "requires_grad"):
+                flag = False
+            if recv.mode is None:
+                if not flag:
+                    _disable_module_origins(recv)
+                origins = recv.origins | {Origin(dotted_name(e.func.value) or "tensor", "tensor", e.lineno)} if flag else frozenset()
+                new = TVal(origins, None, recv.leaks)
+                self.rebind(e.func.value, new, st)
+                return new
+            return recv
+        if name in N.METADATA_METHODS:
+            return UNKNOWN
+        if name in ("item", "tolist", "numpy", "__repr__", "__str__", "__format__"):
+            return UNKNOWN
+        if name in ("detach", "detach_"):
+            region = st.active_region()
+            if region is not None and st.allow_of(region.mode) is False and recv.mode is None and recv.origins:
+                return self.op(e, [(recv, e.func.value)], st, differentiable=False)
+            # inside a region (or on a leaked fake) the result is fake, with no history
+            mode = recv.mode or (region.mode if region is not None else None)
+            new = TVal(frozenset(), mode, frozenset())
+            if name == "detach_":
+                self.rebind(e.func.value, new, st)
+            return new
+        if name in ("to", "cuda", "cpu") and recv.mode is None and (_is_meta(args) or _is_meta(list(kwargs.values()))):
+            return TVal(frozenset(), None)
+        diff = name not in N.NON_DIFFERENTIABLE_METHODS
+        operands = [(recv, e.func.value)] + _operands(e, args, kwargs)
+        return self.op(e, operands, st, differentiable=diff)

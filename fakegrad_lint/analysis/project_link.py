@@ -1,0 +1,220 @@
+"""The whole-project side of the interpreter: an ``import`` of a module of the
+linted project (found by :mod:`fakegrad_lint.analysis.roots`) runs that module's
+body once, in its own scope, with its own file for positions; names imported from
+it are bound lazily (the module runs when one is first used). Calls into another
+module are recorded as entries so that a leak there is reported where the linted
+file's code hands the real value over.
+"""
+
+from __future__ import annotations
+
+import os
+
+from fakegrad_lint.analysis import roots as R
+from fakegrad_lint.analysis import values as _values
+from fakegrad_lint.analysis.code_text import _called_names, _word_count
+from fakegrad_lint.analysis.project import hot_names_of
+from fakegrad_lint.analysis.state import MAX_DEPTH, Crashed, Scope, State, YieldReached, _BlockExit
+from fakegrad_lint.analysis.values import UNKNOWN, ClassVal, ConstVal, FuncVal, LazyImport, ProjModVal
+
+
+class ProjectLinkMixin:
+    """Imports of project modules: run them once, bind their names lazily."""
+
+    def _switch(self, ctx):
+        """Run the code of ``ctx`` (a ProjModVal) from now on: positions and
+        texts come from its file."""
+        self.ctx = ctx
+        self.pos = ctx.mf.pos if ctx.mf is not None else self._main_pos
+        _values.CURRENT_FILE[0] = ctx if ctx is not self.main else None
+
+    def _lines_of(self, fv):
+        ctx = self._scope_ctx.get(getattr(fv.scope, "module", None))
+        if ctx is None or ctx is self.main or ctx.mf is None:
+            return self._main_pos.lines
+        return ctx.mf.pos.lines
+
+    def _load_module(self, name):
+        """The namespace of project module ``name`` after running its body once
+        (None when ``name`` is not a module of the project)."""
+        path = self.project.find(name)
+        if path is None:
+            return None
+        if self.main_path is not None and os.path.abspath(path) == self.main_path:
+            return self.main
+        mv = self._modules.get(path)
+        if mv is not None:
+            return mv
+        if len(self._modules) >= R.MAX_MODULES or len(self._entries) > MAX_DEPTH or self.exhausted:
+            return None
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            return None
+        if self._loaded_bytes + size > R.MAX_PROJECT_BYTES:
+            return None  # the analysis has read enough of the project: the rest is unknown
+        self._loaded_bytes += size
+        if "." in name:
+            self._load_module(name.rsplit(".", 1)[0])  # a package's __init__ runs first
+        mf = R.load(path)
+        if mf is None:
+            return None
+        scope = Scope()
+        scope.func_node = mf.tree
+        scope.vars["__name__"] = ConstVal(name)
+        mv = ProjModVal(name, os.path.basename(path) == "__init__.py", mf, scope)
+        self._modules[path] = mv
+        self._scope_ctx[scope] = mv
+        self.deps[path] = mf.sha
+        if "." in name:
+            parent = self._modules.get(self.project.find(name.rsplit(".", 1)[0]) or "")
+            if parent is not None and name.rsplit(".", 1)[1] not in parent.scope.vars:
+                parent.scope.vars[name.rsplit(".", 1)[1]] = mv
+        prev = self.ctx
+        self._entries.append((prev, None, None, True, (), {}))
+        self._switch(mv)
+        try:
+            st = State(scope)
+            st.depth = len(self._entries)
+            for i, stmt in enumerate(mf.tree.body):
+                st.cur = (mf.tree.body, i)
+                try:
+                    self.exec_stmt(stmt, st)
+                except (Crashed, _BlockExit, YieldReached):
+                    break
+        finally:
+            self._entries.pop()
+            self._switch(prev)
+        return mv
+
+    def _module_attr(self, mv, attr):
+        v = mv.scope.vars.get(attr)
+        if v is not None:
+            return self._force(v)
+        sub = self._load_module(f"{mv.name}.{attr}")
+        return sub if sub is not None else UNKNOWN
+
+    def _force(self, v):
+        """The value behind a lazy import (loading its module now), else ``v``."""
+        if type(v) is not LazyImport:
+            return v
+        if v.value is None:
+            v.value = UNKNOWN  # an import cycle sees an unknown value
+            v.value = v.thunk()
+        return v.value
+
+    def _lazy(self, local):
+        """Can this import of the running (imported) module be loaded lazily? Yes
+        when the module's code names ``local`` again (it is used); an import of a
+        module made for its side effects (``from . import cnn, mlp`` filling a
+        registry) runs now. A name imported from a module (``from .x import a``)
+        is always lazy: its module runs when the name is first used."""
+        ctx = self.ctx
+        if ctx is self.main or ctx.mf is None:
+            return False
+        key = (ctx, local)
+        hit = self._lazy_memo.get(key)
+        if hit is None:
+            hit = self._lazy_memo[key] = _word_count(ctx.mf.source, local, 2) >= 2
+        return hit
+
+    def _import_project(self, alias, st):
+        """``import a.b.c [as m]`` of a project module: True when bound here."""
+        if self.project.find(alias.name) is None:
+            return False
+        local = alias.asname or alias.name.split(".")[0]
+
+        def resolve():
+            full = self._load_module(alias.name)
+            if full is None or alias.asname:
+                return full or UNKNOWN
+            top = alias.name.split(".")[0]
+            return self._load_module(top) or self._namespace(top)
+
+        st.scope.assign(local, LazyImport(resolve) if self._lazy(local) else resolve())
+        return True
+
+    def _namespace(self, name):
+        """A namespace package (a folder without ``__init__.py``): its attributes
+        are its submodules."""
+        ns = self._modules.get(("namespace", name))
+        if ns is None:
+            ns = self._modules[("namespace", name)] = ProjModVal(name, True, None, Scope())
+        return ns
+
+    def _import_from_project(self, s, st):
+        """``from X import a, b`` where X (absolute or relative) is a project
+        module or package: True when bound here."""
+        ctx = self.ctx
+        base = R.absolute_name(ctx.name, ctx.is_pkg, s.module, s.level)
+        if base is None:
+            return False
+        path = self.project.find(base)
+        if path is not None and "*" not in [a.name for a in s.names] and all(
+                self._lazy(a.asname or a.name) or self.project.find(f"{base}.{a.name}") is None for a in s.names):
+            # names of a project module: it runs when one of them is first used
+            for a in s.names:
+                st.scope.assign(a.asname or a.name,
+                                LazyImport(lambda name=a.name: self._from_module(base, name), (path, a.name)))
+            return True
+        mv = self._load_module(base)
+        if mv is None:
+            # a namespace package (no __init__.py): `from pkg import mod`
+            subs = {a.name: self._load_module(f"{base}.{a.name}") for a in s.names if a.name != "*"}
+            if not subs or any(v is None for v in subs.values()):
+                return False
+            for a in s.names:
+                st.scope.assign(a.asname or a.name, subs[a.name])
+            return True
+        for a in s.names:
+            if a.name == "*":
+                for k, v in list(mv.scope.vars.items()):
+                    if not k.startswith("_"):
+                        st.scope.assign(k, v)
+                continue
+            st.scope.assign(a.asname or a.name, self._module_attr(mv, a.name))
+        return True
+
+    def _from_module(self, base, name):
+        mv = self._load_module(base)
+        return self._module_attr(mv, name) if mv is not None else UNKNOWN
+
+    def _opens_region(self, val, depth=0):
+        """Can this project value (a module, or a function or class of another
+        module) open a fake region? By the text of its definition, and of the
+        functions of its module it calls."""
+        if isinstance(val, LazyImport):
+            if val.value is not None:
+                return self._opens_region(val.value, depth)
+            # not loaded yet: the names its module exports that can reach a region
+            return val.hint is not None and val.hint[1] in hot_names_of(val.hint[0], 0)
+        if isinstance(val, ProjModVal):
+            return val is not self.main and val.mf is not None and bool(self._entry_re(val).search(val.mf.source))
+        if not isinstance(val, (FuncVal, ClassVal)) or depth > 4:
+            return False
+        ctx = self._scope_ctx.get(getattr(val.scope, "module", None))
+        if ctx is None or ctx is self.main or ctx.mf is None:
+            return False
+        memo = self._opens_memo
+        if val.node in memo:
+            return memo[val.node]
+        memo[val.node] = False
+        n = val.node
+        text = "\n".join(ctx.mf.pos.lines[n.lineno - 1 : n.end_lineno])
+        hit = bool(self._entry_re(ctx).search(text))
+        if not hit:
+            for name in _called_names(text):
+                target = self._force(ctx.scope.vars.get(name))
+                if target is not None and target is not val and self._opens_region(target, depth + 1):
+                    hit = True
+                    break
+        memo[val.node] = hit
+        return hit
+
+    def _main_entry(self):
+        """The innermost call made by the linted file's code into another module
+        of the project (None when the current code was not reached from it)."""
+        for prev, site, stmt, is_load, args, kwargs in reversed(self._entries):
+            if prev is self.main:
+                return None if is_load else (site, stmt, args, kwargs)
+        return None

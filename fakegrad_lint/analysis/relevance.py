@@ -1,0 +1,184 @@
+"""Which code can reach a fake region, so that cost follows the lines that can
+matter: the top-level functions and methods analysed on their own (parameters
+unknown) because their text opens a region or names a module-level mode, and the
+test ``_may_matter`` that lets a call outside any region skip a body that can
+neither open a region nor make a real requires-grad value.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from fakegrad_lint.analysis.code_text import _ENTRY_RE, _SOURCE_RE, _WORD_RE, _called_names, _hot_in_code
+from fakegrad_lint.analysis.state import Crashed, State, YieldReached, _BlockExit
+from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
+from fakegrad_lint.analysis.torch_values import _module_classes
+from fakegrad_lint.analysis.valueops import _interesting
+from fakegrad_lint.analysis.values import ClassVal, CtxVal, FuncVal, MaybeVal, ModeVal, ModRef, SeqVal, TracedFn
+
+
+class RelevanceMixin:
+    """Which code is worth running: standalone units, bodies that can matter."""
+
+    def _standalone(self):
+        """Analyse, with unknown arguments, the top-level functions and methods that can
+        reach a fake region: those whose text opens one or names a module-level mode or
+        fake value (or a ``self`` attribute holding one), and their in-file callers."""
+        lines = self.pos.lines
+        mvars = self.module_scope.vars
+        hot = set(ENTRY_WORDS) | self._entry_aliases()
+        for name, val in mvars.items():
+            if isinstance(val, (ModeVal, CtxVal, TracedFn)) or val.fake_mode() is not None:
+                hot.add(name)
+            elif isinstance(val, FuncVal) and val.contextmanager:
+                hot.add(name)
+            elif self.project is not None and self._opens_region(val):
+                hot.add(name)  # a function, class or module of the project that can open a region
+        units = []  # (FuncVal, ClassVal or None, text)
+        for d in self.tree.body:
+            val = mvars.get(getattr(d, "name", None))
+            if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d in self.defs:
+                units.append((self.defs[d], None))  # the function itself, before its decorators
+            elif isinstance(d, ast.ClassDef) and isinstance(val, ClassVal) and val.node is d:
+                units.extend((self.defs[m], val) for m in d.body if m in self.defs and self.defs[m].cls is val)
+        if not units:
+            return
+
+        def text(fv):
+            n = fv.node
+            first = min([n.lineno] + [dec.lineno for dec in n.decorator_list])
+            return "\n".join(lines[first - 1 : n.end_lineno])
+
+        texts = {fv: text(fv) for fv, _ in units}
+        hot_re = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(hot))))
+        relevant = {fv for fv, _ in units if hot_re.search(texts[fv]) and _hot_in_code(fv.node, texts[fv], hot_re)}
+        # self attributes that hold a mode, in classes that have a relevant method
+        for cls in {c for fv, c in units if c is not None and fv in relevant}:
+            inst = self._instance_for(cls)
+            attrs = [a for a, v in inst.attrs.items() if isinstance(v, (ModeVal, CtxVal)) or v.fake_mode() is not None]
+            if attrs:
+                attr_re = re.compile(r"\bself\.(?:%s)\b" % "|".join(map(re.escape, attrs)))
+                relevant |= {fv for fv, c in units if c is cls and attr_re.search(texts[fv])}
+        calls = {fv: _called_names(texts[fv]) for fv, _ in units}
+        changed = True
+        while changed:
+            changed = False
+            names = {fv.node.name for fv in relevant}
+            for fv, _ in units:
+                if fv not in relevant and calls[fv] & names:
+                    relevant.add(fv)
+                    changed = True
+        for fv, cls in units:
+            if fv in relevant:
+                self._run_standalone(fv, self._instance_for(cls) if cls is not None else None)
+
+    def _instance_for(self, cls):
+        inst = self.instances.get(cls)
+        if inst is None:
+            st = State(self.module_scope)
+            inst = self.instantiate(cls, [], {}, st, None)
+            self.instances[cls] = inst
+        return inst
+
+    def _run_standalone(self, fv, self_val):
+        st = State(self.module_scope)
+        args = []
+        if self_val is not None and not self._is_static(fv):
+            args = [self_val]
+        try:
+            self.call_function(fv, args, {}, st)
+        except (Crashed, YieldReached, _BlockExit):
+            pass
+
+    @staticmethod
+    def _is_static(fv):
+        if fv.kind in ("static", "class"):
+            return True
+        for dec in fv.node.decorator_list:
+            if isinstance(dec, ast.Name) and dec.id in ("staticmethod", "classmethod"):
+                return True
+        return False
+
+    def _init_matters(self, fv):
+        """``__init__`` of a class whose code can open a region or make a real
+        requires-grad value: the attributes it sets decide what its methods do."""
+        cls = fv.cls
+        if cls is None or getattr(fv.node, "name", None) != "__init__" or not isinstance(cls, ClassVal):
+            return False
+        return self._may_matter(cls.node, self._lines_of(fv))
+
+    def _entry_aliases(self, scope=None):
+        """Local names bound by imports to a way into a fake region (``FTM`` in
+        ``from torch._subclasses.fake_tensor import FakeTensorMode as FTM``, ``ft``
+        in ``import torch._subclasses.fake_tensor as ft``)."""
+        out = set()
+        for name, val in (scope or self.module_scope).vars.items():
+            if isinstance(val, ModRef) and (
+                _ENTRY_RE.search(val.qualname) or val.qualname in ("torch._subclasses", "torch._subclasses.fake_tensor")
+            ):
+                out.add(name)
+        return out
+
+    def _entry_re(self, ctx=None):
+        ctx = ctx or self.ctx
+        if ctx is not self.main:
+            rx = self._ctx_entry_rx.get(ctx)
+            if rx is None:
+                words = set(ENTRY_WORDS) | self._entry_aliases(ctx.scope)
+                rx = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(words))))
+                self._ctx_entry_rx[ctx] = rx
+            return rx
+        if self._entry_rx is None:
+            words = set(ENTRY_WORDS) | self._entry_aliases()
+            self._entry_rx = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(words))))
+        return self._entry_rx
+
+    def _may_matter(self, node, lines=None, ctx=None):
+        """Can running this function's body outside a region matter? Only if its
+        text can open a region or make a real requires-grad value."""
+        flag = self._matter.get(node)
+        if flag is None:
+            ctx = ctx or self.ctx
+            lines = lines or self.pos.lines
+            text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
+            flag = bool(self._entry_re(ctx).search(text) or _SOURCE_RE.search(text))
+            if not flag:
+                # names a module-level value of interest (a registry of module classes,
+                # or of functions that matter)
+                mvars = ctx.scope.vars
+                self._matter[node] = False  # guard recursion
+                named = [self._force(mvars[w]) for w in set(_WORD_RE.findall(text)) if w in mvars]
+                flag = any(_interesting(v) or _module_classes(v) or self._registry_matters(v, node) for v in named)
+            if not flag:
+                # calls a function of its module that matters (by name)
+                for name in _called_names(text):
+                    target = self._force(ctx.scope.vars.get(name))
+                    # a function or class by that name, or a method of a class of the file
+                    cands = []
+                    if isinstance(target, (FuncVal, ClassVal)):
+                        cands.append((target.node, self._lines_of(target),
+                                      self._scope_ctx.get(getattr(target.scope, "module", None), ctx)))
+                    if ctx is self.main:
+                        cands += [(t, None, ctx) for t in self.method_index.get(name, [])]
+                    for t, tlines, tctx in cands:
+                        if t is not node and self._matter.get(t, None) is not False:
+                            self._matter[node] = False  # guard recursion
+                            if self._may_matter(t, tlines, tctx):
+                                flag = True
+                                break
+                    if flag:
+                        break
+            self._matter[node] = flag
+        return flag
+
+    def _registry_matters(self, v, node, depth=0):
+        """A container of functions, one of which matters (a registry of model factories)."""
+        if isinstance(v, SeqVal) and depth < 2:
+            return any(self._registry_matters(x, node, depth + 1) for x in v.items)
+        if isinstance(v, MaybeVal) and depth < 2:
+            return any(self._registry_matters(x, node, depth + 1) for x in v.options)
+        if depth and isinstance(v, FuncVal) and v.node is not node and self._matter.get(v.node, None) is not False:
+            return self._may_matter(v.node, self._lines_of(v),
+                                    self._scope_ctx.get(getattr(v.scope, "module", None), self.ctx))
+        return False

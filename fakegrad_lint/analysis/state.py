@@ -1,0 +1,114 @@
+"""The interpreter's state, kept apart from the walker: typed scopes (name ->
+abstract value, with ``global`` declarations), the per-path :class:`State` (the
+scope, the immutable dispatch context, the call stack and call sites), and the
+exceptions that end a path (a strict-mode crash, a ``yield`` reached while
+entering a ``@contextmanager`` helper, a ``return``/``break``/``raise``).
+
+Nothing here walks the AST or knows torch.
+"""
+
+from __future__ import annotations
+
+from fakegrad_lint.analysis.context import CallSite, DispatchContext
+from fakegrad_lint.analysis.values import Value
+
+MAX_DEPTH = 6
+
+
+STEP_BUDGET = 400_000
+
+
+class Crashed(Exception):
+    """A strict fake mode met a real tensor: execution stops here."""
+
+
+class YieldReached(Exception):
+    def __init__(self, state, value):
+        self.state = state
+        self.value = value
+
+
+class _BlockExit(Exception):
+    """return / break / continue / raise: the rest of the block is dead."""
+
+
+class PseudoWith:
+    """The body of a region opened by ``mode.__enter__()`` or
+    ``ExitStack.enter_context(mode)``, shaped like a ``with`` for the fix builders."""
+
+    def __init__(self, body, header_end):
+        self.body = body
+        self.header_end = header_end
+        self.items = []
+        self.bind_stmt = None
+
+
+class Scope:
+    __slots__ = ("vars", "parent", "module", "global_names", "func_node")
+
+    def __init__(self, parent=None, module=None, func_node=None):
+        self.vars: dict[str, Value] = {}
+        self.parent = parent
+        self.module = module if module is not None else self
+        self.global_names: set[str] = set()
+        self.func_node = func_node
+
+    def lookup(self, name):
+        s = self
+        while s is not None:
+            v = s.vars.get(name)
+            if v is not None:
+                return v
+            s = s.parent
+        return None
+
+    def assign(self, name, value):
+        if name in self.global_names:
+            self.module.vars[name] = value
+        else:
+            self.vars[name] = value
+
+
+class State:
+    """Where the interpreter is: the scope, the dispatch context (one immutable
+    value, ``ctx``) and the call stack."""
+
+    __slots__ = ("scope", "ctx", "returns", "depth", "stack", "self_val", "sites", "cur", "fv")
+
+    def __init__(self, scope):
+        self.scope = scope
+        self.ctx = DispatchContext()
+        self.returns: list = []
+        self.depth = 0
+        self.stack: tuple = ()
+        self.self_val = None
+        self.sites: tuple[CallSite, ...] = ()  # one per descent into a function
+        self.cur = None  # (block, index) of the statement being executed
+        self.fv = None  # the FuncVal being run
+
+    def child(self, scope):
+        c = State(scope)
+        c.ctx = self.ctx
+        c.depth = self.depth + 1
+        c.stack = self.stack
+        c.sites = self.sites
+        return c
+
+    # the fields of the context, read (and replaced) by name
+    regions = property(lambda self: self.ctx.regions)
+    patched = property(lambda self: self.ctx.patched)
+    grad_enabled = property(lambda self: self.ctx.grad_enabled,
+                            lambda self, v: setattr(self, "ctx", self.ctx.but(grad_enabled=v)))
+    dispatch_off = property(lambda self: self.ctx.dispatch_off,
+                            lambda self, v: setattr(self, "ctx", self.ctx.but(dispatch_off=v)))
+    fake_copy = property(lambda self: self.ctx.fake_copy,
+                         lambda self, v: setattr(self, "ctx", self.ctx.but(fake_copy=v)))
+    meta_device = property(lambda self: self.ctx.meta_device,
+                           lambda self, v: setattr(self, "ctx", self.ctx.but(meta_device=v)))
+    may = property(lambda self: self.ctx.may, lambda self, v: setattr(self, "ctx", self.ctx.but(may=v)))
+
+    def active_region(self):
+        return self.ctx.active_region()
+
+    def allow_of(self, mode):
+        return self.ctx.allow_of(mode)

@@ -1,0 +1,323 @@
+"""Statements, run in program order: assignment (with unpacking, attributes and
+subscripts), loops (a body that may run), ``if`` with both branches joined when the
+test is unknown, ``try``, imports, ``return``/``raise`` ending the block.
+
+``with`` is in :mod:`regions`; definitions in :mod:`definitions`.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from fakegrad_lint.analysis import torch_tables as N
+from fakegrad_lint.analysis.code_text import _FUNCTION_DEFS, _is_main_guard, _sets_requires_grad
+from fakegrad_lint.analysis.names import dotted_name
+from fakegrad_lint.analysis.state import STEP_BUDGET, Crashed, _BlockExit
+from fakegrad_lint.analysis.torch_values import _MODULE_ITERATORS, _disable_module_origins, _name_origins
+from fakegrad_lint.analysis.valueops import _dict_val, _is_none_const, _truth
+from fakegrad_lint.analysis.values import (UNKNOWN, ClassVal, ConstVal, InstanceVal, MaybeVal, ModeVal, ModRef,
+    ModuleVal, Origin, SeqVal, TVal, join, union)
+
+
+def _mark_may_regions(regions, before):
+    """Regions entered in a branch whose test is unknown, still entered after it:
+    after the ``if`` they are entered on some paths only."""
+    for r in regions:
+        if not any(r is b for b in before):
+            r.may = True
+
+
+class StatementsMixin:
+    """Statements: run in program order; branches joined as may values."""
+
+    def exec_block(self, stmts, st):
+        for i, stmt in enumerate(stmts):
+            st.cur = (stmts, i)
+            self.exec_stmt(stmt, st)
+
+    def _tick(self):
+        self.steps += 1
+        if self.steps > STEP_BUDGET:
+            self.exhausted = True
+
+    def exec_stmt(self, s, st):
+        self._tick()
+        run = self._statement_table.get(type(s))
+        if run is not None:
+            run(s, st)
+        # Pass, Delete, Nonlocal, etc.: nothing
+
+    def _exec_expr(self, s, st):
+        self.eval(s.value, st)
+
+    def _exec_assign(self, s, st):
+        val = self.eval(s.value, st)
+        if len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+            _name_origins(val, s.targets[0].id, s.lineno)
+        for target in s.targets:
+            self.assign(target, val, st, s.value)
+
+    def _exec_ann_assign(self, s, st):
+        if s.value is not None:
+            self.assign(s.target, self.eval(s.value, st), st, s.value)
+
+    def _exec_aug_assign(self, s, st):
+        left = self.eval(s.target, st)
+        right = self.eval(s.value, st)
+        if isinstance(left, SeqVal) and isinstance(right, SeqVal):
+            val = SeqVal(left.items + right.items)  # `layers += [nn.Linear(...)]`
+        else:
+            val = self.binop(s, [(left, s.target), (right, s.value)], st)
+        self.assign(s.target, val, st, s)
+
+    def _exec_def(self, s, st):
+        fv = self.make_function(s, st)
+        st.scope.assign(s.name, fv)
+
+    def _exec_class(self, s, st):
+        st.scope.assign(s.name, self.make_class(s, st))
+
+    def note_loop_module(self, node, iter_expr, it, st):
+        """A fact for the fix builders: a loop (or a comprehension's ``for``) in a region
+        draws from a real module (``model.children()``, ``model.parameters()``) or from a
+        list of real modules (``for layer in layers``); the fix draws from a fake copy."""
+        root = iter_expr.func.value if (isinstance(iter_expr, ast.Call) and isinstance(iter_expr.func, ast.Attribute)
+                                        and not iter_expr.args and iter_expr.func.attr in _MODULE_ITERATORS) else iter_expr
+        if st.regions and dotted_name(root) is not None:
+            root_val = self.eval(root, st) if root is not iter_expr else it
+            if isinstance(root_val, ModuleVal) and root_val.is_real() or (
+                    isinstance(root_val, SeqVal) and not root_val.is_dict and root_val.items
+                    and all(isinstance(v, ModuleVal) and v.is_real() for v in root_val.items)):
+                self.loop_modules[id(node)] = root
+
+    def _exec_for(self, s, st):
+        it = self.eval(s.iter, st)
+        self.note_loop_module(s, s.iter, it, st)
+        item = self.iter_item(it)
+        self.assign(s.target, item, st, None)
+        self.exec_branch(s.body, st)
+        if isinstance(it, SeqVal) and isinstance(s.target, ast.Name) and _sets_requires_grad(s.body, s.target.id):
+            # `for t in ts: t.requires_grad_()` changes the tensors in the container
+            now = st.scope.lookup(s.target.id)
+            if now is not None and now is not item and now.real_rg() - item.real_rg():
+                container = s.iter
+                is_dict = False
+                if isinstance(container, ast.Call) and isinstance(container.func, ast.Attribute) and container.func.attr == "values":
+                    container = container.func.value  # `for v in d.values()`
+                    is_dict = True
+                self.rebind(container, SeqVal(it.items + (now,), is_dict=is_dict), st)
+        self.exec_branch(s.orelse, st)
+
+    def _exec_while(self, s, st):
+        self.eval(s.test, st)
+        self.exec_branch(s.body, st)
+        self.exec_branch(s.orelse, st)
+
+    def _exec_return(self, s, st):
+        if s.value is not None:
+            st.returns.append(self.eval(s.value, st))
+        raise _BlockExit()
+
+    def _exec_raise(self, s, st):
+        if s.exc is not None:
+            self.eval(s.exc, st)
+        raise _BlockExit()
+
+    def _exec_jump(self, s, st):
+        raise _BlockExit()
+
+    def _exec_import(self, s, st):
+        for alias in s.names:
+            if self.project is not None and self._import_project(alias, st):
+                continue
+            if alias.asname:
+                st.scope.assign(alias.asname, ModRef(alias.name))
+            else:
+                top = alias.name.split(".")[0]
+                st.scope.assign(top, ModRef(top))
+
+    def _exec_import_from(self, s, st):
+        if self.project is not None and self._import_from_project(s, st):
+            pass
+        elif s.level == 0 and s.module:
+            for alias in s.names:
+                if alias.name == "*":
+                    for name in N.STAR_EXPORTS.get(s.module, ()):
+                        st.scope.assign(name, ModRef(f"{s.module}.{name}"))
+                    continue
+                st.scope.assign(alias.asname or alias.name, ModRef(f"{s.module}.{alias.name}"))
+        else:
+            for alias in s.names:
+                st.scope.assign(alias.asname or alias.name, UNKNOWN)
+
+    def _exec_global(self, s, st):
+        st.scope.global_names.update(s.names)
+
+    def _exec_assert(self, s, st):
+        self.eval(s.test, st)
+
+    def _exec_match(self, s, st):
+        self.eval(s.subject, st)
+        for case in s.cases:
+            self.exec_branch(case.body, st)
+
+    def exec_branch(self, stmts, st):
+        """A block that may or may not run (loop body, else): dead ends stay local."""
+        try:
+            self.exec_block(stmts, st)
+        except _BlockExit:
+            pass
+
+    def exec_if(self, s, st):
+        test = self.eval(s.test, st)
+        truth = _truth(test)
+        if truth is None and self.ctx is not self.main and _is_main_guard(s.test):
+            truth = False  # an imported module's `if __name__ == "__main__":` never runs
+        if truth is True:
+            self.exec_block(s.body, st)
+            return
+        if truth is False:
+            self.exec_block(s.orelse, st)
+            return
+        scope = st.scope
+        before = dict(scope.vars)
+        regions_before = list(st.regions)
+        crashed = 0
+        try:
+            self.exec_branch(s.body, st)
+        except Crashed:
+            crashed += 1
+        _mark_may_regions(st.regions, regions_before)
+        after_body = scope.vars
+        scope.vars = dict(before)
+        try:
+            self.exec_branch(s.orelse, st)
+        except Crashed:
+            crashed += 1
+        _mark_may_regions(st.regions, regions_before)
+        merged = after_body
+        for k, b in scope.vars.items():
+            a = merged.get(k)
+            if a is not b:
+                merged[k] = b if a is None else join(a, b)
+        scope.vars = merged
+        if crashed == 2:
+            raise Crashed()
+
+    def exec_try(self, s, st):
+        try:
+            try:
+                self.exec_block(s.body, st)
+            except _BlockExit:
+                pass
+            except Crashed:
+                if not s.handlers:
+                    raise
+            for h in s.handlers:
+                if h.name:
+                    st.scope.assign(h.name, UNKNOWN)
+                self.exec_branch(h.body, st)
+            self.exec_branch(s.orelse, st)
+        finally:
+            try:
+                self.exec_block(s.finalbody, st)
+            except _BlockExit:
+                pass
+
+    def assign(self, target, val, st, value_node):
+        t = type(target)
+        if t is ast.Name:
+            st.scope.assign(target.id, val)
+        elif t in (ast.Tuple, ast.List):
+            elts = (val.elts if isinstance(val, SeqVal) and val.elts is not None and val.keys is None
+                    and len(val.elts) == len(target.elts) else None)
+            if isinstance(val, MaybeVal):
+                # one of (or each of) several tuples of the same length: element by element
+                opts = [o for o in val.options if not _is_none_const(o)]
+                n = len(target.elts)
+                if opts and all(isinstance(o, SeqVal) and o.elts is not None and o.keys is None and len(o.elts) == n
+                                for o in opts):
+                    combine = union if val.each else join
+                    elts = list(opts[0].elts)
+                    for o in opts[1:]:
+                        elts = [combine(a, b) for a, b in zip(elts, o.elts)]
+            for i, e in enumerate(target.elts):
+                if isinstance(e, ast.Starred):
+                    self.assign(e.value, SeqVal(items=(self.iter_item(val),)), st, None)
+                elif elts is not None:
+                    self.assign(e, elts[i], st, None)
+                else:
+                    self.assign(e, self.iter_item(val), st, None)
+        elif t is ast.Attribute:
+            obj = self.eval(target.value, st)
+            if target.attr == "grad" and isinstance(obj, TVal) and obj.real_rg():
+                # `p.grad = g`: a gradient computed under a fake mode (torch.func.grad)
+                # becomes the real parameter's grad, with no backward (HAZARD 17)
+                self.sink(val, ".grad assignment", target, st)
+            if isinstance(obj, (InstanceVal, ModuleVal, ClassVal)):
+                obj.attrs[target.attr] = val
+            elif isinstance(obj, ModeVal) and target.attr == "allow_non_fake_inputs":
+                if isinstance(val, ConstVal):
+                    obj.allow = bool(val.value)
+            elif target.attr == "requires_grad" and isinstance(obj, TVal) and obj.mode is None:
+                if isinstance(val, ConstVal) and val.value is True:
+                    new = TVal(obj.origins | {Origin(dotted_name(target.value) or "tensor", "tensor", target.lineno)}, None, obj.leaks)
+                    self.rebind(target.value, new, st)
+                elif isinstance(val, ConstVal) and val.value is False:
+                    _disable_module_origins(obj)
+                    self.rebind(target.value, TVal(frozenset(), None, obj.leaks), st)
+        elif t is ast.Subscript:
+            obj = self.eval(target.value, st)
+            key = self.eval(target.slice, st)
+            if isinstance(obj, SeqVal) and obj.keys is not None and isinstance(key, ConstVal):
+                keys = [k for k in obj.keys if not (k == key.value and type(k) is type(key.value))]
+                elts = [v for k, v in zip(obj.keys, obj.elts) if not (k == key.value and type(k) is type(key.value))]
+                self.rebind(target.value, _dict_val(keys + [key.value], elts + [val]), st)
+            elif isinstance(obj, SeqVal):
+                self.rebind(target.value, SeqVal(obj.items + (val,), is_dict=obj.is_dict), st)
+        elif t is ast.Starred:
+            self.assign(target.value, val, st, value_node)
+
+    def rebind(self, expr, val, st):
+        """A change to the object a name holds (``d[k] = v``, ``x.requires_grad_()``):
+        the name is updated where it lives (a global or a closure variable too)."""
+        if isinstance(expr, ast.Name):
+            sc = st.scope
+            while sc is not None and expr.id not in sc.vars:
+                sc = sc.parent
+            if sc is None or sc is st.scope:
+                st.scope.assign(expr.id, val)
+            else:
+                sc.vars[expr.id] = val
+        elif isinstance(expr, ast.Attribute):
+            obj = self.eval(expr.value, st)
+            if isinstance(obj, (InstanceVal, ModuleVal)):
+                obj.attrs[expr.attr] = val
+
+
+# statement type -> the method that runs it (types not listed do nothing)
+STATEMENT_METHODS = {
+    ast.Expr: "_exec_expr",
+    ast.Assign: "_exec_assign",
+    ast.AnnAssign: "_exec_ann_assign",
+    ast.AugAssign: "_exec_aug_assign",
+    **dict.fromkeys(_FUNCTION_DEFS, "_exec_def"),
+    ast.ClassDef: "_exec_class",
+    ast.With: "exec_with",
+    ast.AsyncWith: "exec_with",
+    ast.If: "exec_if",
+    ast.For: "_exec_for",
+    ast.AsyncFor: "_exec_for",
+    ast.While: "_exec_while",
+    ast.Try: "exec_try",
+    **({ast.TryStar: "exec_try"} if hasattr(ast, "TryStar") else {}),
+    ast.Return: "_exec_return",
+    ast.Raise: "_exec_raise",
+    ast.Break: "_exec_jump",
+    ast.Continue: "_exec_jump",
+    ast.Import: "_exec_import",
+    ast.ImportFrom: "_exec_import_from",
+    ast.Global: "_exec_global",
+    ast.Assert: "_exec_assert",
+    **({ast.Match: "_exec_match"} if hasattr(ast, "Match") else {}),
+}

@@ -1,0 +1,269 @@
+"""Calls of qualified names resolved through imports (``torch.*``, ``copy``,
+``functools``, ``dataclasses``, third-party module factories), each meaning a row
+of :mod:`fakegrad_lint.analysis.torch_tables`: modes, contexts, ``make_fx``,
+``torch.func`` transforms, parameters and factories (fake inside a region, real
+outside), module constructors, ``deepcopy``/``to_empty`` under modes, the
+autograd sinks; and calling a module (its ``forward``).
+"""
+
+from __future__ import annotations
+
+from fakegrad_lint.analysis import torch_tables as N
+from fakegrad_lint.analysis.torch_values import (_fake_copy, _grad_mode_kind, _is_meta, _is_module_factory,
+    _is_nn_module_class, _is_torch_op, _known_params, _proven_copy, _with_taint)
+from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _const_kw, _flatten, _is_tensorish, _kw_false,
+    _kw_true, _operands)
+from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
+    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal,
+    OptimizerVal, Origin, PartialVal, Region, SeqVal, TracedFn, TransformVal, TVal)
+
+
+class TorchCallsMixin:
+    """Calls of torch (and known third-party) qualified names."""
+
+    def call_transform(self, e, tf, args, kwargs, st):
+        """torch.func.grad(f)(*args) and friends: f runs on the arguments; gradients
+        (grad, jac) are fake under an active region and carry the leaks of f's result."""
+        region = st.active_region()
+        mode = region.mode if region is not None else None
+        entered = frozenset()
+        runnable = isinstance(tf.func, (FuncVal, BoundMethod, PartialVal, ModuleVal, InstanceVal, MaybeVal, TransformVal))
+        if mode is not None and not runnable:
+            # a function we cannot follow: the real arguments enter the fake computation here
+            entered = self.op(e, _operands(e, args, kwargs), st).taint()
+        # the function runs on the arguments: a real one is first an operand where its
+        # body uses it (functional_call), as a TorchFunctionMode sees it
+        res = self.call_value(e, tf.func, args, kwargs, st, func_expr=None) if runnable else UNKNOWN
+        if tf.kind == "vmap":
+            return _with_taint(res, entered) if entered else res
+        leaks = (res.taint() | entered) if st.grad_enabled else frozenset()
+        idx = tf.argnums if isinstance(tf.argnums, int) else 0
+        wrt = args[idx] if idx < len(args) else UNKNOWN
+
+        def grads_like(v):
+            if isinstance(v, SeqVal):
+                items = tuple(grads_like(x) for x in v.items)
+                elts = tuple(grads_like(x) for x in v.elts) if v.elts is not None else None
+                return SeqVal(items, elts, v.keys, v.is_dict)
+            return TVal(frozenset(), mode, leaks)
+
+        grads = grads_like(wrt)
+        if tf.kind == "grad_and_value":
+            return SeqVal((grads, res), (grads, res))
+        return grads
+
+    def call_traced(self, e, tf, args, kwargs, st):
+        mode = tf.mode
+        fake_args = [_fake_copy(a, mode) for a in args]
+        region = Region(mode, mode.allow, None, -1, None)
+        st.ctx = st.ctx.entering(region)
+        try:
+            if isinstance(tf.func, (FuncVal, BoundMethod, ModuleVal)):
+                res = self.call_value(e, tf.func, fake_args, kwargs, st)
+            else:
+                res = UNKNOWN
+        finally:
+            st.ctx = st.ctx.leaving(region)
+        return res
+
+    def module_call(self, e, mod, func_expr, args, kwargs, st):
+        fwd = mod.cls.lookup_method("forward") if isinstance(mod, ModuleVal) and mod.cls is not None else None
+        if (isinstance(fwd, FuncVal) and st.active_region() is None and fwd.node not in st.stack
+                and self._forward_opens_region(fwd)):
+            # outside any region, a module of the file whose forward opens one: calling it runs forward
+            return self.call_function(fwd, [mod] + list(args), kwargs, st,
+                                      site=(e, [func_expr] + _arg_exprs(e), [mod] + list(args)))
+        operands = [(mod, func_expr)] + _operands(e, args, kwargs)
+        return self.op(e, operands, st)
+
+    def _forward_opens_region(self, fv):
+        node = fv.node
+        text = "\n".join(self._lines_of(fv)[node.lineno - 1 : node.end_lineno])
+        return bool(self._entry_re().search(text))
+
+    def call_qualname(self, e, q, args, kwargs, st):
+        if q.startswith("builtins."):
+            return self.call_builtin(e, q[9:], args, kwargs, st)
+        known = self.call_table(e, q, args, kwargs, st)
+        if known is not None:
+            return known
+        if q in N.FAKE_TENSOR_MODE:
+            v = kwargs.get("allow_non_fake_inputs", ConstVal(False))
+            allow = bool(v.value) if isinstance(v, ConstVal) else None
+            desc = "FakeTensorMode(allow_non_fake_inputs=True)" if allow else ("FakeTensorMode()" if allow is False else "FakeTensorMode(...)")
+            return ModeVal(allow, e.lineno, desc, e)
+        if q in N.DETECT_FAKE_MODE:
+            # whatever mode the inputs were made in: what it allows is not known here
+            # (torch.export's non-strict mode allows non-fake inputs) unless patched
+            return ModeVal(None, e.lineno, "detect_fake_mode()", e)
+        if q in N.FAKE_COPY_MODE:
+            return CtxVal("fake_copy", args[0] if args and isinstance(args[0], ModeVal) else None)
+        if q in N.UNSET_FAKE:
+            return CtxVal("unset_fake")
+        if q in N.GRAD_MODE_CONTEXTS:
+            if q in N.GRAD_OFF and args and isinstance(args[0], FuncVal):  # used as a plain decorator call
+                args[0].grad_off = True
+                return args[0]
+            return CtxVal(_grad_mode_kind(q, args, kwargs))
+        if q in N.NULL_CONTEXT:
+            return CtxVal("null")
+        if q in N.EXIT_STACK:
+            return ExitStackVal()
+        if q in N.CONTEXT_MANAGER:
+            if args and isinstance(args[0], FuncVal):
+                args[0].contextmanager = True
+                return args[0]
+            return UNKNOWN
+        if q in N.PATCH_OBJECT or q.endswith(".patch.object"):
+            if len(args) >= 3 and isinstance(args[1], ConstVal) and args[1].value == "allow_non_fake_inputs":
+                if isinstance(args[2], ConstVal) and args[2].value is True:
+                    target = args[0]
+                    if isinstance(target, MaybeVal):
+                        target = next((o for o in target.options if isinstance(o, ModeVal)), None)
+                    if isinstance(target, ModeVal):
+                        return CtxVal("patch_allow", target)
+            return CtxVal("null")
+        if q in N.MAKE_FX:
+            tm = _const_kw(e, "tracing_mode", "real")
+            if tm in ("fake", "symbolic") and args:
+                allow = _const_kw(e, "_allow_non_fake_inputs", False)
+                if allow is _NONCONST:
+                    allow = None
+                desc = f'make_fx(tracing_mode="{tm}"' + (", _allow_non_fake_inputs=True)" if allow else ")")
+                return TracedFn(args[0], ModeVal(allow, e.lineno, desc, None))
+            return UNKNOWN
+        if q in N.PARTIAL and args:
+            return PartialVal(args[0], tuple(args[1:]), dict(kwargs))
+        if q in N.FUNCTIONAL_CALL:
+            # the module itself is not an operand: its state comes from the dict
+            return self.op(e, _operands(e, args, kwargs)[1:], st)
+        if q in N.PARAMETER:
+            region = st.active_region()
+            data = args[0] if args else UNKNOWN
+            if region is not None or (isinstance(data, TVal) and data.mode is not None):
+                return TVal(frozenset(), region.mode if region else data.mode)
+            if _kw_false(kwargs, "requires_grad") or (len(args) > 1 and isinstance(args[1], ConstVal) and args[1].value is False):
+                return TVal()
+            return TVal(frozenset([Origin("parameter", "parameter", e.lineno)]))
+        if q in N.AUTOGRAD_BACKWARD:
+            tensors = args[0] if args else kwargs.get("tensors", UNKNOWN)
+            self.sink(tensors, "torch.autograd.backward", e, st, inputs=kwargs.get("inputs"))
+            return UNKNOWN
+        if q in N.AUTOGRAD_GRAD:
+            outputs = args[0] if args else kwargs.get("outputs", UNKNOWN)
+            inputs = args[1] if len(args) > 1 else kwargs.get("inputs", UNKNOWN)
+            self.sink(outputs, "torch.autograd.grad", e, st, inputs=inputs)
+            mode = outputs.fake_mode()
+            return SeqVal((TVal(frozenset(), mode),)) if mode is not None else UNKNOWN
+        if q.startswith("torch.optim.") and q.rsplit(".", 1)[-1][:1].isupper():
+            return OptimizerVal(args[0] if args else UNKNOWN)
+        if _is_nn_module_class(q):
+            return self.new_module(e, q, args, kwargs, st)
+        if q.startswith("torch.") and _is_torch_op(q):
+            operands = _operands(e, args, {k: v for k, v in kwargs.items() if k != "out"})
+            diff = q not in N.NON_DIFFERENTIABLE_FUNCS
+            if not any(_is_tensorish(x) for v, _ in operands for x in _flatten(v)):
+                # a factory: born fake inside a region, real (maybe requires grad) outside
+                region = st.active_region()
+                if region is not None:
+                    return TVal(frozenset(), region.mode, may_fake=region.may or bool(st.may))
+                if _kw_true(kwargs, "requires_grad"):  # (on the meta device too: not fake)
+                    return TVal(frozenset([Origin("tensor", "tensor", e.lineno)]))
+                return TVal()
+            res = self.op(e, operands, st, differentiable=diff)
+            if _kw_true(kwargs, "requires_grad") and isinstance(res, TVal) and res.mode is None:
+                return TVal(res.origins | {Origin("tensor", "tensor", e.lineno)})
+            return res
+        return UNKNOWN
+
+    def call_table(self, e, q, args, kwargs, st):
+        """Calls whose meaning is a row of ``torch_tables`` (None: not one of them)."""
+        first = args[0] if args else UNKNOWN
+        if q in N.DEEPCOPY:
+            return self.deepcopy(e, first, st)
+        if q in N.IMPORT_MODULE:
+            return ModRef(first.value) if isinstance(first, ConstVal) and isinstance(first.value, str) else UNKNOWN
+        if q in N.DEVICE_CONTEXT:
+            return CtxVal("meta_device") if _is_meta(args[:1] + [kwargs.get("type", UNKNOWN)]) else UNKNOWN
+        if q in N.MODULE_KEEPING_TRANSFORMS:
+            if isinstance(first, (ModuleVal, FuncVal, BoundMethod, PartialVal, MaybeVal, InstanceVal)):
+                return first  # the result runs the same module, with its real parameters
+            # `torch.compile(mode=...)`, `torch._dynamo.optimize("eager")`: a decorator that keeps them
+            return DecoratorVal() if not args or isinstance(first, ConstVal) else UNKNOWN
+        if q in N.EXPORT:
+            return ExportedProgramVal(first)
+        if q in N.CALL_THROUGH:
+            # checkpoint(fn, *args): the function runs on the arguments (its own keywords dropped)
+            return self.call_value(e, first, list(args[1:]), {k: v for k, v in kwargs.items() if k not in N.CALL_THROUGH[q]},
+                                   st, func_expr=e.args[0] if e.args else None)
+        if q in N.SKIP_INIT:
+            return self.call_value(e, first, list(args[1:]), kwargs, st, func_expr=None)
+        for kind, qs in N.FUNC_TRANSFORMS.items():
+            if q in qs:
+                argnums = kwargs.get("argnums", args[1] if len(args) > 1 else ConstVal(0))
+                return TransformVal(kind, first, argnums.value if isinstance(argnums, ConstVal) else None)
+        if _is_module_factory(q):
+            return self.new_module(e, q, args, kwargs, st, torch_layer=False)
+        if q in N.SIMPLE_NAMESPACE:
+            return self.simple_namespace(e, args, kwargs)
+        if q in N.DATACLASS_FIELD:
+            return FieldVal(kwargs.get("default"), kwargs.get("default_factory"))
+        if q in N.DATACLASS:
+            if isinstance(first, ClassVal):
+                first.dataclass = True
+                return first
+            return DecoratorVal("dataclass")
+        if q in N.WRAPS:
+            return DecoratorVal()
+        if q in N.UPDATE_WRAPPER:
+            return first
+        return None
+
+    def deepcopy(self, e, src, st):
+        """copy.deepcopy: under an active allow-mode region (or FakeCopyMode) the copy
+        is fake; a real requires-grad value copied while a default mode is active
+        crashes (HAZARD 11)."""
+        region = st.active_region()
+        if region is not None and src.real_rg():
+            if st.allow_of(region.mode) is False:
+                return self.op(e, [(src, e.args[0] if e.args else None)], st, differentiable=False)
+            return _proven_copy(_fake_copy(src, region.mode), src, region.may or bool(st.may))
+        if st.fake_copy is not None:
+            return _proven_copy(_fake_copy(src, st.fake_copy), src, bool(st.may))
+        if isinstance(src, ModuleVal) and src.origin is not None:
+            copy = ModuleVal(Origin(src.origin.name, "module", e.lineno, param_names=src.origin.param_names),
+                             src.mode, src.cls, dict(src.attrs), src.meta)
+            copy.origin.disabled = src.origin.disabled
+            return copy
+        return src
+
+    def new_module(self, e, q, args, kwargs, st, torch_layer=True):
+        """A module built by a known constructor or factory: fake inside a region, meta
+        on the meta device, else real with requires-grad parameters."""
+        region = st.active_region()
+        if region is not None:
+            # fake parameters: its outputs are fake of this mode, also after the block
+            # (known for layers with parameters, model factories, and Sequentials of them)
+            fake = ModuleVal(None, region.mode, may_fake=region.may or bool(st.may))
+            last = q.rsplit(".", 1)[-1]
+            if not torch_layer or _known_params(last, kwargs):
+                fake.fake_out = True
+            elif last == "Sequential":
+                children = [x for a in list(args) + list(kwargs.values()) for x in _flatten(a)]
+                fake.fake_out = (any(isinstance(x, ModuleVal) and x.proven_fake() for x in children)
+                                 and not any(x.real_rg() or (isinstance(x, ModuleVal) and x.meta) for x in children))
+            return fake
+        mod = ModuleVal(Origin("module", "module", e.lineno), None)
+        if st.meta_device or _is_meta(list(kwargs.values())):
+            mod.meta = True
+        if not torch_layer:
+            return mod
+        last = q.rsplit(".", 1)[-1]
+        mod.origin.param_names = _known_params(last, kwargs)
+        if last in N.CONTAINER_MODULES:
+            children = [x for a in list(args) + list(kwargs.values()) for x in _flatten(a)]
+            if not any(x.real_rg() or (isinstance(x, ModuleVal) and x.meta) for x in children):
+                mod.origin = None
+        elif last in N.PARAMLESS_MODULES:
+            mod.origin = None
+        return mod

@@ -1,0 +1,213 @@
+"""Torch's semantics applied to abstract values, as pure functions over the rows
+of :mod:`fakegrad_lint.analysis.torch_tables` (the data): which qualified names are
+``nn.Module`` classes, torch ops or third-party module factories, the known
+parameters of common layers, what ``requires_grad_`` and ``from_tensor``/deepcopy
+under a mode do to a value, grad-mode constructors.
+
+The tables hold the facts; this module holds no branch a table row could express.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from fakegrad_lint.analysis import torch_tables as N
+from fakegrad_lint.analysis.values import UNKNOWN, ClassVal, ConstVal, FuncVal, MaybeVal, ModuleVal, SeqVal, TVal
+
+_MODULE_ITERATORS = frozenset({"children", "modules", "named_children", "named_modules", "parameters",
+                               "named_parameters", "buffers", "named_buffers", "values", "items"})
+
+
+def _owns(mod, origin, depth: int = 0) -> bool:
+    """Is ``origin`` the origin of module value ``mod``, of one of its parameters, or
+    of one of its submodules (known attributes, a few levels down)?"""
+    o = origin
+    while o is not None:
+        if o is mod.origin:
+            return True
+        o = o.parent
+    if depth >= 4:
+        return False
+    return any(isinstance(v, ModuleVal) and _owns(v, origin, depth + 1) for v in mod.attrs.values())
+
+
+def _forward_uses_fakes(cls, attrs):
+    """A module of the file built in a region: does its ``forward`` read a fake
+    parameter or submodule of it (``self.proj``), with no real one among them?"""
+    if any(v.real_rg() or (isinstance(v, ModuleVal) and v.meta) for v in attrs.values()):
+        return False
+    fwd = cls.lookup_method("forward")
+    if not isinstance(fwd, FuncVal) or not fwd.node.args.args:
+        return False
+    me = fwd.node.args.args[0].arg
+    fakes = {k for k, v in attrs.items() if isinstance(v, (ModuleVal, TVal)) and v.proven_fake()}
+    return any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me and n.attr in fakes
+               for n in ast.walk(fwd.node))
+
+
+def _is_nn_module_class(q):
+    if q in N.NN_MODULE_BASE:
+        return True
+    if not q.startswith("torch.nn."):
+        return False
+    parts = q[len("torch.nn."):].split(".")
+    if not parts[-1][:1].isupper():
+        return False
+    if parts[0] in N.NN_NON_MODULE_SUBPACKAGES:
+        return False
+    return parts[-1] not in N.NN_NON_MODULE_CLASSES
+
+
+def _is_module_factory(q):
+    """A third-party call that returns a real module (torchvision.models.resnet18,
+    timm.create_model, transformers' from_pretrained / from_config)."""
+    for prefix, how in N.MODULE_FACTORIES:
+        if how == "exact":
+            if q == prefix:
+                return True
+        elif q.startswith(prefix):
+            rest = q[len(prefix):].split(".")
+            if how == "lower" and len(rest) == 1 and rest[0][:1].islower():
+                return True
+            if how == "loader" and len(rest) == 2 and rest[0][:1].isupper() and rest[1] in N.LOADER_METHODS:
+                return True
+    return False
+
+
+def _is_torch_op(q):
+    if q in N.TORCH_NON_OPS or any(q.startswith(p) for p in N.TORCH_NON_OPS_PREFIX):
+        return False
+    last = q.rsplit(".", 1)[-1]
+    if last[:1].isupper():
+        return False  # classes: torch.Size, torch.Generator, torch.nn.X (handled before)
+    if q.startswith(("torch.func.", "torch.vmap", "torch.autograd.", "torch._")):
+        return False
+    return True
+
+
+def _module_classes(v, depth=0):
+    """A module class of the file, or a container of them (a registry)."""
+    if isinstance(v, ClassVal):
+        return v.is_module
+    if isinstance(v, (SeqVal, MaybeVal)) and depth < 2:
+        return any(_module_classes(x, depth + 1) for x in (v.items if isinstance(v, SeqVal) else v.options))
+    return False
+
+
+def _set_requires_grad(v, on, depth=0):
+    """``module.requires_grad_(on)``: every parameter of the module, its submodules'
+    included (attributes of modules of the file), is switched."""
+    if isinstance(v, ModuleVal):
+        if v.origin is not None:
+            v.origin.disabled = not on
+            if on:
+                v.origin.frozen.clear()
+        if depth < 4:
+            for x in v.attrs.values():
+                if isinstance(x, (ModuleVal, TVal, SeqVal)):
+                    _set_requires_grad(x, on, depth + 1)
+    elif isinstance(v, TVal):
+        for o in v.origins:
+            if o.kind in ("parameter", "module"):
+                o.disabled = not on
+    elif isinstance(v, SeqVal) and depth < 4:
+        for x in v.items:
+            _set_requires_grad(x, on, depth + 1)
+
+
+def _disable_module_origins(v):
+    """``p.requires_grad_(False)`` over a module's parameters (a loop over
+    ``model.parameters()``), or over each of its known parameters by name
+    (``lin.weight.requires_grad = False``): the module no longer brings
+    requires-grad values."""
+    for o in v.origins:
+        if o.kind == "module":
+            o.disabled = True
+            if o.owner is not None:
+                _set_requires_grad(o.owner, False)
+        elif o.parent is not None and o.param is not None:
+            o.disabled = True
+            parent = o.parent
+            parent.frozen.add(o.param)
+            if parent.param_names is not None and parent.frozen >= parent.param_names:
+                parent.disabled = True
+
+
+def _known_params(cls_name, kwargs):
+    """The parameter names of common torch.nn layers (None when not known)."""
+    if cls_name in N.WEIGHT_ONLY_MODULES:
+        return frozenset({"weight"})
+    if cls_name in N.WEIGHT_AND_BIAS_MODULES:
+        names = {"weight", "bias"}
+        for flag in ("bias", "elementwise_affine", "affine"):
+            v = kwargs.get(flag)
+            if isinstance(v, ConstVal) and v.value is False:
+                names = set() if flag != "bias" else names - {"bias"}
+        if cls_name == "RMSNorm":
+            names.discard("bias")
+        return frozenset(names)
+    return None
+
+
+def _name_origins(val, name, line):
+    """``x = torch.randn(..., requires_grad=True)``: the origin made on this line is ``x``."""
+    origins = val.real_rg() if isinstance(val, (TVal, ModuleVal)) else ()
+    for o in origins:
+        if o.line == line and o.name in ("tensor", "module", "parameter"):
+            o.name = name
+
+
+def _grad_mode_kind(q, args, kwargs):
+    """The context a grad-mode constructor builds, from torch_tables' meaning of its
+    constant argument: "grad_on" or "grad_off" (an unknown argument: grad may be off)."""
+    without, by_arg = N.GRAD_MODE_CONTEXTS[q]
+    arg = args[0] if args else kwargs.get(N.GRAD_MODE_ARGUMENT)
+    if (arg is None or not by_arg) and without is not None:
+        mode = without
+    elif isinstance(arg, ConstVal) and isinstance(arg.value, (bool, int)) and bool(arg.value) in by_arg:
+        mode = by_arg[bool(arg.value)]
+    else:
+        mode = "off"
+    return "grad_on" if mode == "on" else "grad_off"
+
+
+def _is_meta(vals):
+    for v in vals:
+        if isinstance(v, ConstVal) and isinstance(v.value, str) and v.value.startswith("meta"):
+            return True
+    return False
+
+
+def _with_taint(v, leaks):
+    if isinstance(v, TVal):
+        return TVal(v.origins, v.mode, v.leaks | leaks, v.derived)
+    if isinstance(v, SeqVal):
+        items = tuple(_with_taint(x, leaks) for x in v.items)
+        elts = tuple(_with_taint(x, leaks) for x in v.elts) if v.elts is not None else None
+        return SeqVal(items, elts, v.keys, v.is_dict)
+    return v
+
+
+def _fake_copy(v, mode, depth=0):
+    """What ``from_tensor`` / a deepcopy under a fake mode gives: the same structure,
+    every tensor (and every submodule's parameter) fake."""
+    if isinstance(v, ModuleVal):
+        attrs = {k: (_fake_copy(x, mode, depth + 1) if depth < 4 and isinstance(x, (ModuleVal, TVal, SeqVal)) else x)
+                 for k, x in v.attrs.items()}
+        return ModuleVal(None, mode, v.cls, attrs)
+    if isinstance(v, SeqVal):
+        items = tuple(_fake_copy(x, mode, depth + 1) for x in v.items)
+        elts = tuple(_fake_copy(x, mode, depth + 1) for x in v.elts) if v.elts is not None else None
+        return SeqVal(items, elts, v.keys, v.is_dict)
+    if isinstance(v, (TVal, MaybeVal)) or v is UNKNOWN:
+        return TVal(frozenset(), mode)
+    return v
+
+
+def _proven_copy(copy, src, may):
+    """A fake deep copy of a real torch module: its outputs are fake (its forward
+    uses the copied parameters); a copy of a module of the file, when its forward reads them."""
+    if isinstance(copy, ModuleVal) and isinstance(src, ModuleVal) and src.origin is not None:
+        copy.may_fake = may
+        copy.fake_out = src.cls is None or _forward_uses_fakes(src.cls, copy.attrs)
+    return copy

@@ -1,0 +1,272 @@
+"""What Python answers about abstract values, as pure functions: truth
+(``bool(v)``), comparisons, ``is None``, string folding (f-strings, ``+``), dict
+literals with constant keys, a call's operands, flattening containers, and whether a
+value carries anything the rules care about.
+
+No state and no AST walking: the walker (``statements``, ``expressions``, ``calls``)
+calls these.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
+    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModuleVal, OptimizerVal,
+    PartialVal, SeqVal, TracedFn, TransformVal, TVal, union_all)
+
+
+def _const_kw(call, name, default=None):
+    for kw in call.keywords:
+        if kw.arg == name:
+            if isinstance(kw.value, ast.Constant):
+                return kw.value.value
+            return _NONCONST
+    return default
+
+
+_NONCONST = object()
+
+
+def _is_none_const(v):
+    return isinstance(v, ConstVal) and v.value is None
+
+
+_KNOWN_OBJECTS = (ModeVal, CtxVal, ExitStackVal, FuncVal, ClassVal, BoundMethod, PartialVal, TracedFn, TransformVal,
+                  OptimizerVal, DecoratorVal, InstanceVal, ModuleVal, TVal, SeqVal, ExportedProgramVal, FieldVal)
+
+
+_CMP = {
+    ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
+}
+
+
+def _is_none_test(v):
+    """``v is None``: True, False, or None when not known."""
+    if isinstance(v, ConstVal):
+        return v.value is None
+    if isinstance(v, _KNOWN_OBJECTS):
+        return False
+    if isinstance(v, MaybeVal):
+        answers = {_is_none_test(o) for o in v.options}
+        return answers.pop() if len(answers) == 1 else None
+    return None
+
+
+def _compare(ops, vals):
+    """A comparison Python can answer from known values (None: not known)."""
+    result = True
+    for op, a, b in zip(ops, vals, vals[1:]):
+        t = type(op)
+        if t in (ast.Is, ast.IsNot):
+            if _is_none_const(b):
+                r = _is_none_test(a)
+            elif _is_none_const(a):
+                r = _is_none_test(b)
+            else:
+                return None
+            if r is None:
+                return None
+            r = r if t is ast.Is else not r
+        elif t in _CMP and isinstance(a, ConstVal) and isinstance(b, ConstVal):
+            try:
+                r = bool(_CMP[t](a.value, b.value))
+            except Exception:
+                return None
+        elif t in (ast.In, ast.NotIn) and isinstance(a, ConstVal) and isinstance(b, SeqVal) and b.elts is not None:
+            keys = b.keys if b.keys is not None else b.elts
+            if b.keys is None and not all(isinstance(x, ConstVal) for x in keys):
+                return None
+            pool = [k for k in keys] if b.keys is not None else [x.value for x in keys]
+            try:
+                r = a.value in pool
+            except Exception:
+                return None
+            r = r if t is ast.In else not r
+        else:
+            return None
+        result = result and r
+    return result
+
+
+def _is_module_value(v):
+    if isinstance(v, MaybeVal):
+        opts = [o for o in v.options if not _is_none_const(o)]
+        return bool(opts) and all(isinstance(o, ModuleVal) for o in opts)
+    return isinstance(v, ModuleVal)
+
+
+def _values_of(seq):
+    """The values of a mapping (each of them)."""
+    return union_all(seq.items)
+
+
+def _dict_val(keys, values):
+    """A dict with constant keys (later keys win, as in Python)."""
+    ks, vs = [], []
+    for k, v in zip(keys, values):
+        try:
+            hash(k)
+        except TypeError:
+            return SeqVal(tuple(values), is_dict=True)
+        if k in ks:
+            i = ks.index(k)
+            del ks[i], vs[i]
+        ks.append(k)
+        vs.append(v)
+    return SeqVal(tuple(vs), tuple(vs), tuple(ks), is_dict=True)
+
+
+def _interesting(v, depth=0):
+    """Does this value carry anything the rules care about?"""
+    if isinstance(v, TVal):
+        return bool(v.origins or v.mode is not None or v.leaks)
+    if isinstance(v, (ModuleVal, ModeVal, CtxVal, ExitStackVal, TracedFn, OptimizerVal, TransformVal, ExportedProgramVal)):
+        return True
+    if isinstance(v, ClassVal):
+        return v.is_module  # calling it makes a module
+    if isinstance(v, (SeqVal, MaybeVal)) and depth < 3:
+        items = v.items if isinstance(v, SeqVal) else v.options
+        return any(_interesting(x, depth + 1) for x in items)
+    if isinstance(v, InstanceVal) and depth < 2:
+        return any(_interesting(x, depth + 1) for x in v.attrs.values())
+    return False
+
+
+def _arg_exprs(e):
+    """The expressions of a call's positional arguments, aligned with evaluated args."""
+    if not isinstance(e, ast.Call):
+        return []
+    return [a.value if isinstance(a, ast.Starred) else a for a in e.args]
+
+
+# nodes a getattr name may be made of to be looked at before the call runs
+_PURE_NAME_NODES = (ast.Constant, ast.Name, ast.Attribute, ast.JoinedStr, ast.FormattedValue, ast.BinOp,
+                    ast.expr_context, ast.operator)
+
+
+class _FormattedPart:
+    """An f-string's ``{value!conv:spec}``: ``fmt`` turns a known value into its text."""
+
+    __slots__ = ("value", "fmt")
+
+    def __init__(self, value, fmt):
+        self.value = value
+        self.fmt = fmt
+
+
+_FOLD_TYPES = (str, int, float, bool, type(None))
+
+
+def _fold_strings(parts, combine, only=_FOLD_TYPES):
+    """Fold a string built from ``parts`` (ConstVals, may values of ConstVals, or
+    _FormattedParts of those) when every part is known: a ConstVal, or, when a single
+    may value takes part, a may value of the strings for each of its options (two
+    different may values would pair options that never meet). Else UNKNOWN."""
+    inner = [p.value if isinstance(p, _FormattedPart) else p for p in parts]
+    maybes = []
+    for v in inner:
+        if isinstance(v, MaybeVal) and not any(v is m for m in maybes):
+            maybes.append(v)
+    if len(maybes) > 1:
+        return UNKNOWN
+    choices = list(maybes[0].options) if maybes else [None]
+    if not choices or any(not isinstance(o, ConstVal) for o in choices if o is not None):
+        return UNKNOWN
+    out = []
+    for choice in choices:
+        texts = []
+        for p, v in zip(parts, inner):
+            c = choice if isinstance(v, MaybeVal) else v
+            if not isinstance(c, ConstVal) or type(c.value) not in only:
+                return UNKNOWN
+            if isinstance(p, _FormattedPart):
+                try:
+                    texts.append(p.fmt(c.value))
+                except Exception:
+                    return UNKNOWN
+            elif isinstance(c.value, str):
+                texts.append(c.value)
+            else:
+                return UNKNOWN
+        out.append(ConstVal(combine(texts)))
+    if not maybes:
+        return out[0]
+    return MaybeVal(tuple(out), maybes[0].each)
+
+
+def _operands(e, args, kwargs):
+    exprs = _arg_exprs(e)
+    out = [(a, exprs[i] if i < len(exprs) and len(exprs) == len(args) else None) for i, a in enumerate(args)]
+    kw_exprs = {kw.arg: kw.value for kw in getattr(e, "keywords", ()) if kw.arg is not None}
+    out += [(v, kw_exprs.get(k)) for k, v in kwargs.items()]
+    return out
+
+
+def _flatten(v, depth=0):
+    if isinstance(v, SeqVal) and depth < 4:
+        out = []
+        for x in v.items:
+            out.extend(_flatten(x, depth + 1))
+        return out
+    return [v]
+
+
+def _is_tensorish(v):
+    if isinstance(v, (TVal, ModuleVal)):
+        return True
+    if isinstance(v, MaybeVal):
+        return any(_is_tensorish(o) for o in v.options)
+    return False
+
+
+def _truth(v):
+    """bool(v) when Python's answer is known: constants, objects without
+    ``__bool__``/``__len__`` (modes, context managers, functions, classes), literals."""
+    if isinstance(v, ConstVal):
+        try:
+            return bool(v.value)
+        except Exception:
+            return None
+    if isinstance(v, (ModeVal, CtxVal, ExitStackVal, FuncVal, ClassVal, BoundMethod, PartialVal, TracedFn,
+                      TransformVal, OptimizerVal, DecoratorVal)):
+        return True
+    if isinstance(v, InstanceVal):
+        cls = v.cls
+        if all(isinstance(b, ClassVal) for c in cls.mro for b in c.bases) and not (
+            cls.lookup_method("__bool__") or cls.lookup_method("__len__")
+        ):
+            return True
+        return None
+    if isinstance(v, SeqVal) and v.elts is not None:
+        return bool(v.elts)
+    return None
+
+
+def _kw_true(kwargs, name):
+    v = kwargs.get(name)
+    return isinstance(v, ConstVal) and v.value is True
+
+
+def _kw_false(kwargs, name):
+    v = kwargs.get(name)
+    return isinstance(v, ConstVal) and v.value is False
+
+
+def _carries(values, origin, depth=0):
+    """Does one of ``values`` hold the real value ``origin`` (directly, in a
+    container, or in an attribute of an object)?"""
+    for v in values:
+        if origin in v.real_rg():
+            return True
+        if depth < 3:
+            if isinstance(v, (InstanceVal, ModuleVal)) and _carries(list(v.attrs.values()), origin, depth + 1):
+                return True
+            if isinstance(v, SeqVal) and _carries(list(v.items), origin, depth + 1):
+                return True
+            if isinstance(v, MaybeVal) and _carries(list(v.options), origin, depth + 1):
+                return True
+            if isinstance(v, BoundMethod) and _carries([v.self_val], origin, depth + 1):
+                return True
+    return False
