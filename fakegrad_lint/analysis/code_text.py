@@ -75,12 +75,17 @@ _CALL_RE = re.compile(r"\b(\w+)\s*\(")
 _WORD_RE = re.compile(r"\b[A-Za-z_]\w*\b")
 
 
+_TYPE_TESTS = frozenset({"isinstance", "issubclass"})
+
+
 def _hot_in_code(node, text, hot_re):
     """Does a hot word of ``text`` (the unit's lines, from its first decorator) occur
-    where running the unit can evaluate it? Annotations are never evaluated (nor by
-    this interpreter), docstrings and comments are not code: a unit that names a
-    fake mode only there (``fake_mode: FakeTensorMode | None``) cannot open a region
-    by itself, so it is analysed on its own only when it calls one that can.
+    where running the unit can open a region with it? Annotations are never
+    evaluated (nor by this interpreter), docstrings and comments are not code, and
+    the class of a type test (``isinstance(m, FakeTensorMode)``) is only compared: a
+    unit that names a fake mode only there (``fake_mode: FakeTensorMode | None``)
+    cannot open a region by itself, so it is analysed on its own only when it calls
+    one that can.
     The signature's annotations are checked first, so that a unit that names a
     fake mode only there does not need its body (parsed on first use)."""
     import bisect
@@ -129,6 +134,8 @@ def _hot_in_code(node, text, hot_re):
             a = n.returns
         elif t is ast.Expr and type(n.value) is ast.Constant and isinstance(n.value.value, str):
             a = n.value
+        elif t is ast.Call and type(n.func) is ast.Name and n.func.id in _TYPE_TESTS and len(n.args) == 2:
+            a = n.args[1]  # `isinstance(m, FakeTensorMode)`: a type test opens no region
         else:
             continue
         if a is not None:

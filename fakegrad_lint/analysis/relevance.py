@@ -27,12 +27,13 @@ class RelevanceMixin:
         fake value (or a ``self`` attribute holding one), and their in-file callers."""
         lines = self.pos.lines
         mvars = self.module_scope.vars
-        hot = set(ENTRY_WORDS) | self._entry_aliases()
+        hot = set(self._entry_aliases())
+        helpers = set()  # @contextmanager helpers: entered with `with`, they may open a region
         for name, val in mvars.items():
             if isinstance(val, (ModeVal, CtxVal, TracedFn)) or val.fake_mode() is not None:
                 hot.add(name)
             elif isinstance(val, FuncVal) and val.contextmanager:
-                hot.add(name)
+                helpers.add(name)
             elif self.project is not None and self._opens_region(val):
                 hot.add(name)  # a function, class or module of the project that can open a region
         units = []  # (FuncVal, ClassVal or None, text)
@@ -44,6 +45,14 @@ class RelevanceMixin:
                 units.extend((self.defs[m], val) for m in d.body if m in self.defs and self.defs[m].cls is val)
         if not units:
             return
+        # an entry word the file binds to a def of its own (torch's fake_tensor.py defines
+        # `class FakeTensorMode`), or a @contextmanager helper of the file: its bare uses
+        # run that def; they make a unit relevant only once that def is (or where the
+        # unit may bind the word to something else)
+        top = set(self.tree.body)
+        own = {w: v for w in set(ENTRY_WORDS) | helpers if w not in hot
+               for v in [mvars.get(w)] if isinstance(v, (ClassVal, FuncVal)) and v.node in top}
+        hot |= (set(ENTRY_WORDS) | helpers) - own.keys()
 
         def text(fv):
             n = fv.node
@@ -51,8 +60,29 @@ class RelevanceMixin:
             return "\n".join(lines[first - 1 : n.end_lineno])
 
         texts = {fv: text(fv) for fv, _ in units}
-        hot_re = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(hot))))
+        hot_re = _words_re(hot)
         relevant = {fv for fv, _ in units if hot_re.search(texts[fv]) and _hot_in_code(fv.node, texts[fv], hot_re)}
+        for fv, _ in units:
+            rebound = [w for w in own if w in texts[fv] and _may_rebind(texts[fv], w)]
+            if fv not in relevant and rebound:
+                rx = _words_re(hot | set(rebound))
+                if rx.search(texts[fv]) and _hot_in_code(fv.node, texts[fv], rx):
+                    relevant.add(fv)
+        revived: set = set()
+
+        def revive():
+            """The entry words whose own def has become relevant: their units are too."""
+            new = {w for w, v in own.items() if w not in revived
+                   and any(c is v or fv.node is v.node for fv, c in units if fv in relevant)}
+            revived.update(new)
+            if new:
+                rx = _words_re(new)
+                relevant.update(fv for fv, _ in units if fv not in relevant and rx.search(texts[fv])
+                                and _hot_in_code(fv.node, texts[fv], rx))
+            return bool(new)
+
+        while own and revive():
+            pass
         # self attributes that hold a mode, in classes that have a relevant method
         for cls in {c for fv, c in units if c is not None and fv in relevant}:
             inst = self._instance_for(cls)
@@ -69,6 +99,8 @@ class RelevanceMixin:
                 if fv not in relevant and calls[fv] & names:
                     relevant.add(fv)
                     changed = True
+            if own and revive():
+                changed = True
         for fv, cls in units:
             if fv in relevant:
                 self._run_standalone(fv, self._instance_for(cls) if cls is not None else None)
@@ -182,3 +214,16 @@ class RelevanceMixin:
             return self._may_matter(v.node, self._lines_of(v),
                                     self._scope_ctx.get(getattr(v.scope, "module", None), self.ctx))
         return False
+
+
+def _words_re(words):
+    """A regex for any of ``words`` as a whole word."""
+    return re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(words))))
+
+
+def _may_rebind(text, word):
+    """Can ``text`` bind ``word`` to something else (an import, an assignment, an
+    ``as`` target) or reach it as an attribute (``fake_tensor.FakeTensorMode``)?"""
+    w = re.escape(word)
+    return re.search(rf"\bimport\b[^\n]*\b{w}\b|\bimport\s*\([^)]*\b{w}\b|\.[ \t]*{w}\b|\bas[ \t]+{w}\b"
+                     rf"|\b{w}[ \t]*(?::[^\n=]*)?=(?!=)", text) is not None
