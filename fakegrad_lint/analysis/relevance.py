@@ -8,6 +8,7 @@ neither open a region nor make a real requires-grad value.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 
 from fakegrad_lint.analysis.code_text import _ENTRY_RE, _SOURCE_RE, _WORD_RE, _called_names, _hot_in_code
@@ -61,7 +62,17 @@ class RelevanceMixin:
 
         texts = {fv: text(fv) for fv, _ in units}
         hot_re = _words_re(hot)
-        relevant = {fv for fv, _ in units if hot_re.search(texts[fv]) and _hot_in_code(fv.node, texts[fv], hot_re)}
+        # the lines of the file that hold a hot word (one scan, not one per unit)
+        joined = "\n".join(lines)
+        hot_lines = _lines_of_matches(hot_re, joined)
+
+        def names_hot(fv):
+            n = fv.node
+            first = min([n.lineno] + [dec.lineno for dec in n.decorator_list])
+            i = bisect.bisect_left(hot_lines, first)
+            return i < len(hot_lines) and hot_lines[i] <= n.end_lineno
+
+        relevant = {fv for fv, _ in units if names_hot(fv) and _hot_in_code(fv.node, texts[fv], hot_re)}
         for fv, _ in units:
             rebound = [w for w in own if w in texts[fv] and _may_rebind(texts[fv], w)]
             if fv not in relevant and rebound:
@@ -90,13 +101,14 @@ class RelevanceMixin:
             if attrs:
                 attr_re = re.compile(r"\bself\.(?:%s)\b" % "|".join(map(re.escape, attrs)))
                 relevant |= {fv for fv, c in units if c is cls and attr_re.search(texts[fv])}
-        calls = {fv: _called_names(texts[fv]) for fv, _ in units}
         changed = True
-        while changed:
+        while changed and relevant:
             changed = False
-            names = {fv.node.name for fv in relevant}
+            # a unit that calls a relevant one by name, `f(...)` or `self.f(...)` (a
+            # superset is fine: it only decides what is worth analysing)
+            calls_re = _calls_re({fv.node.name for fv in relevant})
             for fv, _ in units:
-                if fv not in relevant and calls[fv] & names:
+                if fv not in relevant and calls_re.search(texts[fv]):
                     relevant.add(fv)
                     changed = True
             if own and revive():
@@ -214,6 +226,24 @@ class RelevanceMixin:
             return self._may_matter(v.node, self._lines_of(v),
                                     self._scope_ctx.get(getattr(v.scope, "module", None), self.ctx))
         return False
+
+
+def _calls_re(names):
+    """A regex for a call of one of ``names``: ``name(`` as a whole word (what
+    ``code_text._called_names`` finds, searched for instead of listed)."""
+    return re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, sorted(names))))
+
+
+def _lines_of_matches(rx, text):
+    """The (1-based) lines of ``text`` that hold a match of ``rx``, in order."""
+    out = []
+    line, pos = 1, 0
+    for m in rx.finditer(text):
+        line += text.count("\n", pos, m.start())
+        pos = m.start()
+        if not out or out[-1] != line:
+            out.append(line)
+    return out
 
 
 def _words_re(words):
