@@ -2,6 +2,8 @@
 
     python tests/score_unseen.py                       # runs: fakegrad-lint --output-format json PATHS
     python tests/score_unseen.py --corpus heldout      # fixtures/heldout/*.py, fixtures/heldout_projects/*/
+    python tests/score_unseen.py --corpus blind        # fixtures/blind/*.py, fixtures/blind_projects/*/
+    python tests/score_unseen.py --corpus sealed       # fixtures/sealed/*.py, fixtures/sealed_projects/*/ (the blind set's held-out half)
     python tests/score_unseen.py --cmd "python -m fakegrad_lint --output-format json"
     python tests/score_unseen.py --format json         # the score as JSON
 
@@ -45,6 +47,8 @@ DEFAULT_CODES = ("FGL001", "FGL002", "FGL003")
 CORPORA = {
     "unseen": ("unseen", "projects"),
     "heldout": ("heldout", "heldout_projects"),
+    "blind": ("blind", "blind_projects"),
+    "sealed": ("sealed", "sealed_projects"),
 }
 
 
@@ -191,8 +195,9 @@ def main(argv=None) -> int:
         "--corpus",
         choices=sorted(CORPORA),
         default="unseen",
-        help="which corpus: unseen (fixtures/unseen, fixtures/projects) or heldout "
-        "(fixtures/heldout, fixtures/heldout_projects); default: unseen",
+        help="which corpus: unseen (fixtures/unseen, fixtures/projects), heldout "
+        "(fixtures/heldout, fixtures/heldout_projects) or blind (fixtures/blind, "
+        "fixtures/blind_projects) or sealed (fixtures/sealed, fixtures/sealed_projects: the held-out half of the blind set, not to be read while changing the analyzer); default: unseen",
     )
     ap.add_argument("--unseen-dir", type=Path, default=None, help="single-file folder (overrides --corpus)")
     ap.add_argument("--projects-dir", type=Path, default=None, help="projects folder (overrides --corpus)")

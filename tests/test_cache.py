@@ -222,7 +222,6 @@ def test_moment_dependent_results_are_not_cached(tree, tmp_path, monkeypatch):
     def slow(*a, **k):
         raise pipeline.FileTimeout()
 
-    slow.__module__, slow.__qualname__ = real.__module__, real.__qualname__  # looks genuine
     monkeypatch.setattr(checker, "check_source", slow)
     res = run(tree, Cache(cdir))
     assert any("timed out" in e.reason for e in res.all_errors)
@@ -231,16 +230,6 @@ def test_moment_dependent_results_are_not_cached(tree, tmp_path, monkeypatch):
     # only the syntax error (decided before the analyzer) was cached
     assert [r.path for r in later.results if r.cached] == [str(tree / "broken.py")]
     assert shape(later) == shape(run(tree, None))
-
-
-def test_replaced_checker_bypasses_the_cache(tree, tmp_path, monkeypatch):
-    cdir = str(tmp_path / "c")
-    run(tree, Cache(cdir))
-    from fakegrad_lint.engine import lint as checker
-
-    monkeypatch.setattr(checker, "check_source", lambda *a, **k: [])
-    res = run(tree, Cache(cdir))
-    assert res.findings == [] and not any(r.cached for r in res.results)
 
 
 def test_fix_modes_bypass_the_cache(tree, tmp_path):

@@ -26,7 +26,7 @@ _MARKERS = {
 }
 
 
-def fake_check_source(source: str, filename: str = "<string>", *, tree=None) -> list[Finding]:
+def fake_check_source(source: str, filename: str = "<string>", *, tree=None, **options) -> list[Finding]:
     if tree is None:
         ast.parse(source)  # like the real one: raise on bad syntax
     out = []
@@ -55,9 +55,13 @@ def fake_check_source(source: str, filename: str = "<string>", *, tree=None) -> 
 
 
 @pytest.fixture
-def fake_checker(monkeypatch):
+def fake_checker(monkeypatch, tmp_path_factory):
+    """The engine's rules stage replaced by :func:`fake_check_source`. Its
+    results go to a cache of their own: the code fingerprint that keys the cache
+    does not know about the replacement."""
     from fakegrad_lint.engine import lint as checker
 
+    monkeypatch.setenv("FAKEGRAD_LINT_CACHE_DIR", str(tmp_path_factory.mktemp("fake-checker-cache")))
     monkeypatch.setattr(checker, "check_source", fake_check_source)
     return fake_check_source
 

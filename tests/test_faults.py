@@ -475,7 +475,7 @@ from fakegrad_lint.engine import process as pipeline
 
 marks = sys.argv[1]
 
-def stuck(path, codes, options, sf=None, cache=None):
+def stuck(path, codes, options, sf=None, cache=None, **kwargs):
     open(os.path.join(marks, str(os.getpid())), "w").close()
     time.sleep(600)
 
@@ -577,7 +577,9 @@ def test_timeout_inside_set_name_is_a_timeout(tmp_path, monkeypatch):
         type("Owner", (), {"attr": Slow()})  # Python wraps what __set_name__ raises
         return []
 
-    monkeypatch.setattr(pipeline, "lint_text", lint)
+    from fakegrad_lint.engine import lint as engine_lint
+
+    monkeypatch.setattr(engine_lint, "lint_source", lint)
     result = pipeline.process_file(str(path), frozenset({"FGL001"}), pipeline.Options(timeout=0.2))
     assert [e.reason for e in result.errors] == ["timed out after 0.2 s (see --timeout-per-file); file skipped"]
 

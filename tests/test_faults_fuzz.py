@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from fakegrad_lint.engine import process as pipeline
+from fakegrad_lint.engine.lint import lint_source
 from fakegrad_lint.rules import ALL_CODES
 from fakegrad_lint.sources.sourcefile import SourceError, decode_source
 
@@ -119,7 +120,7 @@ def patch_applies(tmp: Path, originals: dict[str, bytes], diffs: list[str], fixe
 
 def _lint(text: str, name: str):
     try:
-        return [(f.code, f.location, f.end_location) for f in pipeline.lint_text(text, name, CODES)]
+        return [(f.code, f.location, f.end_location) for f in lint_source(text, name, CODES)]
     except SyntaxError:
         return "syntax error"
 

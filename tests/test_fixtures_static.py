@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from fakegrad_lint.engine.lint import check_source
-from markers import FIXTURES_DIR, expected_markers, fixture_paths, markers_in_source
+from markers import FIXTURES_DIR, expected_markers, fixture_paths
 
 FIXTURES = fixture_paths()
 
@@ -28,21 +28,6 @@ def test_corpus_shape():
             assert marks & {"FGL001", "FGL002", "FGL003"}, f"{p.name}: a hazard fixture needs a marker"
         else:
             assert not marks - {"FGL004"}, f"{p.name}: a safe fixture may only carry FGL004"
-
-
-def test_marker_parser():
-    src = textwrap.dedent(
-        '''\
-        a = "# FGL001"  # FGL002
-        b = 1  # FGL001, FGL004
-        c = 2  # FGL001 because
-        d = """
-        # FGL003
-        """
-        e = 3  #FGL003
-        '''
-    )
-    assert markers_in_source(src) == {(1, "FGL002"), (2, "FGL001"), (2, "FGL004"), (7, "FGL003")}
 
 
 def _describe(rows, source_lines):

@@ -18,6 +18,7 @@ import pytest
 from fakegrad_lint.config import discover
 from fakegrad_lint.sources import lazyparse
 from fakegrad_lint.engine import process as pipeline
+from fakegrad_lint.engine.lint import lint_source
 from fakegrad_lint.engine import prefilter
 from fakegrad_lint.config import settings
 from fakegrad_lint.rules import ALL_CODES
@@ -84,7 +85,7 @@ def test_syntax_error_in_a_body_that_is_read():
     with pytest.raises(SyntaxError) as full:
         ast.parse(text)
     with pytest.raises(SyntaxError) as lazy:
-        pipeline.lint_text(text, "t.py", ALL_CODES)
+        lint_source(text, "t.py", ALL_CODES)
     assert (lazy.value.msg, lazy.value.lineno) == (full.value.msg, full.value.lineno)
 
 

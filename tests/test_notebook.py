@@ -372,7 +372,7 @@ def _fake_lint_spanning(text: str) -> list[Finding]:
     return out
 
 
-def test_fix_spanning_cells_is_display_only_and_not_applied(tmp_path):
+def test_fix_spanning_cells_is_display_only_and_not_applied(tmp_path, monkeypatch):
     path = write_nb(tmp_path / "nb.ipynb", [code("a = 1"), md("text"), code("b = 2")])
     raw = path.read_bytes()
     found = notebook.lint_notebook(raw, str(path), _fake_lint_spanning)
@@ -381,8 +381,15 @@ def test_fix_spanning_cells_is_display_only_and_not_applied(tmp_path):
     assert "spans notebook cells" in found[0].fix.message
     assert found[1].fix.edits == (Edit(Location(1, 0), Location(1, 1), "c"),)
     assert found[1].message == "m on cell 1, line 1"  # program row 1 is cell 1's row 1
-    result = FileResult(str(path))
-    notebook.process(result, str(path), read_source(str(path)), _fake_lint_spanning, Options(mode="fix"))
+    # the engine's one path, with the fake lint in place of lint_source (the
+    # cells name no fake mode: the prefilter's verdict is given)
+    from fakegrad_lint.engine import lint as engine_lint
+    from fakegrad_lint.engine.process import process_source
+    from fakegrad_lint.rules import ALL_CODES
+    from fakegrad_lint.sources.kind import open_source
+
+    monkeypatch.setattr(engine_lint, "lint_source", lambda text, *a, **k: _fake_lint_spanning(text))
+    result = process_source(open_source(read_source(str(path))), ALL_CODES, Options(mode="fix"), verdict=(True, True))
     assert result.fixed == 1
     assert [source_of(c) for c in cells_of(path)] == ["a = 1", "text", "c = 2"]
     assert [(f.code, f.cell) for f in result.findings] == [("FGL001", 1)]

@@ -18,7 +18,6 @@ any system site-packages, and ``PRE_COMMIT_HOME`` is a temporary folder.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from fakegrad_lint.rules import RULES
+from markers import marked_rows, strip_markers
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXABLE = next(r for r in RULES if r.default and r.fixed_example is not None)
@@ -158,10 +158,10 @@ def test_hook_definitions_are_committed():
 
 def hazard_source() -> tuple[str, list[int]]:
     example = FIXABLE.invalid[0]
-    rows = [i for i, line in enumerate(example.splitlines(), 1) if line.rstrip().endswith(f"# {FIXABLE.code}")]
+    rows = marked_rows(example, FIXABLE.code)
     # the `# FGLxxx` markers annotate the docs example, they are not code: drop
     # them so the fixed file must equal the documented fixed example exactly
-    source = re.sub(r"[ \t]*#[ \t]*FGL\d{3}[ \t]*$", "", example, flags=re.MULTILINE)
+    source = strip_markers(example)
     assert rows and source != example and len(source.splitlines()) == len(example.splitlines())
     return source, rows
 

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from fakegrad_lint.engine import lint as checker
 from fakegrad_lint.config import discover
 from fakegrad_lint.engine import process as pipeline
+from fakegrad_lint.engine.lint import lint_source
 from fakegrad_lint.engine import prefilter
 from fakegrad_lint.config import settings as settings_mod
 from fakegrad_lint.rules import RULES
@@ -45,7 +46,7 @@ def lint_tree(tree: str, *, with_prefilter: bool, monkeypatch) -> tuple[list, di
     files = discover.discover([tree], st_).files
     assert files
     if not with_prefilter:
-        monkeypatch.setattr(pipeline, "may_contain_fake_region", lambda text: True)
+        monkeypatch.setattr(prefilter, "may_contain_fake_region", lambda text: True)  # the engine's prefilter
         monkeypatch.setattr(checker, "may_contain_fake_region", lambda text: True)
     try:
         res = pipeline.run(
@@ -146,7 +147,7 @@ def test_fgl_noqa_prefilter_is_a_superset(parts):
     if unused:
         assert prefilter.may_have_fgl_noqa(text)
         assert prefilter.may_have_fgl_noqa(text.encode())
-    assert pipeline.lint_text(text, "t.py", WITH_FGL100) == (unused if prefilter.may_have_fgl_noqa(text) else [])
+    assert lint_source(text, "t.py", WITH_FGL100) == (unused if prefilter.may_have_fgl_noqa(text) else [])
 
 
 def test_extra_words_hook():

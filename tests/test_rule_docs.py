@@ -1,7 +1,7 @@
 """Rule docs come from the catalogue, and the catalogue's examples are true.
 
 Every ``invalid`` example of every rule must produce exactly the findings its
-``# FGLxxx`` markers name (row and code); every ``valid`` example must produce
+``# FGLxxx`` markers name (row and code, parsed by ``tests/markers.py``); every ``valid`` example must produce
 none of its own rule and none of any default-on rule. The docs printed by
 ``fakegrad-lint rule`` contain the examples verbatim, and ``docs/rules.md`` is
 exactly what ``rule --all --output-format markdown`` prints.
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
@@ -20,34 +19,22 @@ from pathlib import Path
 import pytest
 
 from fakegrad_lint.cli import rule_docs
-from fakegrad_lint.engine.lint import check_source
 from fakegrad_lint.rules import ALL_CODES, DEFAULT_CODES, RULES
+from markers import markers_in_source as markers
+from markers import strip_markers
 
 ROOT = Path(__file__).resolve().parents[1]
-MARKER = re.compile(r"#\s*((?:FGL\d{3})(?:[\s,]+FGL\d{3})*)\s*$")
-
-
-def markers(source: str) -> set[tuple[int, str]]:
-    """``{(row, code)}`` for every line ending in ``# FGLxxx`` (or several codes)."""
-    out = set()
-    for row, line in enumerate(source.splitlines(), start=1):
-        m = MARKER.search(line)
-        if m:
-            out.update((row, code) for code in re.findall(r"FGL\d{3}", m.group(1)))
-    return out
 
 
 def found(source: str, name: str) -> set[tuple[int, str]]:
-    return {(f.location.row, f.code) for f in check_source(source, name)}
+    """Every rule's findings after ``# noqa`` (FGL100, unused noqa, is the noqa pass')."""
+    from fakegrad_lint.engine.process import lint_text
+
+    return {(f.location.row, f.code) for f in lint_text(source, name, ALL_CODES)}
 
 
 INVALID = [(r.code, i, src) for r in RULES for i, src in enumerate(r.invalid)]
 VALID = [(r.code, i, src) for r in RULES for i, src in enumerate(r.valid)]
-
-
-def test_marker_parser():
-    src = "a = 1\nb = 2  # FGL001\nc = 3  # FGL002, FGL004\n# FGL003 is prose\n"
-    assert markers(src) == {(2, "FGL001"), (3, "FGL002"), (3, "FGL004")}
 
 
 def test_every_rule_has_examples_that_name_it():
@@ -204,9 +191,9 @@ def test_rule_subcommand_through_the_cli():
 
 def _fixed(code: str, source: str) -> str | None:
     from fakegrad_lint.fix.apply import fix_text
-    from fakegrad_lint.engine.process import lint_text
+    from fakegrad_lint.engine.lint import lint_source
 
-    out = fix_text(source, lambda t: lint_text(t, "example.py", frozenset({code})), unsafe=True)
+    out = fix_text(source, lambda t: lint_source(t, "example.py", frozenset({code})), unsafe=True)
     return out.text if out.changed else None
 
 
@@ -229,7 +216,6 @@ def test_invalid_example_fixes_to_expected_code(code, index, source):
 def test_fixed_example_is_the_first_expected_fix_without_markers():
     for rule in RULES:
         if rule.fixed_example is not None and rule.code != "FGL003":
-            unmarked = re.sub(r"  # FGL\d{3}$", "", rule.invalid_fixed[0], flags=re.MULTILINE)
-            assert rule.fixed_example == unmarked, rule.code
+            assert rule.fixed_example == strip_markers(rule.invalid_fixed[0]), rule.code
         elif rule.fixed_example is not None:
             assert rule.fixed_example == rule.invalid_fixed[0], rule.code

@@ -10,11 +10,9 @@ import contextlib
 import glob
 import io
 import os
-import re
 import runpy
 import sys
 import textwrap
-import tokenize
 
 import pytest
 
@@ -26,6 +24,7 @@ from fakegrad_lint.runtime import (
     guard,
     torch_compat,
 )
+from markers import expected_markers  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")
@@ -408,18 +407,11 @@ def test_supported_torch_range_and_warning():
 
 # -- the shared fixture corpus ----------------------------------------------------------
 
-_MARK = re.compile(r"#\s*((?:FGL\d{3}[\s,]*)+)")
-
-
 def markers(path: str) -> dict[int, set[str]]:
-    """Comment markers ``# FGL001`` (tokenize: a marker inside a string does not count)."""
+    """Comment markers ``# FGL001`` by row (the rules of ``tests/markers.py``)."""
     out: dict[int, set[str]] = {}
-    with open(path, "rb") as fh:
-        for tok in tokenize.tokenize(fh.readline):
-            if tok.type == tokenize.COMMENT:
-                m = _MARK.match(tok.string)
-                if m:
-                    out.setdefault(tok.start[0], set()).update(re.findall(r"FGL\d{3}", m.group(1)))
+    for row, code in expected_markers(path):
+        out.setdefault(row, set()).add(code)
     return out
 
 

@@ -6,9 +6,7 @@ characters. The conversion happens once, here.
 
 from __future__ import annotations
 
-import re
-
-_LINE_RE = re.compile(r"\r\n|\r|\n")
+from fakegrad_lint.sources.text import NEWLINE_RE as _LINE_RE
 
 
 class PositionMap:

@@ -6,7 +6,8 @@
 
 Each static finding is printed as ``confirmed`` (a runtime event of the
 matching kind happened at its line) or ``not-reproduced``; each runtime event
-that no finding covers is ``missed``. FGL001/FGL003 match ``hazard`` events,
+that no finding covers is ``missed``. Each rule names the event that confirms
+it (``Rule.runtime_kind``): FGL001/FGL003 match ``hazard`` events,
 FGL002 matches ``crash`` events (FGL004, opt-in, matches raw forward-only
 entries). The code runs in a subprocess with a timeout; its process group is
 killed when the time is up.
@@ -16,12 +17,9 @@ Exit status: 1 when a hazard or crash was confirmed or missed, 0 otherwise,
 run that could not report (it crashed, was killed, called ``os._exit`` or
 closed the report pipe before the final record).
 
-User code (the script, the module, the tests, and the package ``__init__``
-that looking up ``-m pkg.mod`` needs) runs only in child processes, under
-the timeout. The records come through an inherited pipe, never a file the
-script could delete. Every process the run started is killed when it ends
-(its process group, and through the child subreaper on Linux, every
-descendant, also in another session or left running by a script that exited).
+The static side is ``fakegrad-lint check`` on the script's project (the same
+settings, discovery, engine path and cache); the run is in child processes
+(:mod:`fakegrad_lint.cli.confirm_run`).
 
 This module never imports torch (the child process does).
 """
@@ -32,18 +30,12 @@ import argparse
 import json
 import os
 import signal
-import subprocess
 import sys
 
 from fakegrad_lint.runtime import RUNTIME_EXTRA_HINT  # does not import torch
+from fakegrad_lint.cli.confirm_run import DEFAULT_TIMEOUT, _resolve_module, _run_child, _ToolError
 from fakegrad_lint.runtime.messages import add_tensor
 
-DEFAULT_TIMEOUT = 120.0
-KIND_OF_CODE = {"FGL001": "hazard", "FGL003": "hazard", "FGL002": "crash", "FGL004": "entry"}
-
-
-class _ToolError(Exception):
-    pass
 
 
 def _err(msg: str) -> None:
@@ -68,95 +60,23 @@ def _build_parser() -> argparse.ArgumentParser:
 # -- static side ----------------------------------------------------------------
 
 
-def _resolve_module(name: str, timeout: float = DEFAULT_TIMEOUT) -> str | None:
-    """The file ``python -m name`` would run. Looked up on disk without
-    importing anything; when that does not find it (a module inside a
-    package whose ``__init__`` extends ``__path__``, a zip ...), the lookup
-    runs in a child process under ``timeout``: finding ``pkg.mod`` imports
-    ``pkg``, which is user code and never runs in this process."""
-    found = _module_on_disk(name)
-    if found is not None:
-        return found or None
-    return _module_in_child(name, timeout)
-
-
-def _module_on_disk(name: str) -> str | None:
-    """The file, ``""`` when the module is known not to be runnable (a package
-    without ``__main__.py``), ``None`` when the disk alone cannot tell."""
-    parts = name.split(".")
-    if not all(p.isidentifier() for p in parts):
-        return None
-    for base in [os.getcwd(), *[p for p in sys.path if p]]:
-        cur = base
-        for i, part in enumerate(parts):
-            last = i == len(parts) - 1
-            pkg = os.path.join(cur, part)
-            if os.path.isdir(pkg) and (os.path.isfile(os.path.join(pkg, "__init__.py")) or not last):
-                cur = pkg
-                if last:
-                    main = os.path.join(pkg, "__main__.py")
-                    return main if os.path.isfile(main) else ""
-                continue
-            mod = pkg + ".py"
-            if last and os.path.isfile(mod):
-                return mod
-            break
-    return None
-
-
-_FIND_SPEC = (
-    "import sys\n"
-    "if sys.path and sys.path[0] == '': sys.path.pop(0)\n"
-    "import importlib.util, os\n"
-    "sys.path.insert(0, os.getcwd())\n"
-    "try:\n"
-    "    spec = importlib.util.find_spec(sys.argv[1])\n"
-    "except BaseException:\n"
-    "    spec = None\n"
-    "origin = spec.origin if spec is not None and spec.origin else ''\n"
-    "if spec is not None and spec.submodule_search_locations and origin:\n"
-    "    origin = os.path.join(os.path.dirname(origin), '__main__.py')\n"
-    "sys.stdout.flush()\n"
-    "os.write(int(sys.argv[2]), origin.encode('utf-8', 'surrogateescape'))\n"
-)
-
-
-def _module_in_child(name: str, timeout: float) -> str | None:
-    r, w = os.pipe()
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", _FIND_SPEC, name, str(w)],
-            stdin=subprocess.DEVNULL,
-            stdout=_child_output(),
-            stderr=_child_output(),
-            pass_fds=(w,),
-            start_new_session=True,
-        )
-    except OSError:
-        os.close(r)
-        os.close(w)
-        return None
-    os.close(w)
-    data, timed_out, _ = _collect(proc, r, timeout)
-    os.close(r)
-    if timed_out:
-        raise _ToolError(f"{name}: error: looking up the module timed out after {timeout:g} s (its package's __init__ runs)")
-    origin = data.decode("utf-8", "surrogateescape").strip()
-    return origin if origin and os.path.isfile(origin) else None
+def _is_collected(name: str) -> bool:
+    """A file pytest collects by default (``python_files``) or its ``conftest.py``."""
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py")
 
 
 def _test_files(paths: list[str]) -> list[str]:
+    """The files ``pytest PATHS`` runs: each file given, and the test files
+    the discovery ``check`` uses finds under each folder given."""
+    from fakegrad_lint.config import discover
+
     out = []
     for path in paths:
         path = path.split("::", 1)[0]
-        if os.path.isdir(path):
-            for dirpath, dirnames, filenames in os.walk(path):
-                dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
-                for fn in sorted(filenames):
-                    if fn.endswith(".py") and (fn.startswith("test_") or fn.endswith("_test.py") or fn == "conftest.py"):
-                        out.append(os.path.join(dirpath, fn))
-        elif os.path.isfile(path):
+        if os.path.isfile(path):
             out.append(path)
+        elif os.path.isdir(path):
+            out += [f for f in discover.discover([path]).files if _is_collected(os.path.basename(f))]
         else:
             raise _ToolError(f"{path}: error: no such file or directory")
     return out
@@ -179,197 +99,28 @@ def project_root(path: str) -> str:
         cur = parent
 
 
-def _project_findings(root: str, targets: list[str], select: frozenset[str] | None) -> tuple[list, dict]:
+def _project_findings(root: str, targets: list[str], select: list[str] | None) -> tuple[list, dict]:
     """Check the project under ``root`` the way ``fakegrad-lint check ROOT``
-    would (discovery, each file's nearest configuration, ``# noqa``), plus the
-    targets. Returns (findings, {real path: one-line error})."""
-    from fakegrad_lint.config import discover
-    from fakegrad_lint.engine import process as pipeline
-    from fakegrad_lint.config import settings as settings_mod
-
-    def make(table: dict, config_path: str | None):
-        return settings_mod.resolve(table, config_path=config_path, select=sorted(select) if select else None)
-
+    would, through the same engine path (discovery, each file's nearest
+    configuration, notebooks, ``# noqa``, the cache), plus the targets. Returns
+    (findings, {real path: one-line error}); a bad configuration or ``--select``
+    raises :class:`fakegrad_lint.config.settings.ConfigError`."""
     from fakegrad_lint.analysis.project import set_run_roots
+    from fakegrad_lint.config import discover
+    from fakegrad_lint.config.settings import Overrides, Settings
+    from fakegrad_lint.engine import process as pipeline
+    from fakegrad_lint.engine.cache import open_cache
 
     set_run_roots([root])
-    tree = settings_mod.ConfigTree(make)
-    found = discover.discover([root], tree.settings_for(targets[0] if targets else root))
+    first = targets[0] if targets else root
+    settings = Settings.load([first], Overrides(select=tuple(sorted(select)) if select else None))
+    found = discover.discover([root], settings)
     seen = {_real(f) for f in found.files}
     paths = found.files + [t for t in targets if _real(t) not in seen]
-    result = pipeline.run(paths, tree.codes_for, pipeline.Options(mode="check"))
+    cache = open_cache(True, settings.config_path)
+    result = pipeline.run(paths, settings.codes_for, pipeline.Options(mode="check"), cache=cache)
     errors = {_real(e.filename): str(e) for e in result.all_errors}
     return result.findings, errors
-
-
-# -- running --------------------------------------------------------------------
-
-
-def _child_output():
-    try:
-        sys.stderr.flush()
-        fd = sys.stderr.fileno()
-        os.fstat(fd)
-        return fd
-    except (AttributeError, OSError, ValueError):
-        return subprocess.PIPE
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # pragma: no cover - Windows
-            proc.kill()
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _drain(fd: int, buf: bytearray) -> bool:
-    """Read what ``fd`` (non-blocking) holds now; True at end of file."""
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except BlockingIOError:
-            return False
-        except OSError:
-            return True
-        if not chunk:
-            return True
-        buf += chunk
-
-
-def _collect(proc: subprocess.Popen, fd: int, timeout: float) -> tuple[bytes, bool, int]:
-    """Wait for ``proc`` (at most ``timeout`` seconds, then its process group
-    is killed) while reading the report pipe ``fd``. The pipe is never waited
-    on past the child's end: a grandchild that kept it open cannot hang us.
-    Returns (what was read, timed out, exit status)."""
-    import select
-    import time
-
-    os.set_blocking(fd, False)
-    buf = bytearray()
-    eof = False
-    deadline = time.monotonic() + timeout
-    timed_out = False
-    while proc.poll() is None:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            timed_out = True
-            break
-        if eof:
-            try:
-                proc.wait(timeout=min(left, 0.5))
-            except subprocess.TimeoutExpired:
-                pass
-            continue
-        ready, _, _ = select.select([fd], [], [], min(left, 0.5))
-        if ready:
-            eof = _drain(fd, buf)
-    if timed_out:
-        _kill_group(proc)
-    try:
-        proc.wait()
-    finally:
-        if proc.poll() is None:  # pragma: no cover - interrupted
-            _kill_group(proc)
-            proc.wait()
-    if not eof:
-        _drain(fd, buf)
-    return bytes(buf), timed_out, proc.returncode
-
-
-def _child_command(target_args: list[str], extra: list[str], device: str, fd: int) -> list[str]:
-    # ``-c`` and not ``-m``: ``python -m`` would put the current folder first on
-    # sys.path, and an ``argparse.py`` there would run inside the runner
-    # before the user's code is even started.
-    boot = (
-        "import sys\n"
-        "if sys.path and sys.path[0] == '': sys.path.pop(0)\n"
-        "import runpy\n"
-        "runpy.run_module('fakegrad_lint.runtime.runner', run_name='__main__', alter_sys=True)\n"
-    )
-    cmd = [sys.executable, "-c", boot, "--events-fd", str(fd), "--device", device, *target_args]
-    if extra:
-        cmd += ["--", *extra]
-    return cmd
-
-
-def _run_child(target_args: list[str], extra: list[str], device: str, timeout: float, project: str | None = None):
-    """Run the runner; returns (records, exit status, timed out, processes
-    left behind and killed).
-
-    The records come through a pipe the child inherits (a temporary file
-    could be deleted by the script). Every process the run started is
-    killed when it ends, whichever way: the process group on timeout, and,
-    through the subreaper (Linux), every descendant, also those that started
-    their own session or were left running by a script that exited."""
-    from fakegrad_lint.engine import subprocs as _proc
-
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env["FAKEGRAD_RUNNER_ROOT"] = root
-    env["FAKEGRAD_CONFIRM_PID"] = str(os.getpid())
-    if project:
-        env["FAKEGRAD_PROJECT_ROOT"] = project  # the runner lists the project files the run loaded
-    _proc.become_subreaper()
-    before = set(_proc.children_of(os.getpid()))
-    out = _child_output()
-    r, w = os.pipe()
-    try:
-        proc = subprocess.Popen(
-            _child_command(target_args, extra, device, w),
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=out,
-            env=env,
-            start_new_session=True,
-            pass_fds=(w,),
-        )
-    except OSError:
-        os.close(r)
-        os.close(w)
-        raise
-    os.close(w)
-    try:
-        if out is subprocess.PIPE:  # pragma: no cover - no usable stderr
-            import threading
-
-            def relay(stream):
-                for chunk in iter(lambda: stream.read1(65536), b""):
-                    sys.stderr.write(chunk.decode("utf-8", "replace"))
-
-            for stream in (proc.stdout, proc.stderr):
-                threading.Thread(target=relay, args=(stream,), daemon=True).start()
-        data, timed_out, returncode = _collect(proc, r, timeout)
-    finally:
-        os.close(r)
-    left = _proc.kill_descendants(exclude=before)
-    return _parse_records(data), returncode, timed_out, left
-
-
-def _parse_records(data: bytes) -> list[dict]:
-    records = []
-    for line in data.decode("utf-8", "replace").splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:  # a line cut short by a kill
-            continue
-        if isinstance(rec, dict):
-            records.append(rec)
-    return records
-
-
-def _read_records(path: str) -> list[dict]:
-    try:
-        with open(path, "rb") as fh:
-            return _parse_records(fh.read())
-    except OSError:
-        return []
 
 
 # -- matching and output ----------------------------------------------------------
@@ -406,13 +157,21 @@ def _event_message(rec: dict) -> str:
     return event_message(rec)
 
 
+def _kind_of_code() -> dict[str, str]:
+    """The runtime event that confirms each rule's findings (``Rule.runtime_kind``)."""
+    from fakegrad_lint.rules import RULES
+
+    return {r.code: r.runtime_kind for r in RULES if r.runtime_kind is not None}
+
+
 def _match(findings, records):
+    kind_of_code = _kind_of_code()
     events = _user_events(records)
     entries = [r for r in records if r.get("type") == "entry"]
     items = []
     covered = set()
     for f in findings:
-        kind = KIND_OF_CODE.get(f.code, "hazard")
+        kind = kind_of_code.get(f.code, "hazard")
         key = (_real(f.filename), f.location.row)
         pool = entries if kind == "entry" else [e for e in events if e["type"] == kind]
         hit = None
@@ -428,7 +187,7 @@ def _match(findings, records):
             continue
         frames = _frames(ev)
         for f in findings:
-            if KIND_OF_CODE.get(f.code) == ev["type"] and (_real(f.filename), f.location.row) in frames:
+            if kind_of_code.get(f.code) == ev["type"] and (_real(f.filename), f.location.row) in frames:
                 covered.add(id(ev))
                 break
     missed = [ev for ev in events if id(ev) not in covered]
@@ -540,16 +299,9 @@ def main(argv: list[str]) -> int:
     if ns.timeout <= 0:
         parser.error("--timeout must be positive")
 
-    from fakegrad_lint.rules import ALL_CODES, DEFAULT_CODES
+    from fakegrad_lint.config.settings import split_codes
 
-    codes = DEFAULT_CODES
-    if ns.select:
-        wanted = {c.strip().upper() for c in ns.select.split(",") if c.strip()}
-        unknown = sorted(wanted - set(ALL_CODES))
-        if unknown:
-            _err(f"fakegrad-lint confirm: error: unknown rule code(s): {', '.join(unknown)}")
-            return 2
-        codes = frozenset(wanted)
+    select = split_codes(ns.select) if ns.select else None  # checked with the settings, as `check --select`
 
     # what to run and which files to check statically
     try:
@@ -585,8 +337,8 @@ def main(argv: list[str]) -> int:
     first = files[0] if files else os.path.join(os.path.abspath(ns.pytest[0] if ns.pytest else "."), "-")
     root = project_root(first)
     try:
-        findings, file_errors = _project_findings(root, files, codes if ns.select else None)
-    except Exception as exc:  # a bad configuration: one line, as check prints it
+        findings, file_errors = _project_findings(root, files, select)
+    except Exception as exc:  # a bad configuration or --select: one line, as check prints it
         _err(f"fakegrad-lint confirm: error: {exc}")
         return 2
 

@@ -37,7 +37,7 @@ def run(name: str, codes: frozenset[str], options, raw: bytes | None = None):
         return result, [ToolError(name, str(exc))], (raw if mode in ("fix", "fix-only") else None)
     if mode in ("fix", "fix-only"):
         # compute the fixes as --diff does (nothing is written), then print the text
-        result = pipeline._process_file(name, codes, dataclasses.replace(options, mode="diff"), sf)
+        result = pipeline.process_file(name, codes, dataclasses.replace(options, mode="diff"), sf)
         result.diff = ""
         if mode == "fix-only":
             result.findings = []
@@ -50,4 +50,4 @@ def run(name: str, codes: frozenset[str], options, raw: bytes | None = None):
             result.errors.append(ToolError(name, str(exc)))
             fixed = raw
         return result, [], fixed
-    return pipeline._process_file(name, codes, options, sf), [], None
+    return pipeline.process_file(name, codes, options, sf), [], None

@@ -79,16 +79,6 @@ def code_fingerprint() -> str:
     return _fingerprint
 
 
-def genuine_checker() -> bool:
-    """Whether ``checker.check_source`` is the real one. A test (or a plugin)
-    that swaps it produces results the fingerprint does not describe, so the
-    cache must not store or serve them."""
-    from fakegrad_lint.engine import lint as checker
-
-    fn = checker.check_source
-    return getattr(fn, "__module__", None) == "fakegrad_lint.engine.lint" and getattr(fn, "__qualname__", "") == "check_source"
-
-
 def platform_cache_dir() -> str:
     if sys.platform == "win32":
         base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")

@@ -1,8 +1,16 @@
-"""One file's source in, findings out: parse once, compute facts once, apply rules.
+"""One text in, findings out: the one path every front end takes.
 
-This is the single entry point shared by the CLI pipeline, the flake8 plugin, the
-runtime ``confirm`` command and the tests. It knows nothing of files on disk,
-settings, ``# noqa`` or output formats; callers filter what it returns.
+:func:`lint_source` is what ``check`` (:mod:`fakegrad_lint.engine.process`, for
+Python files and notebook programs alike), ``confirm``, the flake8 plugin, the
+Fixit rule pack, the codemod and the fix loop's re-lints call: prefilter,
+parse once (lazily), analyse once, apply the rules, keep the enabled codes,
+apply ``# noqa`` (and report unused directives, FGL100). It knows nothing of
+files on disk, settings or output formats.
+
+:func:`check_source` is its rules stage: every rule's findings (all codes, no
+``# noqa``), with proved fixes. Tests and tools that want the raw findings call
+it; it is also the seam a test replaces to drive the engine with made-up
+findings (``tests/test_cli_support.py``).
 """
 
 from __future__ import annotations
@@ -10,32 +18,115 @@ from __future__ import annotations
 import ast
 
 from fakegrad_lint.analysis import analyze
+from fakegrad_lint.engine.prefilter import (  # noqa: F401  (may_reach_region, project_for: part of this API)
+    _AUTO,
+    may_contain_fake_region,
+    may_have_fgl_noqa,
+    may_reach_region,
+    project_for,
+)
 from fakegrad_lint.findings import Finding, Location, TraceStep
-from fakegrad_lint.engine.prefilter import may_contain_fake_region
-from fakegrad_lint.rules import rule_for
-
-_AUTO = object()
+from fakegrad_lint.rules import UNUSED_NOQA_CODE, rule_for
+from fakegrad_lint.sources.text import ParserLimit, parse_quietly
 
 
-def project_for(filename: str):
-    """The project context of a file on disk (its import roots), or None."""
-    from fakegrad_lint.analysis.project import Project
-
-    return Project.for_file(filename)
+# ---------------------------------------------------------------------------
+# parsing
 
 
-def may_reach_region(source: str, filename: str, project=_AUTO) -> bool:
-    """The prefilter with the project: the file names a fake mode, or imports a
-    module of its project that can reach one."""
-    if may_contain_fake_region(source):
-        return True
-    if project is None or "import" not in source:
-        return False
-    if project is _AUTO and project_for(filename) is None:
-        return False
-    from fakegrad_lint.analysis.project import reaches_region
+def parse(text: str, path: str) -> ast.Module:
+    """The module's AST, with function bodies parsed when the analysis first reads
+    them (:mod:`fakegrad_lint.sources.lazyparse`; the same AST as ``ast.parse`` once read)."""
+    from fakegrad_lint.sources import lazyparse
 
-    return reaches_region(filename, source)
+    try:
+        return lazyparse.parse(text, path)
+    except MemoryError as exc:
+        raise _parser_limit(exc) from None
+
+
+def _parser_limit(exc: MemoryError) -> ParserLimit:
+    detail = f": {exc}" if str(exc) else ""
+    return ParserLimit(
+        f"too complex for Python's parser (CPython stops with MemoryError{detail}: nested too deeply or too large for it)"
+    )
+
+
+# ---------------------------------------------------------------------------
+# the one path
+
+
+def lint_source(
+    text: str,
+    path: str,
+    codes: frozenset[str],
+    *,
+    tree: ast.Module | None = None,
+    deps: dict | None = None,
+    noqa: bool = True,
+    fixes: bool = True,
+    region: bool | None = None,
+) -> list[Finding]:
+    """The findings to report for ``text``: every rule's findings, restricted to
+    ``codes``, minus those a ``# noqa`` silences, plus FGL100 (unused noqa) when
+    enabled. Raises SyntaxError/ValueError (and :class:`ParserLimit`) when the
+    text does not parse.
+
+    ``deps`` receives ``{path: sha256}`` of the project modules the analysis
+    read. ``noqa=False``: the caller applies ``# noqa`` itself (flake8);
+    ``fixes=False``: no fixes are built (flake8 shows none). ``region``: the
+    caller's prefilter already said whether the text can reach a fake region
+    (:func:`may_reach_region`), so it is not run again.
+    """
+    if region is None:
+        region = may_reach_region(text, path)
+    findings: list[Finding] = []
+    if region:
+        if tree is None:
+            tree = parse(text, path)
+        found = check_source(text, path, tree=tree, deps=deps, fixes=fixes)
+        from fakegrad_lint.sources.lazyparse import raise_deferred
+
+        try:
+            raise_deferred(tree)  # a syntax error in a body the analysis read
+        except MemoryError as exc:
+            raise _parser_limit(exc) from None
+        findings = [f for f in found if f.code in codes]
+    if not noqa:
+        return findings
+    report_unused = UNUSED_NOQA_CODE in codes and may_have_fgl_noqa(text)
+    if not findings and not report_unused:
+        return []
+    from fakegrad_lint.engine import noqa as noqa_mod
+
+    kept, unused = noqa_mod.apply(text, findings, report_unused=report_unused, filename=path)
+    if unused:
+        kept = sorted(kept + unused, key=lambda f: f.sort_key)
+    return kept
+
+
+def lint_and_fix(text: str, path: str = "<string>", *, unsafe: bool = False, codes=None):
+    """``(findings, fix outcome)``: the findings ``fakegrad-lint`` reports for
+    ``text`` (default rules, ``# noqa`` applied) and the outcome of its ``--fix``
+    loop at this safety level (:class:`fakegrad_lint.fix.apply.FixOutcome`):
+    exactly what the CLI prints and writes, for the Fixit and LibCST adapters."""
+    from fakegrad_lint.findings import applies
+    from fakegrad_lint.fix.apply import FixOutcome, fix_text
+    from fakegrad_lint.rules import DEFAULT_CODES
+
+    wanted = DEFAULT_CODES if codes is None else frozenset(codes)
+
+    def lint(t: str) -> list[Finding]:
+        return lint_source(t, path, wanted)
+
+    findings = lint(text)
+    if not any(applies(f.fix, unsafe=unsafe) for f in findings):
+        return findings, FixOutcome(text=text, remaining=findings)
+    return findings, fix_text(text, lint, unsafe=unsafe)
+
+
+# ---------------------------------------------------------------------------
+# the rules stage
 
 
 def check_source(source: str, filename: str = "<string>", *, tree: ast.Module | None = None,
@@ -51,15 +142,18 @@ def check_source(source: str, filename: str = "<string>", *, tree: ast.Module | 
     is proved (:mod:`fakegrad_lint.fix.proof`); otherwise ``no_fix`` says why it has
     none. ``fixes=False`` skips that (the proof's own re-lint).
 
+    A caller that gives ``tree`` has run the prefilter (:func:`lint_source`
+    does); without it the prefilter runs here and the text is parsed.
+
     Raises ``SyntaxError`` (and ``ValueError`` for NUL bytes) when the source
     does not parse; callers turn that into a one-line tool error.
     """
     if project is _AUTO:
         project = project_for(filename) if not may_contain_fake_region(source) or "import" in source else None
-    if not may_reach_region(source, filename, project):
-        return []
     if tree is None:
-        tree = ast.parse(source, filename=filename)
+        if not may_reach_region(source, filename, project):
+            return []
+        tree = parse_quietly(source, filename)
     leaks = analyze(tree, source, project, filename, deps)
     findings = []
     planned = []

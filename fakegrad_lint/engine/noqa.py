@@ -22,8 +22,8 @@ import tokenize
 from dataclasses import dataclass, replace
 
 from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location
-
-UNUSED_NOQA_CODE = "FGL100"
+from fakegrad_lint.sources.text import NEWLINE_RE, split_lines
+from fakegrad_lint.rules import UNUSED_NOQA_CODE
 
 _NOQA_RE = re.compile(
     r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
@@ -37,7 +37,6 @@ _FILE_NOQA_RE = re.compile(
     r"#\s*(?:fakegrad-lint|flake8)\s*:\s*noqa(?:\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?\s*",
     re.IGNORECASE,
 )
-_LINE_SPLIT = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True)
@@ -69,8 +68,6 @@ def _lf_lines(text: str):
     """The physical lines of ``text`` (``\r\n``, ``\r`` or ``\n`` end one, as in
     CPython's tokenizer) each ending in ``\n``, for :mod:`tokenize`, which splits
     only on ``\n``. Rows and columns stay those of ``text``."""
-    from fakegrad_lint.fix.apply import split_lines
-
     for line in split_lines(text):
         body = line.rstrip("\r\n")
         yield body + "\n" if len(body) != len(line) else body
@@ -123,7 +120,7 @@ def scan(text: str) -> NoqaMap:
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return NoqaMap({}, {})
     # backslash continuations: the directive goes on the last continued line
-    for r, line in enumerate(_LINE_SPLIT.split(text), start=1):
+    for r, line in enumerate(NEWLINE_RE.split(text), start=1):
         if r in redirect or r in comment_rows:
             continue
         if line.endswith("\\"):
@@ -175,7 +172,7 @@ def apply(text: str, findings: list[Finding], *, report_unused: bool = False, fi
         kept.append(f)
     unused: list[Finding] = []
     if report_unused:
-        lines = _LINE_SPLIT.split(text)
+        lines = NEWLINE_RE.split(text)
         for row, d in sorted(nmap.directives.items()):
             if d.codes is None:
                 continue
@@ -238,7 +235,6 @@ def add_noqa(text: str, findings: list[Finding]) -> tuple[str, int]:
         codes = wanted.setdefault(row, [])
         if f.code not in codes:
             codes.append(f.code)
-    from fakegrad_lint.fix.apply import split_lines
 
     lines = split_lines(text)
     added = 0

@@ -12,6 +12,10 @@ report a ``# noqa: ...`` directive whose code list names an ``FGL`` code, so a
 file with neither an entry word nor such a directive costs two substring scans
 (:func:`may_have_fgl_noqa`).
 
+:func:`prefilter` is what the engine runs once per file (:func:`needs_work` its
+yes/no); :func:`may_reach_region` adds the project: a file that names no fake
+mode but imports a module of its project that can reach one passes.
+
 Hook for whole-project analysis: :func:`may_contain_fake_region` takes
 ``extra_words``, names that other modules of the project export as ways into a
 region (a helper that opens a ``FakeTensorMode``, say); a file that names one of
@@ -23,7 +27,9 @@ from __future__ import annotations
 import re
 
 from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS  # the words that can open a region
+from fakegrad_lint.rules import UNUSED_NOQA_CODE
 
+_AUTO = object()  # "find the project from the file's path"
 _ENTRY_RE = re.compile("|".join(ENTRY_WORDS))
 _ENTRY_RE_BYTES = re.compile("|".join(ENTRY_WORDS).encode())
 _ENTRY_WORDS_BYTES = tuple(w.encode() for w in ENTRY_WORDS)
@@ -87,3 +93,47 @@ def _in_code(text: str | bytes, rx=None) -> bool:
         if h < 0 or any(q in prefix[:h] for q in quotes):
             return True
     return False
+
+
+# ---------------------------------------------------------------------------
+# the engine's prefilter (text, then the project's imports)
+
+
+def project_for(filename: str):
+    """The project context of a file on disk (its import roots), or None."""
+    from fakegrad_lint.analysis.project import Project
+
+    return Project.for_file(filename)
+
+
+def may_reach_region(source: str, filename: str | None, project=_AUTO) -> bool:
+    """The prefilter with the project: the file names a fake mode, or imports a
+    module of its project that can reach one (``project=None``: this file alone)."""
+    if may_contain_fake_region(source):
+        return True
+    if project is None or not filename or "import" not in source or filename.startswith("<"):
+        return False
+    from fakegrad_lint.analysis.project import reaches_region
+
+    try:
+        return reaches_region(filename, source)
+    except (OSError, ValueError, RecursionError):
+        return False
+
+
+def prefilter(text: str, codes: frozenset[str], path: str | None = None) -> tuple[bool, bool | None]:
+    """The engine's prefilter, run once per file: ``(can this text produce
+    anything to report, can it reach a fake region)``; the second is None when
+    only FGL100 can report and the (costlier) project test was not run. FGL100
+    keeps the prefilter: it can only report a ``# noqa: FGL...``."""
+    if may_contain_fake_region(text):
+        return True, True
+    if UNUSED_NOQA_CODE in codes and may_have_fgl_noqa(text):
+        return True, None
+    reach = may_reach_region(text, path)
+    return reach, reach
+
+
+def needs_work(text: str, codes: frozenset[str], path: str | None = None) -> bool:
+    """Can this text produce anything to report? (:func:`prefilter`)"""
+    return prefilter(text, codes, path)[0]

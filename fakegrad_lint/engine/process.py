@@ -1,13 +1,20 @@
-"""Per file: read, prefilter, parse once, check, filter, ``# noqa``, fix.
+"""Per file, one path: read once, open as its source kind, prefilter once, cache, mode dispatch.
 
-:func:`process_file` is the unit of work. Its result depends only on the file's
-bytes, the :class:`Options` and the codes enabled for the file (plus the tool's
-version), so a content-hash cache can wrap it later without changing callers.
+:func:`process_file` is the unit of work: it reads the file (once) and opens it
+as its kind (:mod:`fakegrad_lint.sources.kind`: a Python file or a notebook);
+:func:`process_source` runs the prefilter (once), looks the file up in the
+cache (one hash, one lookup) and, on a miss, runs the one mode dispatch
+(check, fix, diff, fix-only, add-noqa) for every kind, linting each version of
+the program with :func:`fakegrad_lint.engine.lint.lint_source`. A file's result
+depends only on its bytes, the :class:`Options` and the codes enabled for it
+(plus the tool's version and code), which is what the cache keys.
+``FileResult.source``/``.cells`` keep the text reporters print from.
 
-:func:`run` maps it over many files: the prefilter runs in the parent (cheap);
-the files that pass go to a process pool, largest first, or through a plain loop
-when there is little work (see :data:`PARALLEL_THRESHOLD`) or
-``jobs == 1``. Workers never start pools of their own.
+:func:`run` maps it over many files: the parent reads, prefilters and serves
+cache hits; the files left go through a plain loop, or a process pool (largest
+first) when there is enough work (see :data:`PARALLEL_THRESHOLD`), whose
+workers read their files again; with very many files the workers do it all
+(:data:`PARALLEL_SCAN_FILES`). Workers never start pools of their own.
 
 Bad input never raises out of here: it becomes a :class:`ToolError`
 (``path: error: reason``) and the run goes on.
@@ -15,18 +22,19 @@ Bad input never raises out of here: it becomes a :class:`ToolError`
 
 from __future__ import annotations
 
-import ast
 import os
 import signal
 import sys
-import threading
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
+from fakegrad_lint.engine.prefilter import may_contain_fake_region, needs_work, prefilter  # noqa: F401
+from fakegrad_lint.engine.subprocs import FileTimeout, disarm_alarm, time_limit
 from fakegrad_lint.findings import Finding, ToolError, hidden_unsafe
-from fakegrad_lint.engine.prefilter import may_contain_fake_region, may_have_fgl_noqa
-from fakegrad_lint.sources.sourcefile import SourceError, SourceFile, read_source
+from fakegrad_lint.sources.kind import SourceKind, open_source
+from fakegrad_lint.sources.sourcefile import SourceError, SourceFile, read_source, write_atomic
+from fakegrad_lint.sources.text import ParserLimit
+from fakegrad_lint.rules import UNUSED_NOQA_CODE
 
 # A process pool only pays off with enough work: at least PARALLEL_THRESHOLD
 # files past the prefilter and PARALLEL_MIN_BYTES of their source (analysis
@@ -45,7 +53,6 @@ PARALLEL_MANY_FILES = 64
 # 2.88 / 2.98 s); it pays with more cores, a cold disk or a busy parent.
 PARALLEL_SCAN_FILES = 1024
 SCAN_CHUNK = 24  # files per task in a scanning pool
-UNUSED_NOQA_CODE = "FGL100"
 MODES = ("check", "fix", "diff", "fix-only", "add-noqa")
 
 
@@ -68,61 +75,19 @@ class FileResult:
     hidden_unsafe: int = 0  # unsafe fixes left out for lack of --unsafe-fixes
     diff: str = ""
     added_noqa: int = 0
-    source: str | None = None  # the final text, when there is something to show
+    # What reporters print from, when there is something to show (set by the
+    # engine from the text it holds, never read again): a Python file's final
+    # text, or a notebook's cells by number.
+    source: str | None = None
+    cells: dict[int, str] | None = None
     # False when the result depends on the moment (timeout, memory, internal
     # error, unreadable file): such results are never cached.
     cacheable: bool = True
     cached: bool = False  # served from the cache
-    fixed_text: str | None = None  # fix modes, .py files: the text after the fixes, when it changed
+    fixed_text: str | None = None  # fix modes: the program after the fixes, when it changed
     # {path: sha256} of the other project modules the analysis read (whole-project
     # analysis): the cached result holds only while they are unchanged
     deps: dict = field(default_factory=dict)
-
-
-class FileTimeout(BaseException):
-    """Raised by the per-file alarm (a BaseException so no ``except Exception``
-    inside the analyzer swallows it)."""
-
-
-@contextmanager
-def time_limit(seconds: float | None):
-    """Interrupt the body after ``seconds`` with :class:`FileTimeout`.
-
-    Uses ``SIGALRM``, so it only works in the main thread on POSIX; elsewhere it
-    does nothing. Yields a dict whose ``"fired"`` is True once the alarm went
-    off: Python wraps an exception raised in some places (``__set_name__``,
-    finalizers ...) in another one, and the caller must still see a timeout.
-    """
-    usable = (
-        seconds
-        and seconds > 0
-        and hasattr(signal, "setitimer")
-        and threading.current_thread() is threading.main_thread()
-    )
-    state = {"fired": False}
-    if not usable:
-        yield state
-        return
-
-    def on_alarm(signum, frame):
-        state["fired"] = True
-        raise FileTimeout()
-
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield state
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-
-
-def disarm_alarm() -> None:
-    """Cancel the per-file alarm: called right before a fixed file is written,
-    so a timeout can never cut a write short nor report a file that was
-    written as skipped (the work is done; only the write is left)."""
-    if hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
-        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def syntax_error_reason(exc: SyntaxError) -> str:
@@ -135,175 +100,130 @@ def syntax_error_reason(exc: SyntaxError) -> str:
     return f"{type(exc).__name__}: {exc.msg}{suffix}"
 
 
-class ParserLimit(Exception):
-    """CPython's parser gave up on the file (it stops with a bare
-    ``MemoryError`` when expressions nest too deeply, e.g. 100,000 unary
-    minus signs); ``str()`` says so as CPython would."""
-
-
-def parse(text: str, path: str) -> ast.Module:
-    """The module's AST, with function bodies parsed when the analysis first reads
-    them (:mod:`fakegrad_lint.sources.lazyparse`; the same AST as ``ast.parse`` once read)."""
-    from fakegrad_lint.sources import lazyparse
-
-    try:
-        return lazyparse.parse(text, path)
-    except MemoryError as exc:
-        raise _parser_limit(exc) from None
-
-
-def _parser_limit(exc: MemoryError) -> ParserLimit:
-    detail = f": {exc}" if str(exc) else ""
-    return ParserLimit(
-        f"too complex for Python's parser (CPython stops with MemoryError{detail}: nested too deeply or too large for it)"
-    )
-
-
-def lint_text(
-    text: str,
-    path: str,
-    codes: frozenset[str],
-    *,
-    tree: ast.Module | None = None,
-    deps: dict | None = None,
-) -> list[Finding]:
-    """The findings to report for ``text``: every rule's findings, restricted to
-    ``codes``, minus those a ``# noqa`` silences, plus FGL100 (unused noqa) when
-    enabled. Raises SyntaxError/ValueError when the text does not parse.
-    ``deps`` receives the project modules the analysis read (see check_source)."""
-    from fakegrad_lint.engine import lint as checker
-    from fakegrad_lint.engine import noqa
-
-    report_unused = UNUSED_NOQA_CODE in codes
-    if may_contain_fake_region(text) or _reaches_region(text, path):
-        if tree is None:
-            tree = parse(text, path)
-        if deps is not None:
-            found = checker.check_source(text, path, tree=tree, deps=deps)
-        else:
-            found = checker.check_source(text, path, tree=tree)
-        from fakegrad_lint.sources.lazyparse import raise_deferred
-
-        try:
-            raise_deferred(tree)  # a syntax error in a body the analysis read
-        except MemoryError as exc:
-            raise _parser_limit(exc) from None
-        findings = [f for f in found if f.code in codes]
-    else:
-        findings = []
-    if report_unused and not may_have_fgl_noqa(text):
-        report_unused = False
-    if not findings and not report_unused:
-        return []
-    kept, unused = noqa.apply(text, findings, report_unused=report_unused, filename=path)
-    if unused:
-        kept = sorted(kept + unused, key=lambda f: f.sort_key)
-    return kept
-
-
-def _reaches_region(text: str, path: str | None) -> bool:
-    """The prefilter's project side: a file that names no fake mode but imports a
-    module of its project that can reach one (see analysis/project.py)."""
-    if not path or "import" not in text or path.startswith("<"):
-        return False
-    from fakegrad_lint.analysis.project import reaches_region
-
-    try:
-        return reaches_region(path, text)
-    except (OSError, ValueError, RecursionError):
-        return False
-
-
-def needs_work(text: str, codes: frozenset[str], path: str | None = None) -> bool:
-    """The parent's prefilter: can this file produce anything to report?"""
-    if may_contain_fake_region(text):
-        return True
-    # FGL100 keeps the prefilter: it can only report a ``# noqa: FGL...``
-    if UNUSED_NOQA_CODE in codes and may_have_fgl_noqa(text):
-        return True
-    return _reaches_region(text, path)
-
-
-def _is_notebook(path: str) -> bool:
-    return path.endswith(".ipynb")
-
-
 def process_file(
-    path: str, codes: frozenset[str], options: Options, sf: SourceFile | None = None, cache=None
+    path: str, codes: frozenset[str], options: Options, sf: SourceFile | None = None, cache=None, *,
+    missed: bool = False, verdict: tuple[bool, bool | None] | None = None,
 ) -> FileResult:
     """Check (and with a fix mode, fix) one file. Never raises for bad input.
 
-    With a :class:`fakegrad_lint.engine.cache.Cache` and ``mode == "check"``, a file
-    whose key is in the cache costs one hash and one small read."""
-    if cache is not None and options.mode == "check" and not _is_notebook(path):
-        return _process_cached(path, codes, options, sf, cache)
-    return _process_file(path, codes, options, sf)
+    Reads the file unless ``sf`` holds it, opens it as its kind
+    (:func:`fakegrad_lint.sources.kind.open_source`) and goes on as
+    :func:`process_source`. ``missed``: the caller looked the file up in
+    ``cache`` and missed (a pool worker), so it is only stored; ``verdict``:
+    the caller's prefilter verdict."""
+    try:
+        src = open_source(sf if sf is not None else read_source(path))
+    except SourceError as exc:
+        return FileResult(path, errors=[ToolError(path, str(exc))], cacheable=False)
+    key = cache.key(path, codes, src.raw) if missed and cache is not None and options.mode == "check" else None
+    return process_source(src, codes, options, cache, verdict=verdict, key=key)
 
 
-def _process_cached(path: str, codes: frozenset[str], options: Options, sf: SourceFile | None, cache) -> FileResult:
-    if sf is None:
-        try:
-            sf = read_source(path)
-        except SourceError as exc:
-            return FileResult(path, errors=[ToolError(path, str(exc))], cacheable=False)
-    if not _genuine_checker():
-        return _process_file(path, codes, options, sf)
-    key = cache.key(path, codes, sf.raw)
-    hit = _cache_lookup(path, sf, key, options, cache)
-    if hit is not None:
-        return hit
-    return _process_and_store(path, codes, options, sf, cache, key)
+def process_source(src: SourceKind, codes: frozenset[str], options: Options, cache=None, *,
+                   verdict: tuple[bool, bool | None] | None = None, key: str | None = None) -> FileResult:
+    """The one path of one file: prefilter, cache, mode dispatch.
 
-
-def _genuine_checker() -> bool:
-    # Not loaded yet: nobody can have replaced check_source (and a warm run
-    # that only reads the cache never imports the analyzer).
-    if "fakegrad_lint.engine.lint" not in sys.modules:
-        return True
-    from fakegrad_lint.engine.cache import genuine_checker
-
-    return genuine_checker()
-
-
-def _cache_lookup(path: str, sf: SourceFile, key: str, options: Options, cache) -> FileResult | None:
-    hit = cache.get(key)
-    if hit is None:
-        return None
-    findings, errors = hit
-    result = FileResult(path, findings=findings, errors=errors, cached=True)
-    _finish_check(result, options, sf.text)
-    return result
-
-
-def _process_and_store(path: str, codes: frozenset[str], options: Options, sf: SourceFile, cache, key: str) -> FileResult:
-    result = _process_file(path, codes, options, sf)
-    if result.cacheable:
-        cache.put(key, result.findings, result.errors, deps=result.deps)
-    return result
-
-
-def _finish_check(result: FileResult, options: Options, text: str) -> None:
-    if not options.unsafe_fixes:
-        result.hidden_unsafe = sum(
-            1
-            for f in result.findings
-            if hidden_unsafe(f.fix)
-        )
-    if result.findings:
-        result.source = text
-
-
-def _process_file(path: str, codes: frozenset[str], options: Options, sf: SourceFile | None = None) -> FileResult:
+    ``verdict``: the prefilter's, when the caller ran it (:func:`prefilter`).
+    With a :class:`fakegrad_lint.engine.cache.Cache` and ``mode == "check"`` the
+    file's bytes are hashed once and looked up once (``key``: the caller did
+    both and missed); a miss is stored under that key."""
+    path = src.path
+    work, region = verdict if verdict is not None else prefilter(src.prefilter_text(), codes, path)
+    if not work:
+        return FileResult(path)
+    if key is None:
+        hit, key = cache_lookup(src, codes, options, cache)
+        if hit is not None:
+            return hit
     result = FileResult(path)
     alarm = {"fired": False}
     try:
         with time_limit(options.timeout) as alarm:
-            _process(result, path, codes, options, sf)
+            _dispatch(result, src, codes, options, region)
     except BaseException as exc:
         if not isinstance(exc, Exception) and not isinstance(exc, FileTimeout):
             raise  # KeyboardInterrupt, SystemExit
         _failed(result, path, options, exc, alarm["fired"])
+    if key is not None and result.cacheable:
+        cache.put(key, result.findings, result.errors, deps=result.deps)
     return result
+
+
+def cache_lookup(src: SourceKind, codes: frozenset[str], options: Options, cache) -> tuple[FileResult | None, str | None]:
+    """``(the cached result or None, the file's key)``; ``(None, None)`` when the
+    run does not use the cache (no cache, or a mode that writes)."""
+    if cache is None or options.mode != "check":
+        return None, None
+    key = cache.key(src.path, codes, src.raw)
+    hit = cache.get(key)
+    if hit is None:
+        return None, key
+    result = FileResult(src.path, findings=hit[0], errors=hit[1], cached=True)
+    _finish(result, options, src, None)
+    return result, key
+
+
+def _dispatch(result: FileResult, src: SourceKind, codes: frozenset[str], options: Options, region: bool | None) -> None:
+    """The mode dispatch, the same for every source kind: lint the program (check),
+    add ``# noqa`` (add-noqa) or run the fix loop (fix, diff, fix-only); write the
+    changed file atomically, or show the diff."""
+    text = src.program()
+    if text is None:
+        return
+    path = src.path
+    # the prefilter's verdict holds for the program as read (when it read the program)
+    known = {text: region} if src.prefilter_is_program else {}
+
+    from fakegrad_lint.engine.lint import lint_source
+
+    def lint(t: str, deps: dict | None = None) -> list[Finding]:
+        return src.lint(lambda p: lint_source(p, path, codes, deps=deps, region=known.pop(p, None)), t)
+
+    mode = options.mode
+    new = text
+    if mode == "check":
+        findings = lint(text, result.deps)
+    elif mode == "add-noqa":
+        from fakegrad_lint.engine.noqa import add_noqa
+
+        findings = [f for f in lint(text) if f.code != UNUSED_NOQA_CODE]
+        new, result.added_noqa = add_noqa(text, findings)
+        findings = []
+    else:
+        from fakegrad_lint.fix import apply as fixes
+
+        outcome = fixes.fix_text(text, lint, unsafe=options.unsafe_fixes, max_iterations=options.max_fix_iterations)
+        findings = list(outcome.remaining)
+        result.fixed = len(outcome.applied)
+        new = outcome.text
+        if outcome.changed:
+            result.fixed_text = new
+        if mode == "fix-only":
+            findings = []
+    shown = text
+    if new != text:
+        if mode == "diff":
+            from fakegrad_lint.fix.apply import unified_diff
+
+            result.diff = "".join(unified_diff(*piece) for piece in src.diffs(text, new))
+        else:
+            # expected: a file changed by someone else since it was read
+            # is left alone (and reported), never overwritten.
+            data = src.write(text, new)
+            if data != src.raw:
+                disarm_alarm()
+                write_atomic(path, data, expected=src.raw)
+            shown = new
+    result.findings = src.to_report(findings, new)
+    _finish(result, options, src, shown)
+
+
+def _finish(result: FileResult, options: Options, src: SourceKind, shown: str | None) -> None:
+    """Count the hidden unsafe fixes; keep the text reporters print from."""
+    if not options.unsafe_fixes:
+        result.hidden_unsafe = sum(1 for f in result.findings if hidden_unsafe(f.fix))
+    if result.findings:
+        result.source, result.cells = src.shown(shown)
 
 
 def _failed(result: FileResult, path: str, options: Options, exc: BaseException, alarm_fired: bool) -> None:
@@ -350,89 +270,6 @@ def _caused_by(exc: BaseException | None, kind: type) -> bool:
     return False
 
 
-def _process(result: FileResult, path: str, codes: frozenset[str], options: Options, sf: SourceFile | None) -> None:
-    if sf is None:
-        sf = read_source(path)
-    text = sf.text
-    if _is_notebook(path):
-        _process_notebook(result, path, codes, options, sf)
-        return
-    if not needs_work(text, codes, path):
-        return
-
-    def lint(t: str) -> list[Finding]:
-        return lint_text(t, path, codes)
-
-    mode = options.mode
-    if mode == "check":
-        findings = lint_text(text, path, codes, deps=result.deps if _genuine_checker() else None)
-    elif mode == "add-noqa":
-        from fakegrad_lint.engine.noqa import add_noqa
-
-        findings = [f for f in lint(text) if f.code != UNUSED_NOQA_CODE]
-        new_text, added = add_noqa(text, findings)
-        if new_text != text:
-            from fakegrad_lint.sources.sourcefile import write_atomic
-
-            disarm_alarm()
-            write_atomic(path, sf.encode(new_text), expected=sf.raw)
-        result.added_noqa = added
-        return
-    else:
-        from fakegrad_lint.fix import apply as fixes
-
-        outcome = fixes.fix_text(text, lint, unsafe=options.unsafe_fixes, max_iterations=options.max_fix_iterations)
-        findings = list(outcome.remaining)
-        if outcome.changed:
-            result.fixed_text = outcome.text
-            if mode == "diff":
-                result.diff = fixes.unified_diff(path, _as_written(sf, text), _as_written(sf, outcome.text))
-            else:
-                from fakegrad_lint.sources.sourcefile import write_atomic
-
-                # expected: a file changed by someone else since it was read
-                # is left alone (and reported), never overwritten.
-                data = sf.encode(outcome.text)
-                disarm_alarm()
-                write_atomic(path, data, expected=sf.raw)
-                text = outcome.text
-        result.fixed = len(outcome.applied)
-        if mode == "fix-only":
-            findings = []
-    result.findings = findings
-    _finish_check(result, options, text)
-
-
-def _as_written(sf: SourceFile, text: str) -> str:
-    """``text`` as the bytes the file holds (its encoding, its BOM), seen as
-    UTF-8 with surrogate escapes: a diff of a latin-1 file then carries the
-    file's own bytes (the CLI writes them back with ``surrogateescape``), so
-    ``patch`` gives exactly what ``--fix`` writes."""
-    if sf.encoding == "utf-8" and not sf.bom:
-        return text
-    return sf.encode(text).decode("utf-8", "surrogateescape")
-
-
-def _process_notebook(result: FileResult, path: str, codes, options: Options, sf: SourceFile) -> None:
-    """Hook for Jupyter notebooks, implemented in ``fakegrad_lint.sources.notebook``:
-    ``process(result, path, sf, lint, options)`` lints the code cells joined as
-    one program with ``lint`` and fills ``result`` as :func:`_process` does
-    (findings with ``cell`` set and rows relative to the cell; in fix modes only
-    the changed cells' sources are rewritten, atomically). Raises
-    ``SourceError`` for a file that is not a notebook."""
-    try:
-        from fakegrad_lint.sources import notebook  # type: ignore[attr-defined]
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.endswith("notebook"):
-            raise SourceError("notebooks (.ipynb) are not supported by this build") from None
-        raise
-
-    def lint(t: str) -> list[Finding]:
-        return lint_text(t, path, codes)
-
-    notebook.process(result, path, sf, lint, options, prefilter=True)
-
-
 # ---------------------------------------------------------------------------
 # many files
 
@@ -457,8 +294,9 @@ class RunResult:
 
 
 def _worker(args) -> FileResult:
-    path, codes, options, cache = args
-    return process_file(path, codes, options, cache=cache)
+    path, codes, options, cache, verdict = args
+    # the parent prefiltered the file and looked it up in the cache
+    return process_file(path, codes, options, cache=cache, missed=True, verdict=verdict)
 
 
 def _worker_init(parent_pid: int | None = None) -> None:
@@ -575,11 +413,10 @@ def _run_here(paths, codes_for, options: Options, jobs: int, bar: Progress, cach
     their files themselves), so at most PARALLEL_MIN_BYTES of source waits."""
     errors: list[ToolError] = []
     results: list[FileResult] = []
-    # (path, codes, source or None once a pool is certain, bytes, lines)
+    # [path, codes, source kind (None once a pool is certain), bytes, prefilter verdict, cache key]
     todo: list[list] = []
     lines_of: dict[str, int] = {}
     st = _Stats() if stats else None
-    use_cache = cache is not None and options.mode == "check" and _genuine_checker()
     serial = jobs <= 1
     pending = 0  # bytes waiting for analysis
     for path in paths:
@@ -592,32 +429,36 @@ def _run_here(paths, codes_for, options: Options, jobs: int, bar: Progress, cach
         if st:
             st.read(sf)
         codes = codes_for(path)
-        if not (_is_notebook(path) or needs_work(sf.text, codes, path)):
+        opened, verdict = _admit(sf, codes)
+        if not verdict[0]:
             bar.step()
             continue
         if st:
             lines_of[path] = _lines(sf.raw)
-        if use_cache and not _is_notebook(path):
-            # Cache hits cost a hash and a small read: serve them here, so a
-            # warm run needs neither the analyzer's import nor a pool.
-            hit = _cache_lookup(path, sf, cache.key(path, codes, sf.raw), options, cache)
-            if hit is not None:
-                results.append(hit)
-                bar.step()
-                continue
-        if serial:
-            results.append(process_file(path, codes, options, sf, cache))
+        if not isinstance(opened, SourceKind):  # not what its name says (an invalid notebook)
+            results.append(opened)
             bar.step()
             continue
-        todo.append([path, codes, sf, len(sf.raw)])
+        if serial:
+            results.append(process_source(opened, codes, options, cache, verdict=verdict))
+            bar.step()
+            continue
+        # Cache hits cost a hash and a small read: serve them here, so a
+        # warm run needs neither the analyzer's import nor a pool.
+        hit, key = cache_lookup(opened, codes, options, cache)
+        if hit is not None:
+            results.append(hit)
+            bar.step()
+            continue
+        todo.append([path, codes, opened, len(sf.raw), verdict, key])
         pending += len(sf.raw)
         if pending >= PARALLEL_MIN_BYTES and len(todo) >= PARALLEL_THRESHOLD:
             for item in todo:
                 item[2] = None  # a pool it is: its workers read the files
     big = pending >= PARALLEL_MIN_BYTES
     if serial or len(todo) < PARALLEL_THRESHOLD or not big:
-        for path, codes, sf, _size in todo:
-            results.append(process_file(path, codes, options, sf, cache))
+        for path, codes, src, _size, verdict, key in todo:
+            results.append(process_source(src, codes, options, cache, verdict=verdict, key=key))
             bar.step()
     else:
         results.extend(_parallel(todo, options, jobs, bar, cache))
@@ -627,6 +468,16 @@ def _run_here(paths, codes_for, options: Options, jobs: int, bar: Progress, cach
                 st.passed_lines(lines_of[r.path], r)
         st.d["errors"] = len(errors) + sum(len(r.errors) for r in results)
     return RunResult(results, errors, len(paths), st.d if st else None)
+
+
+def _admit(sf: SourceFile, codes: frozenset[str]) -> tuple[SourceKind | FileResult, tuple[bool, bool | None]]:
+    """``sf`` opened as its kind, and the prefilter's verdict on it; a file that
+    is not what its name says (an invalid notebook) is the result that says so."""
+    try:
+        src = open_source(sf)
+    except SourceError as exc:
+        return FileResult(sf.path, errors=[ToolError(sf.path, str(exc))], cacheable=False), (True, None)
+    return src, prefilter(src.prefilter_text(), codes, sf.path)
 
 
 def _prepare_fork() -> object:
@@ -649,7 +500,9 @@ def _parallel(todo, options: Options, jobs: int, bar: Progress, cache=None) -> l
     ctx = _prepare_fork()
     out = []
     with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)) as pool:
-        futures = {pool.submit(_worker, (path, codes, options, cache)): path for path, codes, _sf, _size in todo}
+        futures = {
+            pool.submit(_worker, (path, codes, options, cache, verdict)): path for path, codes, _src, _size, verdict, _key in todo
+        }
         for fut in as_completed(futures):
             path = futures[fut]
             try:
@@ -676,9 +529,12 @@ def _scan_chunk(items, options: Options | None, cache, stats: bool, failed: str 
             continue
         if st:
             st.read(sf)
-        if _is_notebook(path) or needs_work(sf.text, codes, path):
-            if failed is None:
-                r = process_file(path, codes, options, sf, cache)
+        opened, verdict = _admit(sf, codes)
+        if verdict[0]:
+            if not isinstance(opened, SourceKind):
+                r = opened
+            elif failed is None:
+                r = process_source(opened, codes, options, cache, verdict=verdict)
             else:
                 r = FileResult(path, errors=[ToolError(path, failed)], cacheable=False)
             if st:
@@ -718,3 +574,13 @@ def _scan_parallel(paths, codes_for, options: Options, jobs: int, bar: Progress,
     read_errors.sort(key=lambda t: t[0])
     return RunResult(results, [e for _, e in read_errors], len(paths), st.d if st else None)
 
+
+
+def __getattr__(name: str):
+    """``lint_source`` (also by its former name ``lint_text``) and ``parse`` live in
+    :mod:`fakegrad_lint.engine.lint`, imported on first use (it loads the analyzer)."""
+    if name in ("lint_source", "lint_text", "parse"):
+        from fakegrad_lint.engine import lint
+
+        return getattr(lint, "lint_source" if name == "lint_text" else name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,5 +1,6 @@
-"""Process hygiene: children that die with their parent, and a parent that can
-find (and kill) the grandchildren its children leave behind.
+"""Process hygiene: children that die with their parent, a parent that can
+find (and kill) the grandchildren its children leave behind, and the per-file
+alarm (:func:`time_limit`) that stops an analysis that runs too long.
 
 Linux only where it must be (``prctl`` through :mod:`ctypes`); elsewhere the
 functions fall back to what POSIX offers (a watchdog thread polling the
@@ -9,9 +10,11 @@ parent's pid) or do nothing. Nothing here imports anything heavy.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 import time
+from contextlib import contextmanager
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -143,3 +146,53 @@ def _reap(pids) -> None:
             os.waitpid(p, os.WNOHANG)
         except (ChildProcessError, OSError):
             pass
+
+
+# ---------------------------------------------------------------------------
+# the per-file alarm
+
+
+class FileTimeout(BaseException):
+    """Raised by the per-file alarm (a BaseException so no ``except Exception``
+    inside the analyzer swallows it)."""
+
+
+@contextmanager
+def time_limit(seconds: float | None):
+    """Interrupt the body after ``seconds`` with :class:`FileTimeout`.
+
+    Uses ``SIGALRM``, so it only works in the main thread on POSIX; elsewhere it
+    does nothing. Yields a dict whose ``"fired"`` is True once the alarm went
+    off: Python wraps an exception raised in some places (``__set_name__``,
+    finalizers ...) in another one, and the caller must still see a timeout.
+    """
+    usable = (
+        seconds
+        and seconds > 0
+        and hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+    )
+    state = {"fired": False}
+    if not usable:
+        yield state
+        return
+
+    def on_alarm(signum, frame):
+        state["fired"] = True
+        raise FileTimeout()
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield state
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def disarm_alarm() -> None:
+    """Cancel the per-file alarm: called right before a fixed file is written,
+    so a timeout can never cut a write short nor report a file that was
+    written as skipped (the work is done; only the write is left)."""
+    if hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
+        signal.setitimer(signal.ITIMER_REAL, 0)

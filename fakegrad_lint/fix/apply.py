@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 from fakegrad_lint.findings import Edit, Finding, Fix, Location, applies
+from fakegrad_lint.sources.text import NEWLINE_RE as _NEWLINE_RE
+from fakegrad_lint.sources.text import dominant_newline, line_starts, split_lines  # noqa: F401  (re-exported)
 
 __all__ = [
     "EditError",
@@ -43,9 +45,6 @@ __all__ = [
     "unified_diff",
 ]
 
-_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
-_NEWLINE_RE = re.compile(r"\r\n|\r|\n")
-
 
 class EditError(ValueError):
     """An edit whose positions do not exist in the text, or edits that overlap."""
@@ -53,27 +52,6 @@ class EditError(ValueError):
 
 # ---------------------------------------------------------------------------
 # lines and offsets
-
-
-def split_lines(text: str) -> list[str]:
-    """Split ``text`` into physical lines, keeping their terminators.
-
-    Unlike ``str.splitlines`` only ``\\r\\n``, ``\\r`` and ``\\n`` end a line,
-    as in Python's tokenizer. ``"".join(split_lines(t)) == t`` always holds.
-    """
-    return _LINE_RE.findall(text)
-
-
-def line_starts(text: str) -> list[int]:
-    """Offsets at which each physical line starts (row ``r`` starts at ``[r - 1]``).
-
-    A text that ends with a newline has one more, empty, row after it, so a
-    position just past the end (``Location(len(lines) + 1, 0)``) is valid.
-    """
-    starts = [0]
-    for match in _NEWLINE_RE.finditer(text):
-        starts.append(match.end())
-    return starts
 
 
 def to_offset(text: str, location: Location, starts: Sequence[int] | None = None) -> int:
@@ -97,22 +75,6 @@ def to_offset(text: str, location: Location, starts: Sequence[int] | None = None
     if 0 < offset < len(text) and text[offset - 1] == "\r" and text[offset] == "\n":
         raise EditError(f"position {row}:{column} splits a \\r\\n line ending")
     return offset
-
-
-def dominant_newline(text: str) -> str:
-    """The newline style most used in ``text`` (``\\n`` when it has none).
-
-    Ties go to the style that appears first.
-    """
-    counts: dict[str, int] = {}
-    first: dict[str, int] = {}
-    for index, match in enumerate(_NEWLINE_RE.finditer(text)):
-        nl = match.group()
-        counts[nl] = counts.get(nl, 0) + 1
-        first.setdefault(nl, index)
-    if not counts:
-        return "\n"
-    return max(counts, key=lambda nl: (counts[nl], -first[nl]))
 
 
 def _convert_newlines(content: str, newline: str) -> str:
@@ -378,28 +340,6 @@ def unified_diff(path: str, old_text: str, new_text: str, *, context: int = 3) -
         if not line.endswith("\n"):
             out.append("\n\\ No newline at end of file\n")
     return "".join(out)
-
-
-# ---------------------------------------------------------------------------
-# one file's text, as the CLI fixes it (for the Fixit and LibCST adapters)
-
-
-def lint_and_fix(text: str, path: str = "<string>", *, unsafe: bool = False, codes=None) -> tuple[list[Finding], FixOutcome]:
-    """The findings ``fakegrad-lint`` reports for ``text`` (default rules, ``# noqa``
-    applied) and the outcome of its ``--fix`` loop at this safety level: exactly
-    what the CLI prints and writes, for adapters that cannot call the CLI."""
-    from fakegrad_lint.engine.process import lint_text
-    from fakegrad_lint.rules import DEFAULT_CODES
-
-    wanted = DEFAULT_CODES if codes is None else frozenset(codes)
-
-    def lint(t: str) -> list[Finding]:
-        return lint_text(t, path, wanted)
-
-    findings = lint(text)
-    if not any(applies(f.fix, unsafe=unsafe) for f in findings):
-        return findings, FixOutcome(text=text, remaining=findings)
-    return findings, fix_text(text, lint, unsafe=unsafe)
 
 
 def _lf_split(text: str) -> list[str]:

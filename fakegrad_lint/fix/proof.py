@@ -29,13 +29,13 @@ from collections import Counter
 from typing import Callable
 
 from fakegrad_lint.findings import Finding, Fix
+from fakegrad_lint.sources.text import NEWLINE_RE as _NEWLINE_RE
 
 __all__ = ["LONG_LINE", "long_line", "prove", "finding_key"]
 
 #: Files with a line longer than this get no fix (see the module docstring).
 LONG_LINE = 10_000
 
-_NEWLINE_RE = re.compile(r"\r\n|\r|\n")
 _BUILTINS = frozenset(dir(builtins))
 _FORWARD_ONLY = "FGL004"  # the opt-in forward-only rule: a downgrade, not a new hazard
 

@@ -1,5 +1,6 @@
-"""fakegrad-lint's fixes as a LibCST codemod: an adapter over the same analysis
-and fix builders (the file is written exactly as ``fakegrad-lint --fix`` writes it).
+"""fakegrad-lint's fixes as a LibCST codemod: an adapter over the engine's one path
+(:func:`fakegrad_lint.engine.lint.lint_and_fix`; the file is written exactly as
+``fakegrad-lint --fix`` writes it).
 
     python -m libcst.tool codemod -x fakegrad_lint.integrations.codemod.FixFakeGrad --no-format PATHS
     python -m libcst.tool codemod -x fakegrad_lint.integrations.codemod.FixFakeGrad --no-format --unsafe-fixes PATHS
@@ -37,7 +38,7 @@ class FixFakeGrad(VisitorBasedCodemodCommand):
                                 help="also apply unsafe fixes (as fakegrad-lint --fix --unsafe-fixes)")
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        from fakegrad_lint.fix.apply import lint_and_fix
+        from fakegrad_lint.engine.lint import lint_and_fix
 
         findings, outcome = lint_and_fix(tree.code, self.context.filename or "<codemod>", unsafe=self.unsafe_fixes)
         if not outcome.changed:

@@ -1,4 +1,5 @@
-"""The rules as a Fixit 2 rule pack: an adapter over the same analysis and fixes.
+"""The rules as a Fixit 2 rule pack: an adapter over the engine's one path
+(:func:`fakegrad_lint.engine.lint.lint_and_fix`, the findings and fixes of ``check``).
 
     # pyproject.toml
     [tool.fixit]
@@ -43,7 +44,7 @@ def _analyse(module: cst.Module, codes: frozenset):
     for node, key, findings, fixed in _last:
         if node is module and key == codes:
             return findings, fixed
-    from fakegrad_lint.fix.apply import lint_and_fix
+    from fakegrad_lint.engine.lint import lint_and_fix
 
     findings, outcome = lint_and_fix(module.code, "<fixit>", unsafe=False, codes=codes)
     fixed = None
@@ -56,7 +57,7 @@ def _analyse(module: cst.Module, codes: frozenset):
 def _examples(code: str):
     """Fixit's VALID/INVALID cases from the rule's own examples; an invalid case
     expects the safe fix (the unsafe ones are not applied by this pack)."""
-    from fakegrad_lint.fix.apply import lint_and_fix
+    from fakegrad_lint.engine.lint import lint_and_fix
 
     rule = RULES_BY_CODE[code]
     valid = [Valid(src) for src in rule.valid]

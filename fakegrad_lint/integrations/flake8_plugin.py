@@ -7,14 +7,16 @@ reports ``(row, col, "FGLxxx message", type)`` with ``col`` the tool's 0-based
 *character* column; flake8 adds 1 when it prints.
 
 Everything else is flake8's: ``# noqa`` / ``# noqa: FGL001``, ``--select``,
-``--extend-select``, ``--ignore``, ``--per-file-ignores``, ``-j``. Opt-in rules
-(FGL004) are in flake8's default ignore list; ``--extend-select FGL004`` turns
+``--extend-select``, ``--ignore``, ``--per-file-ignores``, ``-j``. The catalogue's
+opt-in rules (``Rule.default`` false: FGL004, and unused noqa, which this plugin never
+reports) are in flake8's default ignore list; ``--extend-select FGL004`` turns
 them on.
 
 Importing this module imports nothing heavy (no torch, no analyzer): flake8
 loads every plugin at start-up, so the analyzer is imported on the first file.
-The project of a file (whole-project analysis) is found from its path, as for
-``check_source``.
+The findings come from :func:`fakegrad_lint.engine.lint.lint_source`, the path
+``fakegrad-lint check`` takes; the project of a file (whole-project analysis) is
+found from its path.
 """
 
 from __future__ import annotations
@@ -27,8 +29,6 @@ from typing import Any
 
 from fakegrad_lint import __version__
 
-#: Rules that are off unless selected (kept in sync with the catalogue by a test).
-OPT_IN_CODES = ("FGL004",)
 #: Reported (at 1:1) for a file the plugin could not check, so flake8 fails.
 ERROR_CODE = "FGL999"
 
@@ -44,19 +44,26 @@ class FakegradChecker:
 
     @classmethod
     def add_options(cls, parser: Any) -> None:
+        from fakegrad_lint.rules import OPT_IN_CODES  # the catalogue's default-off rules
+
         parser.extend_default_ignore(list(OPT_IN_CODES))
 
     def _findings(self) -> list:
         source = self._source()
-        # The cheap byte-level prefilter first: most files stop here without
-        # importing the analyzer at all.
-        from fakegrad_lint.engine.prefilter import may_contain_fake_region
+        # The engine's one path (lint_source), with flake8's AST and without
+        # ``# noqa`` (flake8 applies its own) or fixes (flake8 shows none). The
+        # prefilter comes first: most files stop there without importing the
+        # analyzer at all; a file flake8 did not read from disk has no project.
+        from fakegrad_lint.engine.prefilter import may_contain_fake_region, may_reach_region
 
-        if not may_contain_fake_region(source) and not self._reaches_project_region(source):
+        on_disk = self.filename not in ("-", "stdin", "(none)") and os.path.isfile(self.filename)
+        region = may_reach_region(source, self.filename) if on_disk else may_contain_fake_region(source)
+        if not region:
             return []
-        from fakegrad_lint.engine.lint import check_source
+        from fakegrad_lint.engine.lint import lint_source
+        from fakegrad_lint.rules import ALL_CODES
 
-        return check_source(source, self.filename, tree=self.tree, fixes=False)  # flake8 shows no fixes
+        return lint_source(source, self.filename, ALL_CODES, tree=self.tree, noqa=False, fixes=False, region=True)
 
     def _source(self) -> str:
         if self.lines is not None:
@@ -66,18 +73,6 @@ class FakegradChecker:
         from fakegrad_lint.sources.sourcefile import read_source
 
         return read_source(self.filename).text
-
-    def _reaches_project_region(self, source: str) -> bool:
-        """Whole-project analysis: a file that names no fake mode but imports a
-        module of its project that can reach one (text only, no analyzer)."""
-        if "import" not in source or self.filename in ("-", "stdin", "(none)") or not os.path.isfile(self.filename):
-            return False
-        from fakegrad_lint.analysis.project import reaches_region
-
-        try:
-            return reaches_region(self.filename, source)
-        except (OSError, ValueError, RecursionError):
-            return False
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         try:

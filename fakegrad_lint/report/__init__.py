@@ -16,16 +16,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+from fakegrad_lint.config.settings import OUTPUT_FORMATS
 from fakegrad_lint.findings import Finding, ToolError, applies
 
-#: Formats the command line accepts (each is a module in this package).
-FORMATS: tuple[str, ...] = ("text", "concise", "json", "json-lines", "sarif", "github")
-
-#: The pseudo-rule for unused ``# noqa`` directives (see ``fakegrad_lint.engine.noqa``);
-#: it is not in the rule catalogue, so reporters look rules up with :func:`rule_info`.
-UNUSED_NOQA_CODE = "FGL100"
-UNUSED_NOQA_NAME = "unused-noqa"
-UNUSED_NOQA_SUMMARY = "Unused `# noqa` directive (opt-in)"
+#: The output formats (the one table lives with the settings that validate it;
+#: each name is a module of this package).
+FORMATS: tuple[str, ...] = OUTPUT_FORMATS
 
 
 class UnknownFormat(ValueError):
@@ -41,32 +37,44 @@ class RuleInfo:
 
 
 def rule_info(code: str) -> RuleInfo:
-    """Name, summary and URL of ``code`` (catalogue rules and FGL100)."""
+    """Name, summary and URL of ``code``, from the rule catalogue (an unknown code,
+    the flake8 plugin's FGL999 say, gets its lower-cased code and no URL)."""
     from fakegrad_lint.rules import RULES_BY_CODE
 
     rule = RULES_BY_CODE.get(code)
     if rule is not None:
         return RuleInfo(rule.code, rule.name, rule.summary, rule.url)
-    if code == UNUSED_NOQA_CODE:
-        return RuleInfo(
-            code,
-            UNUSED_NOQA_NAME,
-            UNUSED_NOQA_SUMMARY,
-            "https://github.com/fakegrad-lint/fakegrad-lint/blob/main/README.md#noqa",
-        )
     return RuleInfo(code, code.lower(), "", "")
 
 
 def _read_lines(filename: str) -> list[str]:
+    """The lines of a file the run did not check (a trace step in another module)."""
     from fakegrad_lint.sources.sourcefile import SourceError, read_source
+    from fakegrad_lint.sources.text import lines_of
 
     try:
-        text = read_source(filename).text
+        return lines_of(read_source(filename).text)
     except (SourceError, OSError):
         return []
-    from fakegrad_lint.fix.apply import split_lines
 
-    return [line.rstrip("\r\n") for line in split_lines(text)]
+
+def source_provider_for(results) -> Callable[[str, int | None], list[str]]:
+    """A :attr:`ReportContext.source_provider` over the engine's per-file results
+    (``FileResult.source`` / ``.cells``, the text the engine holds): a checked file
+    is never read again; only other files (a trace step in another module) are."""
+    from fakegrad_lint.sources.text import lines_of
+
+    by_path = {r.path: r for r in results if r.source is not None or r.cells is not None}
+
+    def provide(filename: str, cell: int | None) -> list[str]:
+        r = by_path.get(filename)
+        if cell is not None:
+            return lines_of(r.cells.get(cell, "")) if r is not None and r.cells else []
+        if r is not None and r.source is not None:
+            return lines_of(r.source)
+        return _read_lines(filename)
+
+    return provide
 
 
 @dataclass
@@ -92,7 +100,8 @@ class ReportContext:
     show_trace: bool = False  # --show-trace: a "source L5, region L7, backward L9" line per finding (text)
     files_checked: int = 0
     # filename (as in Finding.filename) [, cell] -> source lines without terminators;
-    # for a notebook, the lines of the cell. Set by the pipeline; a default reads the file.
+    # for a notebook, the lines of the cell. The CLI sets it from the engine's
+    # results (:func:`source_provider_for`); the default reads the file.
     source_provider: Callable[[str, int | None], list[str]] | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
@@ -142,8 +151,7 @@ def module_name(format_name: str) -> str:
 
 
 def load(format_name: str):
-    if format_name not in FORMATS:
-        raise UnknownFormat(f"unknown output format {format_name!r} (choose from {', '.join(FORMATS)})")
+    """The module of a format (the settings validated the name)."""
     try:
         return importlib.import_module(module_name(format_name))
     except ModuleNotFoundError as exc:

@@ -30,13 +30,12 @@ import tempfile
 import tokenize
 from dataclasses import dataclass
 
+from fakegrad_lint.sources.text import NEWLINE_RE, dominant_newline
+
 __all__ = ["SourceError", "SourceFile", "TEMP_PREFIX", "TEMP_SUFFIX", "decode_source", "read_source", "write_atomic"]
 
 TEMP_PREFIX = ".fakegrad-"
 TEMP_SUFFIX = ".tmp"
-
-_NEWLINE_RE = re.compile(r"\r\n|\r|\n")
-
 
 class SourceError(Exception):
     """A file that cannot be read as Python source, or written; ``str()`` is the one-line reason."""
@@ -70,13 +69,7 @@ class SourceFile:
     @property
     def newline(self) -> str:
         """The file's dominant newline (``\\n`` when it has none)."""
-        counts: dict[str, int] = {}
-        for match in _NEWLINE_RE.finditer(self.text):
-            counts[match.group()] = counts.get(match.group(), 0) + 1
-        if not counts:
-            return "\n"
-        order = {nl: self.text.find(nl) for nl in counts}
-        return max(counts, key=lambda nl: (counts[nl], -order[nl]))
+        return dominant_newline(self.text)
 
 
 def _decode_error(exc: UnicodeDecodeError, body: bytes, encoding: str) -> str:
@@ -131,7 +124,7 @@ _COOKIE_RE = re.compile(r"^[ \t\f]*#.*?coding[:=]", re.ASCII)
 
 def _declares_itself(text: str) -> bool:
     """Whether the decoded text still holds its ``# coding:`` line in its first two lines."""
-    for line in _NEWLINE_RE.split(text, maxsplit=2)[:2]:
+    for line in NEWLINE_RE.split(text, maxsplit=2)[:2]:
         if _COOKIE_RE.match(line):
             return True
     return False
