@@ -92,5 +92,38 @@ def test_a_type_test_opens_no_region(monkeypatch):
     assert standalone_units(monkeypatch, src) == ["opens"]
 
 
+TRICKY = [
+    "f(x)\ng (y)\n( z )\nx_f(1)\n1(2)\nself.step(\n)\nnn.Linear nn_x.Linear tnn.Linear Module Modules _Module\n",
+    "torch.nn requires_grad Parameter parameters( autograd backward\n",
+    "ébène(1) naïve.Module( FakeTensorMode FakeTensorModeX xFakeTensorMode _FakeTensorMode FakeTensorMode_\n",
+    "", "(", "f", "nn.", "Module", "\tg\t(\n",
+]
+
+
+def corpus_texts():
+    import glob
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = sorted(glob.glob(os.path.join(root, "fixtures", "*.py")))[:80]
+    paths += sorted(glob.glob(os.path.join(root, "fakegrad_lint", "analysis", "*.py")))
+    return TRICKY + [open(p, encoding="utf-8").read() for p in paths]
+
+
+def test_the_text_scans_find_what_their_regexes_find():
+    """The str.find scans of code_text answer as the regexes they replace."""
+    import re
+
+    from fakegrad_lint.analysis import code_text as C
+
+    texts = corpus_texts()
+    assert len(texts) > 40
+    for t in texts:
+        assert [n for _a, _p, n in C._call_sites(t)] == C._CALL_RE.findall(t), t[:80]
+        assert C._makes_real_values(t) == bool(C._SOURCE_RE.search(t)), t[:80]
+        for w in ("FakeTensorMode", "f", "nn", "Module", "step"):
+            assert list(C._word_starts(t, w)) == [m.start() for m in re.finditer(r"\b%s\b" % w, t)], (w, t[:80])
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))

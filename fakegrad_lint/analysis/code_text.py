@@ -143,10 +143,68 @@ def _hot_in_code(node, text, hot_re):
     return bool(outside(hits, spans))
 
 
+def _is_word_char(c):
+    return c.isalnum() or c == "_"  # what ``\w`` matches in a str pattern
+
+
+def _word_starts(text, word):
+    """Where ``word`` stands in ``text`` as a whole word (``\bword\b``), by ``str.find``:
+    a regex alternation with word boundaries is slow on large texts."""
+    i, size, n = text.find(word), len(word), len(text)
+    while i >= 0:
+        if (i == 0 or not _is_word_char(text[i - 1])) and (i + size >= n or not _is_word_char(text[i + size])):
+            yield i
+        i = text.find(word, i + 1)
+
+
+def _names_a_word(text, words):
+    """Does ``text`` hold one of ``words`` as a whole word?"""
+    return any(next(_word_starts(text, w), None) is not None for w in words)
+
+
+def _call_sites(text):
+    """``(word start, paren index, name)`` of each ``name(`` in ``text`` (a name,
+    optional whitespace, an opening parenthesis): what ``_CALL_RE`` finds, found from
+    the parentheses backwards."""
+    out = []
+    i = text.find("(")
+    while i >= 0:
+        j = i - 1
+        while j >= 0 and text[j].isspace():
+            j -= 1
+        end = j + 1
+        while j >= 0 and _is_word_char(text[j]):
+            j -= 1
+        if j + 1 < end:
+            out.append((j + 1, i, text[j + 1 : end]))
+        i = text.find("(", i + 1)
+    return out
+
+
 def _called_names(text):
     """Names a function's text calls, ``f(...)`` and ``self.f(...)`` (a superset is fine:
     it only decides what is worth analysing)."""
-    return set(_CALL_RE.findall(text))
+    return {name for _start, _paren, name in _call_sites(text)}
+
+
+def _makes_real_values(text):
+    """Can this text make a real requires-grad value (``_SOURCE_RE``, by ``str.find``)?"""
+    if any(w in text for w in _SOURCE_WORDS):
+        return True
+    i = text.find("nn.")
+    while i >= 0:  # \bnn\.
+        if i == 0 or not _is_word_char(text[i - 1]):
+            return True
+        i = text.find("nn.", i + 1)
+    i = text.find("Module")
+    while i >= 0:  # Module\b
+        if i + 6 >= len(text) or not _is_word_char(text[i + 6]):
+            return True
+        i = text.find("Module", i + 1)
+    return False
+
+
+_SOURCE_WORDS = ("requires_grad", "Parameter", "parameters(", "torch.nn", "backward", "autograd")
 
 
 def _constant_subscripts(node):

@@ -81,7 +81,7 @@ class Interpreter(
         self.deps: dict = {}  # path -> content hash of every project module loaded
         self._modules: dict = {}  # path -> ProjModVal
         self._entries: list = []  # (from ctx, call site, statement, is_load) per crossing into another module
-        self._ctx_entry_rx: dict = {}
+        self._ctx_entry_words: dict = {}  # ProjModVal -> its ways into a region (RelevanceMixin._entry_words)
         self._opens_memo: dict = {}
         self._lazy_memo: dict = {}
         self._loaded_bytes = 0  # source of the project modules loaded so far
@@ -102,7 +102,6 @@ class Interpreter(
         self.method_index: dict = {}  # method name -> def nodes of the classes of the file
         self.defs: dict = {}  # def node -> its FuncVal before decorators (standalone analysis runs it)
         self._matter: dict = {}
-        self._entry_rx = None
         name, is_pkg = R.module_name_of(filename) if project is not None and filename else ("__main__", False)
         self.main = ProjModVal(name, is_pkg, None, self.module_scope)
         self.ctx = self.main

@@ -189,7 +189,7 @@ class ProjectLinkMixin:
             # not loaded yet: the names its module exports that can reach a region
             return val.hint is not None and val.hint[1] in hot_names_of(val.hint[0], 0)
         if isinstance(val, ProjModVal):
-            return val is not self.main and val.mf is not None and bool(self._entry_re(val).search(val.mf.source))
+            return val is not self.main and val.mf is not None and self._names_entry(val.mf.source, val)
         if not isinstance(val, (FuncVal, ClassVal)) or depth > 4:
             return False
         ctx = self._scope_ctx.get(getattr(val.scope, "module", None))
@@ -201,7 +201,7 @@ class ProjectLinkMixin:
         memo[val.node] = False
         n = val.node
         text = "\n".join(ctx.mf.pos.lines[n.lineno - 1 : n.end_lineno])
-        hit = bool(self._entry_re(ctx).search(text))
+        hit = self._names_entry(text, ctx)
         if not hit:
             for name in _called_names(text):
                 target = self._force(ctx.scope.vars.get(name))

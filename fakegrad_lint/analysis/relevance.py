@@ -11,7 +11,8 @@ import ast
 import bisect
 import re
 
-from fakegrad_lint.analysis.code_text import _ENTRY_RE, _SOURCE_RE, _WORD_RE, _called_names, _hot_in_code
+from fakegrad_lint.analysis.code_text import (_ENTRY_RE, _WORD_RE, _call_sites, _called_names, _hot_in_code,
+    _makes_real_values, _names_a_word, _word_starts)
 from fakegrad_lint.analysis.state import Crashed, State, YieldReached, _BlockExit
 from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
 from fakegrad_lint.analysis.torch_values import _module_classes
@@ -62,9 +63,18 @@ class RelevanceMixin:
 
         texts = {fv: text(fv) for fv, _ in units}
         hot_re = _words_re(hot)
-        # the lines of the file that hold a hot word (one scan, not one per unit)
+        # one scan of the file, not one per unit: where the hot words and the calls are
         joined = "\n".join(lines)
-        hot_lines = _lines_of_matches(hot_re, joined)
+        starts = [0]  # offset of each line in `joined`
+        for ln in lines:
+            starts.append(starts[-1] + len(ln) + 1)
+        hot_lines = sorted({bisect.bisect_right(starts, i) for w in hot for i in _word_starts(joined, w)})
+
+        def span(fv):
+            """The offsets in `joined` of the unit's text (from its first decorator)."""
+            n = fv.node
+            first = min([n.lineno] + [dec.lineno for dec in n.decorator_list])
+            return starts[first - 1], starts[n.end_lineno] - 1
 
         def names_hot(fv):
             n = fv.node
@@ -101,14 +111,21 @@ class RelevanceMixin:
             if attrs:
                 attr_re = re.compile(r"\bself\.(?:%s)\b" % "|".join(map(re.escape, attrs)))
                 relevant |= {fv for fv, c in units if c is cls and attr_re.search(texts[fv])}
+        # the names each unit calls, `f(...)` and `self.f(...)` (code_text._called_names
+        # of its text; a superset is fine: it only decides what is worth analysing)
+        calls = {}
+        if relevant:
+            sites = _call_sites(joined)
+            words_at = [a for a, _p, _n in sites]
+            for fv, _ in units:
+                a, b = span(fv)
+                calls[fv] = _calls_between(sites, words_at, a, b)
         changed = True
         while changed and relevant:
             changed = False
-            # a unit that calls a relevant one by name, `f(...)` or `self.f(...)` (a
-            # superset is fine: it only decides what is worth analysing)
-            calls_re = _calls_re({fv.node.name for fv in relevant})
+            names = {fv.node.name for fv in relevant}
             for fv, _ in units:
-                if fv not in relevant and calls_re.search(texts[fv]):
+                if fv not in relevant and calls[fv] & names:
                     relevant.add(fv)
                     changed = True
             if own and revive():
@@ -164,19 +181,19 @@ class RelevanceMixin:
                 out.add(name)
         return out
 
-    def _entry_re(self, ctx=None):
+    def _entry_words(self, ctx=None):
+        """The words that are a way into a fake region in the code of ``ctx`` (the
+        running module by default): the entry words and the module's aliases of them."""
         ctx = ctx or self.ctx
-        if ctx is not self.main:
-            rx = self._ctx_entry_rx.get(ctx)
-            if rx is None:
-                words = set(ENTRY_WORDS) | self._entry_aliases(ctx.scope)
-                rx = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(words))))
-                self._ctx_entry_rx[ctx] = rx
-            return rx
-        if self._entry_rx is None:
-            words = set(ENTRY_WORDS) | self._entry_aliases()
-            self._entry_rx = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(words))))
-        return self._entry_rx
+        words = self._ctx_entry_words.get(ctx)
+        if words is None:
+            scope = ctx.scope if ctx is not self.main else None
+            words = self._ctx_entry_words[ctx] = tuple(sorted(set(ENTRY_WORDS) | self._entry_aliases(scope)))
+        return words
+
+    def _names_entry(self, text, ctx=None):
+        """Does ``text`` name a way into a fake region (as a whole word)?"""
+        return _names_a_word(text, self._entry_words(ctx))
 
     def _may_matter(self, node, lines=None, ctx=None):
         """Can running this function's body outside a region matter? Only if its
@@ -186,7 +203,7 @@ class RelevanceMixin:
             ctx = ctx or self.ctx
             lines = lines or self.pos.lines
             text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
-            flag = bool(self._entry_re(ctx).search(text) or _SOURCE_RE.search(text))
+            flag = bool(self._names_entry(text, ctx) or _makes_real_values(text))
             if not flag:
                 # names a module-level value of interest (a registry of module classes,
                 # or of functions that matter)
@@ -228,21 +245,16 @@ class RelevanceMixin:
         return False
 
 
-def _calls_re(names):
-    """A regex for a call of one of ``names``: ``name(`` as a whole word (what
-    ``code_text._called_names`` finds, searched for instead of listed)."""
-    return re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, sorted(names))))
-
-
-def _lines_of_matches(rx, text):
-    """The (1-based) lines of ``text`` that hold a match of ``rx``, in order."""
-    out = []
-    line, pos = 1, 0
-    for m in rx.finditer(text):
-        line += text.count("\n", pos, m.start())
-        pos = m.start()
-        if not out or out[-1] != line:
-            out.append(line)
+def _calls_between(sites, words_at, a, b):
+    """The names of the call sites whose name starts at or after ``a`` and whose
+    parenthesis is before ``b`` (``sites`` in order of their names)."""
+    out = set()
+    for k in range(bisect.bisect_left(words_at, a), len(sites)):
+        start, paren, name = sites[k]
+        if start >= b:
+            break
+        if paren < b:
+            out.add(name)
     return out
 
 
