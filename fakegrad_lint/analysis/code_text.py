@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+import weakref
 
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
@@ -20,13 +21,18 @@ _BUILTINS = frozenset(dir(builtins))
 _ENTRY_RE = re.compile("|".join(ENTRY_WORDS))
 
 
+# facts of one AST node, kept as long as the node lives: the trees of imported project
+# modules are shared by every analysis of the process (analysis/roots.load)
+_YIELDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # def node -> is a generator
+_LOOP_SETS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # For node -> {name: sets requires_grad}
+
+
 def _contains_yield(fn, lines):
-    if "yield" not in "\n".join(lines[fn.lineno - 1 : fn.end_lineno]):
-        return False
-    for n in ast.walk(fn):
-        if isinstance(n, (ast.Yield, ast.YieldFrom)):
-            return True
-    return False
+    hit = _YIELDS.get(fn)
+    if hit is None:
+        hit = _YIELDS[fn] = "yield" in "\n".join(lines[fn.lineno - 1 : fn.end_lineno]) and any(
+            isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(fn))
+    return hit
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
@@ -216,7 +222,18 @@ def _constant_subscripts(node):
     return dotted_name(node) is not None
 
 
-def _sets_requires_grad(body, name):
+def _sets_requires_grad(loop, name):
+    """Does the body of ``loop`` (a ``for``) switch ``name``'s requires_grad on?"""
+    names = _LOOP_SETS.get(loop)
+    if names is None:
+        names = _LOOP_SETS[loop] = {}
+    hit = names.get(name)
+    if hit is None:
+        hit = names[name] = _body_sets_requires_grad(loop.body, name)
+    return hit
+
+
+def _body_sets_requires_grad(body, name):
     for n in ast.walk(ast.Module(body=list(body), type_ignores=[])):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "requires_grad_":
             if isinstance(n.func.value, ast.Name) and n.func.value.id == name:

@@ -11,9 +11,18 @@ import ast
 import bisect
 import re
 
-from fakegrad_lint.analysis.code_text import (_ENTRY_RE, _WORD_RE, _call_sites, _called_names, _hot_in_code,
-    _makes_real_values, _names_a_word, _word_starts)
+from fakegrad_lint.analysis.code_text import (
+    _ENTRY_RE,
+    _WORD_RE,
+    _call_sites,
+    _called_names,
+    _hot_in_code,
+    _makes_real_values,
+    _names_a_word,
+    _word_starts,
+)
 from fakegrad_lint.analysis.state import Crashed, State, YieldReached, _BlockExit
+from fakegrad_lint.analysis.summaries import summarize
 from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
 from fakegrad_lint.analysis.torch_values import _module_classes
 from fakegrad_lint.analysis.valueops import _interesting
@@ -202,18 +211,23 @@ class RelevanceMixin:
         if flag is None:
             ctx = ctx or self.ctx
             lines = lines or self.pos.lines
-            text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
-            flag = bool(self._names_entry(text, ctx) or _makes_real_values(text))
+            # the text facts of a project module's def are computed once per process
+            summary = summarize(ctx.mf) if ctx is not self.main and ctx.mf is not None and lines is ctx.mf.pos.lines \
+                else None
+            text = summary.text(node) if summary is not None else "\n".join(lines[node.lineno - 1 : node.end_lineno])
+            flag = bool(self._names_entry(text, ctx)
+                        or (summary.makes_real_values(node) if summary is not None else _makes_real_values(text)))
             if not flag:
                 # names a module-level value of interest (a registry of module classes,
                 # or of functions that matter)
                 mvars = ctx.scope.vars
                 self._matter[node] = False  # guard recursion
-                named = [self._force(mvars[w]) for w in set(_WORD_RE.findall(text)) if w in mvars]
+                words = summary.words(node) if summary is not None else set(_WORD_RE.findall(text))
+                named = [self._force(mvars[w]) for w in words if w in mvars]
                 flag = any(_interesting(v) or _module_classes(v) or self._registry_matters(v, node) for v in named)
             if not flag:
                 # calls a function of its module that matters (by name)
-                for name in _called_names(text):
+                for name in (summary.calls(node) if summary is not None else _called_names(text)):
                     target = self._force(ctx.scope.vars.get(name))
                     # a function or class by that name, or a method of a class of the file
                     cands = []
