@@ -44,7 +44,6 @@ STAGES = ("read", "prefilter", "parse", "summaries", "analysis", "fixes", "rest"
 # The whole-project analysis can add its module-summary entry point here.
 HOOKS = (
     ("summaries", "fakegrad_lint.analysis.summaries", "summarize"),
-    ("summaries", "fakegrad_lint.analysis.project", "summarize_module"),
     ("analysis", "fakegrad_lint.engine.lint", "analyze"),
     # bodies parsed on first use count as parse time, not analysis
     ("parse", "fakegrad_lint.sources.lazyparse", "_materialize"),
