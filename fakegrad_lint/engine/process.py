@@ -170,8 +170,7 @@ def _dispatch(result: FileResult, src: SourceKind, codes: frozenset[str], option
     if text is None:
         return
     path = src.path
-    # the prefilter's verdict holds for the program as read (when it read the program)
-    known = {text: region} if src.prefilter_is_program else {}
+    known = {text: region}  # the prefilter's verdict, for the program as read
 
     from fakegrad_lint.engine.lint import lint_source
 
