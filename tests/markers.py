@@ -14,7 +14,9 @@ The rules, for fixtures, ``tests/data`` programs and the catalogue's
 2. The whole comment is codes: ``#``, optional spaces, then one or more codes
    ``FGL`` + three digits (upper case), separated by commas and/or spaces, an
    optional trailing comma. ``# FGL001 see above`` and ``# noqa: FGL001`` are
-   not markers; ``#FGL003`` is one.
+   not markers; ``#FGL003`` is one. After a ``# noqa`` directive, the comment's
+   next ``#`` part may be the marker (``# noqa: FGL001  # FGL100``): a line has
+   one comment, and an unused-noqa finding is on the directive's row.
 3. The marker's row (1-based) is the row the comment is on; a finding matches
    it when it starts on that row with that code.
 
@@ -33,20 +35,26 @@ from pathlib import Path
 CODE = r"FGL\d{3}"
 MARKER_RE = re.compile(rf"#[ \t]*({CODE}(?:[ \t]*,[ \t]*{CODE}|[ \t]+{CODE})*)[ \t]*,?[ \t]*")
 CODE_RE = re.compile(CODE)
+NOQA_BEFORE_MARKER_RE = re.compile(r"#[ \t]*noqa\b[^#]*(?=#)", re.IGNORECASE)
 
 
 def _marker_comments(source: str):
-    """``(token, codes)`` for every marker comment of ``source``."""
+    """``(row, column, codes)`` for every marker comment of ``source``."""
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
         if tok.type == tokenize.COMMENT:
-            m = MARKER_RE.fullmatch(tok.string.rstrip())
+            text = tok.string.rstrip()
+            col = tok.start[1]
+            m = MARKER_RE.fullmatch(text)
+            if m is None and (noqa := NOQA_BEFORE_MARKER_RE.match(text)):
+                m = MARKER_RE.fullmatch(text, noqa.end())
+                col += noqa.end()
             if m:
-                yield tok, CODE_RE.findall(m.group(1))
+                yield tok.start[0], col, CODE_RE.findall(m.group(1))
 
 
 def markers_in_source(source: str) -> set[tuple[int, str]]:
     """``{(row, code)}`` of every marker comment in ``source`` (rows 1-based)."""
-    return {(tok.start[0], code) for tok, codes in _marker_comments(source) for code in codes}
+    return {(row, code) for row, _col, codes in _marker_comments(source) for code in codes}
 
 
 def expected_markers(path) -> set[tuple[int, str]]:
@@ -62,7 +70,7 @@ def marked_rows(source: str, code: str | None = None) -> list[int]:
 def strip_markers(source: str) -> str:
     """``source`` without its marker comments (and the blanks before each);
     every other byte, and the number of lines, unchanged."""
-    cuts = {tok.start[0]: tok.start[1] for tok, _ in _marker_comments(source)}
+    cuts = {row: col for row, col, _codes in _marker_comments(source)}
     if not cuts:
         return source
     lines = source.splitlines(keepends=True)

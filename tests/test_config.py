@@ -1,13 +1,26 @@
-"""settings: selectors, pyproject lookup and validation, per-file ignores, excludes."""
+"""settings: selectors, pyproject lookup and validation, per-file ignores, excludes, Settings.load."""
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import os
+from pathlib import Path
 
 import pytest
 
+import fakegrad_lint
+from fakegrad_lint.config.pyproject import OUTPUT_FORMATS
+from fakegrad_lint.config.settings import (
+    ConfigError,
+    Overrides,
+    Settings,
+    expand_selector,
+    find_config,
+    load_config,
+    resolve,
+)
 from fakegrad_lint.rules import DEFAULT_CODES
-from fakegrad_lint.config.settings import ConfigError, expand_selector, find_config, load_config, resolve
 
 
 def test_expand_selector():
@@ -93,3 +106,69 @@ def test_unsafe_fixes_and_format_from_config_cli_wins():
     assert s.unsafe_fixes is True and s.output_format == "json"
     s = resolve({"unsafe-fixes": True, "output-format": "json"}, unsafe_fixes=False, output_format="text")
     assert s.unsafe_fixes is False and s.output_format == "text"
+
+
+# ---------------------------------------------------------------------------
+# Settings.load: find, validate, resolve per file; immutable
+
+
+def test_load_resolves_each_file_from_its_nearest_configuration(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    top = _pyproject(tmp_path, '[tool.fakegrad-lint]\noutput-format = "json"\nextend-select = ["FGL004"]\n')
+    sub = _pyproject(tmp_path / "sub", '[tool.fakegrad-lint]\nselect = ["FGL001"]\n')
+    st = Settings.load([str(tmp_path)], Overrides(ignore=("FGL003",)))
+    assert st.config_path == top and st.output_format == "json"
+    assert st.codes_for(str(tmp_path / "a.py")) == (DEFAULT_CODES | {"FGL004"}) - {"FGL003"}
+    own = st.for_file(str(tmp_path / "sub" / "b.py"))
+    assert own.config_path == sub and own is st.for_file(str(tmp_path / "sub" / "c.py"))
+    assert st.codes_for(str(tmp_path / "sub" / "b.py")) == {"FGL001"}
+    # --isolated ignores both files, --config PATH uses one for every file
+    assert Settings.load([str(tmp_path)], Overrides(isolated=True)).codes_for(str(tmp_path / "sub" / "b.py")) == DEFAULT_CODES
+    one = Settings.load([str(tmp_path)], Overrides(config=(sub, 'extend-select = ["FGL002"]')))
+    assert one.codes_for(str(tmp_path / "a.py")) == {"FGL001", "FGL002"}
+
+
+def test_load_validates_the_flags_once(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for overrides, message in (
+        (Overrides(output_format="xml"), "--output-format: expected one of text, concise"),
+        (Overrides(select=("FGL9",)), "unknown rule selector 'FGL9' in --select"),
+        (Overrides(per_file_ignores=("nocolon",)), "expected PATTERN:CODES"),
+        (Overrides(config=("nosuch",)), "nosuch: no such configuration file"),
+        (Overrides(config=("foo = 1",)), "unknown key 'foo'"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            Settings.load(["."], overrides)
+    st = Settings.load(["."], Overrides(select=("FGL001,FGL002",), extend_exclude=("a, b",), output_format="sarif"))
+    assert st.enabled == {"FGL001", "FGL002"} and st.extend_exclude == ("a", "b") and st.output_format == "sarif"
+
+
+def test_settings_are_immutable(tmp_path):
+    st = Settings.load([str(tmp_path)], Overrides(isolated=True))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        st.unsafe_fixes = True  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Overrides().select = ("FGL001",)  # type: ignore[misc]
+
+
+def test_output_formats_are_the_report_modules():
+    report_dir = Path(fakegrad_lint.__file__).parent / "report"
+    modules = {p.stem.replace("_", "-") for p in report_dir.glob("*.py") if p.stem != "__init__"}
+    assert set(OUTPUT_FORMATS) == modules
+
+
+def _imports(package: str) -> set[str]:
+    out = set()
+    for path in (Path(fakegrad_lint.__file__).parent / package).glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                out.add(node.module)
+            elif isinstance(node, ast.Import):
+                out.update(alias.name for alias in node.names)
+    return out
+
+
+def test_config_and_rules_import_no_reporter_and_no_front_end():
+    for package in ("config", "rules"):
+        wrong = {m for m in _imports(package) if m.startswith(("fakegrad_lint.report", "fakegrad_lint.cli", "fakegrad_lint.integrations"))}
+        assert not wrong, (package, wrong)

@@ -36,8 +36,7 @@ def test_explicit_files_always_checked(tmp_path):
     touch(tmp_path, "build/z.py", "script")
     files, _ = found(tmp_path, [tmp_path / "build" / "z.py", tmp_path / "script"])
     assert files == ["build/z.py", "script"]
-    s = resolve(None, root=str(tmp_path))
-    s.force_exclude = True
+    s = resolve(None, root=str(tmp_path), force_exclude=True)
     files, _ = found(tmp_path, [tmp_path / "build" / "z.py"], s)
     assert files == []
 

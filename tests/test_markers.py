@@ -42,3 +42,10 @@ def test_strip_markers_keeps_everything_else():
     assert stripped.splitlines()[6:] == ["e = 3", "f = 4", *SOURCE.splitlines()[8:]]
     assert strip_markers("x = 1  # FGL001\r\ny = 2\r\n") == "x = 1\r\ny = 2\r\n"
     assert strip_markers("x = 1\n") == "x = 1\n"
+
+
+def test_a_marker_after_a_noqa_directive():
+    # an unused-noqa finding sits on the directive's row, which has one comment
+    source = "x = 1  # noqa: FGL001  # FGL100\ny = 2  # noqa  #FGL100, FGL001\nz = 3  # see # FGL001\n"
+    assert markers_in_source(source) == {(1, "FGL100"), (2, "FGL100"), (2, "FGL001")}
+    assert strip_markers(source) == "x = 1  # noqa: FGL001\ny = 2  # noqa\nz = 3  # see # FGL001\n"

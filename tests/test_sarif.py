@@ -123,7 +123,7 @@ def test_driver_lists_every_rule_with_docs(validator, in_tmp):
     assert driver["version"] == __version__
     assert driver["informationUri"].startswith("https://")
     rules = driver["rules"]
-    assert [r["id"] for r in rules][: len(RULES)] == [r.code for r in RULES]
+    assert [r["id"] for r in rules] == [r.code for r in RULES]  # FGL100 (unused noqa) is one of them
     assert len({r["id"] for r in rules}) == len(rules)
     for rule, desc in zip(RULES, rules):
         assert desc["name"] == rule.name
@@ -223,7 +223,7 @@ def test_tool_errors_become_notifications(validator, in_tmp):
     assert len(log["runs"][0]["results"]) == 1
 
 
-def test_unused_noqa_pseudo_rule_and_notebook_cells(validator, in_tmp):
+def test_unused_noqa_rule_and_notebook_cells(validator, in_tmp):
     ctx = ReportContext(
         findings=[
             finding(code="FGL100", message="unused `noqa` directive", start=(2, 10), end=(2, 25)),
@@ -235,6 +235,7 @@ def test_unused_noqa_pseudo_rule_and_notebook_cells(validator, in_tmp):
     rules = log["runs"][0]["tool"]["driver"]["rules"]
     results = {r["ruleId"]: r for r in log["runs"][0]["results"]}
     assert rules[results["FGL100"]["ruleIndex"]]["id"] == "FGL100"
+    assert rules[results["FGL100"]["ruleIndex"]]["helpUri"].endswith("docs/rules.md#fgl100")
     assert results["FGL100"]["level"] == "warning"
     assert results["FGL001"]["properties"] == {"cell": 4}
 

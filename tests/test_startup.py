@@ -27,6 +27,7 @@ HEAVY = (
     "fakegrad_lint.analysis.values",
     "fakegrad_lint.fix.apply",
     "fakegrad_lint.fix.builders",
+    "fakegrad_lint.fix.cst",
     "fakegrad_lint.engine.noqa",
     "fakegrad_lint.runtime",
     "fakegrad_lint.report.sarif",

@@ -182,6 +182,7 @@ class ExpressionsMixin:
         cst.returns = st.returns
         for gen in e.generators:
             it = self.eval(gen.iter, cst)
+            self.note_loop_module(gen, gen.iter, it, cst)
             self.assign(gen.target, self.iter_item(it), cst, None)
             for cond in gen.ifs:
                 self.eval(cond, cst)

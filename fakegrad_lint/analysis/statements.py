@@ -77,14 +77,22 @@ class StatementsMixin:
     def _exec_class(self, s, st):
         st.scope.assign(s.name, self.make_class(s, st))
 
+    def note_loop_module(self, node, iter_expr, it, st):
+        """A fact for the fix builders: a loop (or a comprehension's ``for``) in a region
+        draws from a real module (``model.children()``, ``model.parameters()``) or from a
+        list of real modules (``for layer in layers``); the fix draws from a fake copy."""
+        root = iter_expr.func.value if (isinstance(iter_expr, ast.Call) and isinstance(iter_expr.func, ast.Attribute)
+                                        and not iter_expr.args and iter_expr.func.attr in _MODULE_ITERATORS) else iter_expr
+        if st.regions and dotted_name(root) is not None:
+            root_val = self.eval(root, st) if root is not iter_expr else it
+            if isinstance(root_val, ModuleVal) and root_val.is_real() or (
+                    isinstance(root_val, SeqVal) and not root_val.is_dict and root_val.items
+                    and all(isinstance(v, ModuleVal) and v.is_real() for v in root_val.items)):
+                self.loop_modules[id(node)] = root
+
     def _exec_for(self, s, st):
         it = self.eval(s.iter, st)
-        root = s.iter.func.value if (isinstance(s.iter, ast.Call) and isinstance(s.iter.func, ast.Attribute)
-                                     and not s.iter.args and s.iter.func.attr in _MODULE_ITERATORS) else s.iter
-        if st.regions and dotted_name(root) is not None:
-            root_val = self.eval(root, st) if root is not s.iter else it
-            if isinstance(root_val, ModuleVal) and root_val.is_real():
-                self.loop_modules[id(s)] = root
+        self.note_loop_module(s, s.iter, it, st)
         item = self.iter_item(it)
         self.assign(s.target, item, st, None)
         self.exec_branch(s.body, st)

@@ -6,7 +6,8 @@
 
 Each static finding is printed as ``confirmed`` (a runtime event of the
 matching kind happened at its line) or ``not-reproduced``; each runtime event
-that no finding covers is ``missed``. FGL001/FGL003 match ``hazard`` events,
+that no finding covers is ``missed``. Each rule names the event that confirms
+it (``Rule.runtime_kind``): FGL001/FGL003 match ``hazard`` events,
 FGL002 matches ``crash`` events (FGL004, opt-in, matches raw forward-only
 entries). The code runs in a subprocess with a timeout; its process group is
 killed when the time is up.
@@ -35,7 +36,6 @@ from fakegrad_lint.runtime import RUNTIME_EXTRA_HINT  # does not import torch
 from fakegrad_lint.cli.confirm_run import DEFAULT_TIMEOUT, _resolve_module, _run_child, _ToolError
 from fakegrad_lint.runtime.messages import add_tensor
 
-KIND_OF_CODE = {"FGL001": "hazard", "FGL003": "hazard", "FGL002": "crash", "FGL004": "entry"}
 
 
 def _err(msg: str) -> None:
@@ -107,21 +107,18 @@ def _project_findings(root: str, targets: list[str], select: list[str] | None) -
     raises :class:`fakegrad_lint.config.settings.ConfigError`."""
     from fakegrad_lint.analysis.project import set_run_roots
     from fakegrad_lint.config import discover
-    from fakegrad_lint.config import settings as settings_mod
+    from fakegrad_lint.config.settings import Overrides, Settings
     from fakegrad_lint.engine import process as pipeline
     from fakegrad_lint.engine.cache import open_cache
 
-    def make(table: dict, config_path: str | None):
-        return settings_mod.resolve(table, config_path=config_path, select=select)
-
     set_run_roots([root])
-    tree = settings_mod.ConfigTree(make)
     first = targets[0] if targets else root
-    found = discover.discover([root], tree.settings_for(first))
+    settings = Settings.load([first], Overrides(select=tuple(sorted(select)) if select else None))
+    found = discover.discover([root], settings)
     seen = {_real(f) for f in found.files}
     paths = found.files + [t for t in targets if _real(t) not in seen]
-    cache = open_cache(True, tree.config_for(first))
-    result = pipeline.run(paths, tree.codes_for, pipeline.Options(mode="check"), cache=cache)
+    cache = open_cache(True, settings.config_path)
+    result = pipeline.run(paths, settings.codes_for, pipeline.Options(mode="check"), cache=cache)
     errors = {_real(e.filename): str(e) for e in result.all_errors}
     return result.findings, errors
 
@@ -160,13 +157,21 @@ def _event_message(rec: dict) -> str:
     return event_message(rec)
 
 
+def _kind_of_code() -> dict[str, str]:
+    """The runtime event that confirms each rule's findings (``Rule.runtime_kind``)."""
+    from fakegrad_lint.rules import RULES
+
+    return {r.code: r.runtime_kind for r in RULES if r.runtime_kind is not None}
+
+
 def _match(findings, records):
+    kind_of_code = _kind_of_code()
     events = _user_events(records)
     entries = [r for r in records if r.get("type") == "entry"]
     items = []
     covered = set()
     for f in findings:
-        kind = KIND_OF_CODE.get(f.code, "hazard")
+        kind = kind_of_code.get(f.code, "hazard")
         key = (_real(f.filename), f.location.row)
         pool = entries if kind == "entry" else [e for e in events if e["type"] == kind]
         hit = None
@@ -182,7 +187,7 @@ def _match(findings, records):
             continue
         frames = _frames(ev)
         for f in findings:
-            if KIND_OF_CODE.get(f.code) == ev["type"] and (_real(f.filename), f.location.row) in frames:
+            if kind_of_code.get(f.code) == ev["type"] and (_real(f.filename), f.location.row) in frames:
                 covered.add(id(ev))
                 break
     missed = [ev for ev in events if id(ev) not in covered]

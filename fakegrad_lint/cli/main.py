@@ -1,5 +1,10 @@
 """``fakegrad-lint``: arguments -> settings -> discovery -> pipeline -> reporter.
 
+The configuration flags become an :class:`~fakegrad_lint.config.settings.Overrides`
+(:func:`overrides`, a plain copy); ``Settings.load`` finds, validates and
+resolves everything (each file's codes, the output format, ``unsafe-fixes``).
+This module never reads or changes configuration itself.
+
 Startup stays light: nothing heavy (libcst, torch, process pools) is imported
 here at module level; the pipeline imports what it needs when it needs it.
 """
@@ -12,7 +17,6 @@ import sys
 from fakegrad_lint import __version__
 
 PROG = "fakegrad-lint"
-FORMATS = ("text", "concise", "json", "json-lines", "sarif", "github")
 SUBCOMMANDS = {
     "rule": ("fakegrad_lint.cli.rule_docs", "show the documentation of a rule (`rule FGL001`, `rule --all`)"),
     "confirm": ("fakegrad_lint.cli.confirm", "run a script under the runtime watcher to confirm findings"),
@@ -94,8 +98,10 @@ def build_parser():
                      help="ignore codes in files matching a glob, e.g. 'tests/*:FGL004' (replaces the configured table)")
     sel.add_argument("--extend-per-file-ignores", action="append", metavar="PATTERN:CODES",
                      help="like --per-file-ignores, on top of the configured table")
+    from fakegrad_lint.rules import UNUSED_NOQA_CODE
+
     sel.add_argument("--report-unused-noqa", action="store_true",
-                     help="report `# noqa: FGL...` codes that silence nothing (same as --extend-select FGL100)")
+                     help=f"report `# noqa: FGL...` codes that silence nothing (same as --extend-select {UNUSED_NOQA_CODE})")
     fix = parser.add_argument_group("fixes")
     fix.add_argument("--fix", action="store_true", help="apply safe fixes")
     fix.add_argument("--unsafe-fixes", action="store_true", default=None,
@@ -112,7 +118,10 @@ def build_parser():
     fix.add_argument("--add-noqa", action="store_true",
                      help="append `# noqa: CODE` to every line with a finding (merging into existing comments)")
     out = parser.add_argument_group("output")
-    out.add_argument("--output-format", choices=FORMATS, default=None, help="output format (default: text)")
+    from fakegrad_lint.config.pyproject import OUTPUT_FORMATS
+
+    out.add_argument("--output-format", default=None, metavar="FORMAT",
+                     help=f"output format: {', '.join(OUTPUT_FORMATS)} (default: text)")
     out.add_argument("--statistics", action="store_true", help="print the number of findings per code")
     out.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                      help="colour and source snippets in text output (auto: when stdout is a terminal and NO_COLOR is unset)")
@@ -149,17 +158,6 @@ def build_parser():
                      help="where to keep the cache (default: $FAKEGRAD_LINT_CACHE_DIR, else .fakegrad_cache/ "
                           "next to the configuring pyproject.toml, else the platform cache folder)")
     return parser
-
-
-def _codes(values: list[str] | None) -> list[str] | None:
-    if values is None:
-        return None
-    from fakegrad_lint.config.settings import split_codes
-
-    out: list[str] = []
-    for v in values:
-        out.extend(split_codes(v))
-    return out
 
 
 def _mode(args) -> str:
@@ -221,79 +219,29 @@ def _drop_check_command(parser, argv: list[str]) -> list[str]:
     return argv
 
 
-def _config_args(values: list[str] | None, settings_mod) -> tuple[str | None, dict]:
-    """``--config`` values: at most one file, any number of ``KEY = VALUE`` overrides."""
-    path = None
-    overrides: dict = {}
-    for value in values or ():
-        if os.path.exists(value) and not os.path.isdir(value):
-            if path is not None:
-                raise settings_mod.ConfigError(f"--config {value}: only one configuration file may be given ({path} already is)")
-            path = value
-        elif "=" in value:
-            overrides.update(settings_mod.parse_override(value))
-        else:
-            raise settings_mod.ConfigError(f"{value}: no such configuration file")
-    return path, overrides
+def overrides(args):
+    """The configuration flags of ``args``, as :meth:`Settings.load` takes them."""
+    from fakegrad_lint.config.settings import Overrides
 
-
-def _settings(args, paths: list[str]):
-    """``(settings of the first path, per-file resolver or None, config path)``."""
-    from fakegrad_lint.config import settings as settings_mod
-
-    config_file, overrides = _config_args(args.config, settings_mod)
-    extend_select = _codes(args.extend_select) or []
+    extend_select = tuple(args.extend_select or ())
     if args.report_unused_noqa:
-        extend_select.append("FGL100")
-    extend_exclude = None
-    if args.extend_exclude:
-        extend_exclude = [g.strip() for v in args.extend_exclude for g in v.split(",") if g.strip()]
-    ignore = _codes(args.ignore)
-    if args.extend_ignore:
-        ignore = (ignore or []) + _codes(args.extend_ignore)
-    pfi = settings_mod.parse_per_file_ignores(args.per_file_ignores, "--per-file-ignores")
-    extend_pfi = settings_mod.parse_per_file_ignores(args.extend_per_file_ignores, "--extend-per-file-ignores")
+        from fakegrad_lint.rules import UNUSED_NOQA_CODE
 
-    def make(table: dict, config_path: str | None):
-        st = settings_mod.resolve(
-            {**table, **overrides},
-            config_path=config_path,
-            select=_codes(args.select),
-            ignore=ignore,
-            extend_select=extend_select,
-            unsafe_fixes=args.unsafe_fixes,
-            output_format=args.output_format,
-            extend_exclude=extend_exclude,
-            per_file_ignores=pfi,
-            extend_per_file_ignores=extend_pfi,
-        )
-        st.force_exclude = args.force_exclude
-        return st
-
-    if args.isolated:
-        return make({}, None), None, None
-    if config_file:
-        return make(settings_mod.load_config(config_file), config_file), None, config_file
-    tree = settings_mod.ConfigTree(make)
-    first = args.stdin_filename if paths == ["-"] and args.stdin_filename else paths[0]
-    config_path = tree.config_for(first)
-    return tree.settings_for(first), tree, config_path
-
-
-def _per_file(tree, st, paths: list[str], files: list[str]):
-    """Settings of every file from its nearest configuration; drops walked
-    files that their own configuration excludes. Returns (files, codes_for)."""
-    if tree is None:
-        return files, st.codes_for
-    named = {os.path.normpath(p) for p in paths}
-    kept = []
-    for f in files:
-        own = tree.settings_for(f)
-        if own is not st and (f not in named or st.force_exclude):
-            if own.excluder().match_with_parents(os.path.abspath(f)):
-                continue
-        kept.append(f)
-    return kept, tree.codes_for
+        extend_select += (UNUSED_NOQA_CODE,)
+    return Overrides(
+        config=tuple(args.config or ()),
+        isolated=args.isolated,
+        select=tuple(args.select) if args.select is not None else None,
+        extend_select=extend_select,
+        ignore=tuple(args.ignore or ()) + tuple(args.extend_ignore or ()),
+        per_file_ignores=tuple(args.per_file_ignores) if args.per_file_ignores is not None else None,
+        extend_per_file_ignores=tuple(args.extend_per_file_ignores or ()),
+        extend_exclude=tuple(args.extend_exclude or ()),
+        force_exclude=args.force_exclude,
+        unsafe_fixes=args.unsafe_fixes,
+        output_format=args.output_format,
+        stdin_filename=args.stdin_filename,
+    )
 
 
 def _check(args) -> int:
@@ -305,7 +253,7 @@ def _check(args) -> int:
         _err("`-` (standard input) cannot be combined with other paths")
         return EXIT_ERROR
     try:
-        st, tree, config_path = _settings(args, paths)
+        st = settings_mod.Settings.load(paths, overrides(args))
     except settings_mod.ConfigError as exc:
         _err(str(exc))
         return EXIT_ERROR
@@ -315,13 +263,13 @@ def _check(args) -> int:
     from fakegrad_lint.engine import process as pipeline
 
     try:
-        report.load(st.output_format)  # fail before doing any work
+        report.load(st.output_format)  # a format missing from this build: fail before any work
     except report.UnknownFormat as exc:
         _err(str(exc))
         return EXIT_ERROR
 
     if args.show_settings:
-        sys.stdout.write(_show_settings(st, paths, config_path))
+        sys.stdout.write(_show_settings(st, paths))
         return EXIT_CLEAN
     mode = _mode(args)
     options = pipeline.Options(mode=mode, unsafe_fixes=st.unsafe_fixes, timeout=args.timeout_per_file or None)
@@ -337,8 +285,7 @@ def _check(args) -> int:
             sys.stdout.write(f"{name}\n")
             return EXIT_CLEAN
         try:
-            codes_for = tree.codes_for if tree is not None else st.codes_for
-            codes = codes_for(name)
+            codes = st.codes_for(name)
         except settings_mod.ConfigError as exc:
             _err(str(exc))
             return EXIT_ERROR
@@ -352,12 +299,12 @@ def _check(args) -> int:
             return EXIT_ERROR
         result = pipeline.RunResult([result], [], 1)
     else:
-        found = discover.discover(paths, st, respect_gitignore=args.respect_gitignore)
         try:
-            files, codes_for = _per_file(tree, st, paths, found.files)
-        except settings_mod.ConfigError as exc:
+            found = discover.discover(paths, st, respect_gitignore=args.respect_gitignore)
+        except settings_mod.ConfigError as exc:  # a bad configuration below the first path
             _err(str(exc))
             return EXIT_ERROR
+        files = found.files
         if args.show_files:
             sys.stdout.write("".join(f"{f}\n" for f in files))
             for e in found.errors:
@@ -367,8 +314,8 @@ def _check(args) -> int:
         if files and mode == "check" and not args.no_cache:
             from fakegrad_lint.engine.cache import open_cache
 
-            cache = open_cache(True, config_path, args.cache_dir)
-        result = pipeline.run(files, codes_for, options, jobs=args.jobs, cache=cache)
+            cache = open_cache(True, st.config_path, args.cache_dir)
+        result = pipeline.run(files, st.codes_for, options, jobs=args.jobs, cache=cache)
         found_errors = found.errors
         fixed_bytes = None
 
@@ -463,7 +410,8 @@ def _available_fixes(ctx) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _show_settings(st, paths: list[str], config_path: str | None) -> str:
+def _show_settings(st, paths: list[str]) -> str:
+    config_path = st.config_path
     def toml_list(items) -> str:
         return "[" + ", ".join(f'"{i}"' for i in items) + "]"
 

@@ -355,7 +355,9 @@ def _display(path: str) -> str:
 
 def discover(paths: list[str], settings=None, *, respect_gitignore: bool = True) -> Discovery:
     """The files to check under ``paths`` (sorted, deduplicated) and the paths
-    that could not be used (missing, not a file or folder)."""
+    that could not be used (missing, not a file or folder). ``settings``: the
+    run's (:meth:`~fakegrad_lint.config.settings.Settings.load`): the walk uses
+    the first path's excludes, then each file's own configuration's."""
     from fakegrad_lint.config.settings import Settings
 
     settings = settings or Settings()
@@ -388,7 +390,26 @@ def discover(paths: list[str], settings=None, *, respect_gitignore: bool = True)
             add(given)
         else:
             errors.append(ToolError(given, "not a regular file or directory"))
-    return Discovery(sorted(files, key=lambda p: p.replace(os.sep, "/")), errors)
+    files = _own_excludes(settings, paths, sorted(files, key=lambda p: p.replace(os.sep, "/")))
+    return Discovery(files, errors)
+
+
+def _own_excludes(settings, paths: list[str], files: list[str]) -> list[str]:
+    """Drop the walked files that their own configuration (a ``pyproject.toml``
+    below the first path's) excludes; explicitly named files only with
+    ``force_exclude``. Loads every file's configuration (a bad one raises
+    :class:`~fakegrad_lint.config.settings.ConfigError` here, before any work)."""
+    if settings.resolver is None:
+        return files
+    named = {os.path.normpath(p) for p in paths}
+    kept = []
+    for f in files:
+        own = settings.for_file(f)
+        if own is not settings and (f not in named or settings.force_exclude):
+            if own.excluder().match_with_parents(os.path.abspath(f)):
+                continue
+        kept.append(f)
+    return kept
 
 
 def _walk(root: str, settings, excluder, suffixes, respect_gitignore: bool, add, errors: list[ToolError]) -> None:

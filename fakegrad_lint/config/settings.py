@@ -1,5 +1,11 @@
 """Settings: which codes apply to which file, from ``pyproject.toml`` and flags.
 
+:meth:`Settings.load` is the one entry: ``Settings.load(paths, overrides)``
+finds the configuration files (:mod:`fakegrad_lint.config.pyproject`), validates
+them and the command line's :class:`Overrides`, and resolves each file's
+settings; front ends only translate their arguments into ``Overrides``. The
+result is immutable (frozen dataclasses).
+
 Configuration lives in the ``[tool.fakegrad-lint]`` table of a
 ``pyproject.toml``. Each file gets the nearest ``pyproject.toml`` that has the
 table, walking up from the file (:class:`ConfigTree`), unless ``--config`` names
@@ -8,7 +14,8 @@ applies. ``--isolated`` ignores every configuration file. Relative globs in
 ``exclude`` and ``per-file-ignores`` are relative to the folder of that
 ``pyproject.toml``.
 
-Code selectors are codes (``FGL001``), prefixes (``FGL00``, ``FGL``) or ``ALL``.
+Code selectors are codes (``FGL001``), prefixes (``FGL00``, ``FGL``) or ``ALL``,
+over the rule catalogue (``fakegrad_lint.rules``).
 The enabled set is: ``select`` (the command line's replaces the file's; default:
 the rules on by default), plus ``extend-select`` (both), minus ``ignore`` (both).
 """
@@ -17,10 +24,17 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
-TABLE = "fakegrad-lint"
-OUTPUT_FORMATS = ("text", "concise", "json", "json-lines", "sarif", "github")
+from fakegrad_lint.config.pyproject import (  # noqa: F401  (ConfigError, find_config: part of this API)
+    OUTPUT_FORMATS,
+    ConfigError,
+    check_output_format,
+    find_config,
+    has_table,
+    load_config,
+    parse_override,
+)
 
 # Folders never walked into (explicitly named files are still checked).
 DEFAULT_EXCLUDE: tuple[str, ...] = (
@@ -49,27 +63,11 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
     "venv",
 )
 
-_KNOWN_KEYS = {
-    "select": "list",
-    "ignore": "list",
-    "extend-select": "list",
-    "per-file-ignores": "table",
-    "exclude": "list",
-    "extend-exclude": "list",
-    "unsafe-fixes": "bool",
-    "output-format": "str",
-}
-
-
-class ConfigError(Exception):
-    """A bad configuration value or selector; ``str()`` is the one-line reason."""
-
 
 def _all_codes() -> frozenset[str]:
-    from fakegrad_lint.report import UNUSED_NOQA_CODE
     from fakegrad_lint.rules import ALL_CODES
 
-    return ALL_CODES | {UNUSED_NOQA_CODE}
+    return ALL_CODES
 
 
 def _default_codes() -> frozenset[str]:
@@ -104,109 +102,6 @@ def split_codes(value: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------
-# pyproject.toml
-
-
-def _load_toml(path: str) -> dict:
-    try:
-        import tomllib  # type: ignore[import-not-found]
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-
-
-def _has_table(path: str) -> bool:
-    """Cheap text check before parsing: does the file mention our table?"""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError:
-        return False
-    return b"fakegrad-lint" in data and "fakegrad-lint" in _load_toml(path).get("tool", {})
-
-
-def find_config(start: str) -> str | None:
-    """The nearest ``pyproject.toml`` with a ``[tool.fakegrad-lint]`` table, walking
-    up from ``start`` (a file or folder)."""
-    cur = os.path.abspath(start)
-    if not os.path.isdir(cur):
-        cur = os.path.dirname(cur)
-    while True:
-        candidate = os.path.join(cur, "pyproject.toml")
-        if os.path.isfile(candidate) and _has_table(candidate):
-            return candidate
-        parent = os.path.dirname(cur)
-        if parent == cur:
-            return None
-        cur = parent
-
-
-def load_config(path: str) -> dict:
-    """The validated ``[tool.fakegrad-lint]`` table of ``path`` (``{}`` if absent;
-    an empty file, ``/dev/null`` say, is an empty configuration)."""
-    data = _load_toml(path)
-    table = data.get("tool", {}).get(TABLE, {})
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: [tool.{TABLE}] must be a table")
-    return validate_table(table, path, f"[tool.{TABLE}]")
-
-
-def parse_override(text: str) -> dict:
-    """``--config KEY=VALUE``: one TOML ``key = value`` pair (``select = ["FGL001"]``,
-    ``unsafe-fixes = true``, ``per-file-ignores = {"tests/*" = ["FGL004"]}``),
-    validated like the table. A ``tool.fakegrad-lint.`` prefix is allowed."""
-    try:
-        import tomllib  # type: ignore[import-not-found]
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"--config {text!r}: not a configuration file nor a valid `KEY = VALUE` override ({exc})") from None
-    if set(data) == {"tool"} and isinstance(data["tool"], dict) and set(data["tool"]) == {TABLE}:
-        data = data["tool"][TABLE]
-        if not isinstance(data, dict):
-            raise ConfigError(f"--config {text!r}: expected `KEY = VALUE`")
-    return validate_table(data, "--config", repr(text))
-
-
-def validate_table(table: dict, path: str, what: str) -> dict:
-    """Check the keys and value types of a configuration table; returns it."""
-    for key, value in table.items():
-        kind = _KNOWN_KEYS.get(key)
-        where = f"{path}: {what} {key}"
-        if kind is None:
-            known = ", ".join(sorted(_KNOWN_KEYS))
-            raise ConfigError(f"{path}: unknown key {key!r} in {what} (known: {known})")
-        if kind == "list":
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
-        elif kind == "bool":
-            if not isinstance(value, bool):
-                raise ConfigError(f"{where}: expected true or false, got {value!r}")
-        elif kind == "str":
-            if not isinstance(value, str):
-                raise ConfigError(f"{where}: expected a string, got {value!r}")
-            if key == "output-format" and value not in OUTPUT_FORMATS:
-                raise ConfigError(f"{where}: expected one of {', '.join(OUTPUT_FORMATS)}, got {value!r}")
-        elif kind == "table":
-            if not isinstance(value, dict):
-                raise ConfigError(f"{where}: expected a table of glob = [codes], got {value!r}")
-            for glob, codes in value.items():
-                if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
-                    raise ConfigError(f"{where}: {glob!r}: expected a list of codes, got {codes!r}")
-    return table
-
-
-# ---------------------------------------------------------------------------
 # resolved settings
 
 
@@ -230,8 +125,39 @@ def _glob_match(pattern: str, abs_path: str, root: str) -> bool:
     return False
 
 
-@dataclass
+@dataclass(frozen=True)
+class Overrides:
+    """The command line's configuration flags, as given: strings, each of which
+    may hold several comma- or space-separated codes (``--select FGL001,FGL002``),
+    globs (``--extend-exclude``) or ``PATTERN:CODES`` pairs. :meth:`Settings.load`
+    parses and validates them; a front end only copies its arguments here.
+    ``None`` (or empty): the flag was not given, the configuration decides."""
+
+    config: tuple[str, ...] = ()  # --config PATH (one file for every file) | KEY=VALUE
+    isolated: bool = False  # --isolated: no configuration file at all
+    select: tuple[str, ...] | None = None  # replaces the configured `select`
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()  # --ignore and --extend-ignore
+    per_file_ignores: tuple[str, ...] | None = None  # replaces the configured table
+    extend_per_file_ignores: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = ()
+    force_exclude: bool = False
+    unsafe_fixes: bool | None = None
+    output_format: str | None = None
+    # The name of the text read from stdin (`-`): its configuration is looked up
+    # from there.
+    stdin_filename: str | None = None
+
+
+@dataclass(frozen=True)
 class Settings:
+    """The settings of one configuration (a ``pyproject.toml`` table with the
+    command line on top), immutable. :meth:`load` builds those of a run: the
+    settings of its first path, whose :meth:`for_file` and :meth:`codes_for`
+    give every other file its own configuration's (the nearest
+    ``pyproject.toml``). The run-wide keys (``output_format``, ``unsafe_fixes``,
+    the walk's excludes, ``config_path`` for the cache) are the first path's."""
+
     enabled: frozenset[str] = field(default_factory=_default_codes)
     per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
@@ -241,9 +167,35 @@ class Settings:
     root: str = field(default_factory=os.getcwd)  # base of relative globs
     config_path: str | None = None
     force_exclude: bool = False
+    # Each file's own settings (None: these settings apply to every file).
+    resolver: "ConfigTree | None" = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def load(cls, paths, overrides: Overrides = Overrides()) -> "Settings":
+        """Find, validate and resolve the configuration of a run over ``paths``
+        (``["-"]``: standard input, named by ``overrides.stdin_filename``).
+        Raises :class:`ConfigError` (one line) for a bad flag, file or value;
+        the configuration of a file found later is loaded when first asked for
+        (:meth:`for_file`), and raises there."""
+        flags = _Flags.parse(overrides)
+        if overrides.isolated:
+            return flags.settings({}, None)
+        if flags.config_file:
+            return flags.settings(load_config(flags.config_file), flags.config_file)
+        paths = list(paths) or ["."]
+        first = overrides.stdin_filename if paths == ["-"] and overrides.stdin_filename else paths[0]
+        return ConfigTree(flags.settings).settings_for(first)
+
+    def for_file(self, path: str) -> "Settings":
+        """The settings of ``path``'s own configuration (these, without a resolver)."""
+        return self if self.resolver is None else self.resolver.settings_for(path)
 
     def codes_for(self, path: str) -> frozenset[str]:
-        """The codes enabled for ``path`` after ``per-file-ignores``."""
+        """The codes enabled for ``path``: its configuration's, after ``per-file-ignores``."""
+        return self.for_file(path).own_codes_for(path)
+
+    def own_codes_for(self, path: str) -> frozenset[str]:
+        """The codes these settings enable for ``path`` after ``per-file-ignores``."""
         if not self.per_file_ignores:
             return self.enabled
         abs_path = os.path.abspath(path)
@@ -259,7 +211,7 @@ class Settings:
 
     def excluder(self) -> "Excluder":
         ex = self.__dict__.get("_excluder")
-        if ex is None:
+        if ex is None:  # compiled once, on first use (a cache, not state)
             ex = self.__dict__["_excluder"] = Excluder(self.exclude + self.extend_exclude, self.root)
         return ex
 
@@ -311,6 +263,8 @@ def resolve(
     root: str | None = None,
     per_file_ignores: list[tuple[str, list[str]]] | None = None,
     extend_per_file_ignores: list[tuple[str, list[str]]] | None = None,
+    force_exclude: bool = False,
+    resolver: "ConfigTree | None" = None,
 ) -> Settings:
     """Combine a config table with command-line values (which win).
 
@@ -352,6 +306,8 @@ def resolve(
         output_format=output_format or config.get("output-format", "text"),
         root=root,
         config_path=config_path,
+        force_exclude=force_exclude,
+        resolver=resolver,
     )
 
 
@@ -374,9 +330,10 @@ class ConfigTree:
     """The nearest configuration of each file, like ruff: a subfolder's
     ``pyproject.toml`` with ``[tool.fakegrad-lint]`` governs the files below it.
 
-    ``make(table, config_path)`` turns a validated table (``{}`` and ``None``
-    where no configuration applies) into :class:`Settings`; results are cached
-    per folder and per configuration file."""
+    ``make(table, config_path, resolver)`` turns a validated table (``{}`` and
+    ``None`` where no configuration applies) into :class:`Settings`. Lookups
+    are memoised per folder and per configuration file: a cache of values that
+    never change, so the settings it hands out stay immutable."""
 
     def __init__(self, make):
         self.make = make
@@ -395,7 +352,7 @@ class ConfigTree:
                 break
             walked.append(cur)
             candidate = os.path.join(cur, "pyproject.toml")
-            if os.path.isfile(candidate) and _has_table(candidate):
+            if os.path.isfile(candidate) and has_table(candidate):
                 found = candidate
                 break
             parent = os.path.dirname(cur)
@@ -411,8 +368,74 @@ class ConfigTree:
         st = self._settings.get(config_path)
         if st is None:
             table = load_config(config_path) if config_path else {}
-            st = self._settings[config_path] = self.make(table, config_path)
+            st = self._settings[config_path] = self.make(table, config_path, self)
         return st
 
     def codes_for(self, path: str) -> frozenset[str]:
-        return self.settings_for(path).codes_for(path)
+        return self.settings_for(path).own_codes_for(path)
+
+
+@dataclass(frozen=True)
+class _Flags:
+    """:class:`Overrides` parsed and validated, once per run; the fields after
+    ``table`` are named as :func:`resolve`'s keywords."""
+
+    config_file: str | None
+    table: dict  # the --config KEY=VALUE overrides, merged over every file's table
+    select: list[str] | None
+    extend_select: list[str]
+    ignore: list[str] | None
+    per_file_ignores: list[tuple[str, list[str]]] | None
+    extend_per_file_ignores: list[tuple[str, list[str]]] | None
+    extend_exclude: list[str] | None
+    force_exclude: bool
+    unsafe_fixes: bool | None
+    output_format: str | None
+
+    @classmethod
+    def parse(cls, o: Overrides) -> "_Flags":
+        config_file = None
+        table: dict = {}
+        for value in o.config:
+            if os.path.exists(value) and not os.path.isdir(value):
+                if config_file is not None:
+                    raise ConfigError(
+                        f"--config {value}: only one configuration file may be given ({config_file} already is)"
+                    )
+                config_file = value
+            elif "=" in value:
+                table.update(parse_override(value))
+            else:
+                raise ConfigError(f"{value}: no such configuration file")
+        extend_exclude = [g.strip() for v in o.extend_exclude for g in v.split(",") if g.strip()]
+        return cls(
+            config_file=config_file,
+            table=table,
+            select=_split_all(o.select),
+            extend_select=_split_all(o.extend_select) or [],
+            ignore=_split_all(o.ignore) if o.ignore else None,
+            per_file_ignores=parse_per_file_ignores(
+                list(o.per_file_ignores) if o.per_file_ignores is not None else None, "--per-file-ignores"
+            ),
+            extend_per_file_ignores=parse_per_file_ignores(
+                list(o.extend_per_file_ignores) if o.extend_per_file_ignores else None, "--extend-per-file-ignores"
+            ),
+            extend_exclude=extend_exclude or None,
+            force_exclude=o.force_exclude,
+            unsafe_fixes=o.unsafe_fixes,
+            output_format=(
+                check_output_format(o.output_format, "--output-format") if o.output_format is not None else None
+            ),
+        )
+
+    def settings(self, table: dict, config_path: str | None, resolver: ConfigTree | None = None) -> Settings:
+        """The settings of one configuration table, with these flags on top (the
+        fields after ``table`` are :func:`resolve`'s keywords)."""
+        flags = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("config_file", "table")}
+        return resolve({**table, **self.table}, config_path=config_path, resolver=resolver, **flags)
+
+
+def _split_all(values) -> list[str] | None:
+    if values is None:
+        return None
+    return [code for value in values for code in split_codes(value)]

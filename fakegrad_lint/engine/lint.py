@@ -20,14 +20,13 @@ import ast
 from fakegrad_lint.analysis import analyze
 from fakegrad_lint.engine.prefilter import (  # noqa: F401  (may_reach_region, project_for: part of this API)
     _AUTO,
-    UNUSED_NOQA_CODE,
     may_contain_fake_region,
     may_have_fgl_noqa,
     may_reach_region,
     project_for,
 )
 from fakegrad_lint.findings import Finding, Location, TraceStep
-from fakegrad_lint.rules import rule_for
+from fakegrad_lint.rules import UNUSED_NOQA_CODE, rule_for
 from fakegrad_lint.sources.text import ParserLimit, parse_quietly
 
 

@@ -21,9 +21,9 @@ import re
 import tokenize
 from dataclasses import dataclass, replace
 
-from fakegrad_lint.engine.prefilter import UNUSED_NOQA_CODE
 from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location
 from fakegrad_lint.sources.text import NEWLINE_RE, split_lines
+from fakegrad_lint.rules import UNUSED_NOQA_CODE
 
 _NOQA_RE = re.compile(
     r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",

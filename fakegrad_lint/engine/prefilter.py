@@ -27,9 +27,8 @@ from __future__ import annotations
 import re
 
 from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS  # the words that can open a region
+from fakegrad_lint.rules import UNUSED_NOQA_CODE
 
-#: The code of unused ``# noqa`` directives (reported by :mod:`fakegrad_lint.engine.noqa`).
-UNUSED_NOQA_CODE = "FGL100"
 _AUTO = object()  # "find the project from the file's path"
 _ENTRY_RE = re.compile("|".join(ENTRY_WORDS))
 _ENTRY_RE_BYTES = re.compile("|".join(ENTRY_WORDS).encode())

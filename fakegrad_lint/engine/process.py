@@ -28,12 +28,13 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
-from fakegrad_lint.engine.prefilter import UNUSED_NOQA_CODE, may_contain_fake_region, needs_work, prefilter  # noqa: F401
+from fakegrad_lint.engine.prefilter import may_contain_fake_region, needs_work, prefilter  # noqa: F401
 from fakegrad_lint.engine.subprocs import FileTimeout, disarm_alarm, time_limit
 from fakegrad_lint.findings import Finding, ToolError, hidden_unsafe
 from fakegrad_lint.sources.kind import SourceKind, open_source
 from fakegrad_lint.sources.sourcefile import SourceError, SourceFile, read_source, write_atomic
 from fakegrad_lint.sources.text import ParserLimit
+from fakegrad_lint.rules import UNUSED_NOQA_CODE
 
 # A process pool only pays off with enough work: at least PARALLEL_THRESHOLD
 # files past the prefilter and PARALLEL_MIN_BYTES of their source (analysis

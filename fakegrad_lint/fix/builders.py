@@ -34,11 +34,13 @@ import ast
 import re
 from dataclasses import replace
 
-from fakegrad_lint.analysis.leaks import FixPlan
+import libcst as cst
 
+from fakegrad_lint.analysis.leaks import FixPlan
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.positions import PositionMap
-from fakegrad_lint.findings import Applicability, Edit, Fix, Location
+from fakegrad_lint.findings import Applicability, Fix
+from fakegrad_lint.fix.cst import CstError, CstFile, Ops
 
 
 class NoFix(Exception):
@@ -46,10 +48,49 @@ class NoFix(Exception):
 
 
 def build_fix(leak, source: str) -> Fix | None:
+    """The fix of ``leak``'s plan, built as libcst operations (:mod:`fakegrad_lint.fix.cst`)
+    whose transformed module gives the edits; :class:`NoFix` says why there is none."""
+    try:
+        return _build_fix(leak, source)
+    except CstError as exc:
+        raise NoFix(str(exc)) from None
+
+
+class _Nodes:
+    """The CST nodes behind the analysis' ``ast`` nodes (one libcst parse per file)."""
+
+    def __init__(self, source: str):
+        self.pos = PositionMap(source)
+        self.file = CstFile.of(source)
+
+    def ops(self) -> Ops:
+        return Ops(self.file)
+
+    def start(self, node) -> tuple[int, int]:
+        return self.pos.char_pos(node.lineno, node.col_offset)
+
+    def expr(self, node):
+        return self.file.node_at(self.start(node), self.pos.char_pos(node.end_lineno, node.end_col_offset))
+
+    def stmt(self, node):
+        return self.file.statement_at(self.start(node))
+
+    def with_stmt(self, w):
+        node = self.file.statement_at(self.start(w))
+        if not isinstance(node, cst.With):
+            raise CstError("the region's with statement is not found")
+        return node
+
+    def taken(self, w) -> set:
+        """Names a new binding at the region could clash with: libcst's scope of the
+        region's first statement (not the file: another function's ``fake_mode`` is free)."""
+        return self.file.names_taken(self.stmt(w.body[0]))
+
+
+def _build_fix(leak, source: str) -> Fix | None:
     plan: FixPlan = leak.fix
-    pos = PositionMap(source)
     if plan.kind.startswith("leaked-"):
-        return _leaked_fix(plan, pos)
+        return _leaked_fix(plan, _Nodes(source))
     w = plan.with_node
     if not w.body or not plan.uses:
         raise NoFix("the region has no statement to convert the value in")
@@ -75,15 +116,16 @@ def build_fix(leak, source: str) -> Fix | None:
         # the name means something else by the time it leaks
         raise NoFix(f"`{plan.value}` is rebound in the region before it leaks (a loop or comprehension "
                     f"variable, an assignment)")
-    taken = _names_in(_scope_of(plan.module_tree, _first_line(w)), pos)
-    edits: list[Edit] = []
+    nodes = _Nodes(source)
+    pos = nodes.pos
+    taken = nodes.taken(w)
+    ops = nodes.ops()
 
     mode = plan.mode_name
     if mode is None and getattr(w, "bind_stmt", None) is not None:
         # `stack.enter_context(FakeTensorMode(...))` as a statement: bind its result
         mode = _unique("fake_mode", taken)
-        at = Location(*pos.char_pos(w.bind_stmt.lineno, w.bind_stmt.col_offset))
-        edits.append(Edit(at, at, f"{mode} = "))
+        ops.bind(nodes.stmt(w.bind_stmt), mode)
     elif mode is None:
         if not w.items:
             raise NoFix("the region's mode has no name to call from_tensor on")
@@ -91,24 +133,21 @@ def build_fix(leak, source: str) -> Fix | None:
         if item.optional_vars is not None:
             raise NoFix("the mode is bound to a target that is not a plain name")
         mode = _unique("fake_mode", taken)
-        end = pos.char_pos(item.context_expr.end_lineno, item.context_expr.end_col_offset)
-        edits.append(Edit(Location(*end), Location(*end), f" as {mode}"))
+        ops.as_name(nodes.expr(item.context_expr), mode)
 
     if one_line:
-        # `with m: a; b` -> the body moves to its own line under the hoisted copy
-        line = pos.lines[w.lineno - 1]
-        indent = _indent_of(line) + "    "
-        row, col = pos.char_pos(w.body[0].lineno, w.body[0].col_offset)
-        start = col
-        while start > 0 and line[start - 1] in " \t":
-            start -= 1
-        edits.append(Edit(Location(row, start), Location(row, col), f"\n{indent}"))
-        hoist_at = Location(row, start)
-        hoist_fmt = "\n{indent}{stmt}"
+        # `with m: a; b` -> an indented block: the hoisted copy, then `a; b`
+        indent = _indent_of(pos.lines[w.lineno - 1]) + nodes.file.indent
+        with_node = nodes.with_stmt(w)
+
+        def hoist(stmt: str) -> None:
+            ops.hoist_one_line(with_node, stmt, indent)
     else:
-        hoist_line, indent = _hoist_point(w, pos, header_end, first_stmt)
-        hoist_at = Location(hoist_line, 0)
-        hoist_fmt = "{indent}{stmt}\n"
+        _, indent = _hoist_point(w, pos, header_end, first_stmt)
+        before = nodes.stmt(first_stmt)
+
+        def hoist(stmt: str) -> None:
+            ops.insert_before(before, stmt, indent)
     base = re.sub(r"\W+", "_", plan.value.rsplit(".", 1)[-1]).strip("_") or "value"
     base = base.lower() if base.isupper() else base
 
@@ -122,26 +161,24 @@ def build_fix(leak, source: str) -> Fix | None:
         wanted = []
         if copy_name is None:
             copy_name = "copy" if "copy" not in taken else None
-            wanted.append("import copy")
+            wanted.append(("copy", None))
         if fcm_name is None:
             fcm_name = "FakeCopyMode" if "FakeCopyMode" not in taken else None
-            wanted.append("from torch._subclasses.fake_tensor import FakeCopyMode")
+            wanted.append(("torch._subclasses.fake_tensor", "FakeCopyMode"))
         if copy_name is None or fcm_name is None:
             raise NoFix("`copy` or `FakeCopyMode` names something else in this scope")
         fake = _unique(f"{base}_fake", taken)
-        stmt = f"with {fcm_name}({mode}):\n{indent}{_Layout(pos).unit}{fake} = {copy_name}.deepcopy({plan.value})"
-        edits.append(Edit(hoist_at, hoist_at, hoist_fmt.format(indent=indent, stmt=stmt)))
+        hoist(f"with {fcm_name}({mode}):\n{indent}{nodes.file.indent}{fake} = "
+              f"{copy_name}.deepcopy({plan.value})")
         for node in plan.uses:
-            edits.append(Edit(Location(*pos.char_pos(node.lineno, node.col_offset)),
-                              Location(*pos.char_pos(node.end_lineno, node.end_col_offset)), fake))
-        if wanted:
-            line = _import_line(plan.module_tree, _first_line(w))
-            edits.append(Edit(Location(line, 0), Location(line, 0), "".join(f"{i}\n" for i in wanted)))
+            ops.replace(nodes.expr(node), fake)
+        for module, obj in wanted:
+            ops.add_import(module, obj)
         applicability = Applicability.UNSAFE
         message = (f"Call `{plan.value}`'s method on a fake copy (`copy.deepcopy` under `FakeCopyMode`): "
                    f"gradients and state changes land on the copy")
     elif plan.kind == "module":
-        torch_name, import_edit = _torch_module_name(plan.module_tree, pos, _first_line(w))
+        torch_name, needs_import = _torch_module_name(plan.module_tree, pos, _first_line(w))
         rhs = (f"{{name: {mode}.from_tensor(t) for name, t in "
                f"[*{plan.value}.named_parameters(), *{plan.value}.named_buffers()]}}")
         existing = _existing_hoist(w, pos, rhs)
@@ -158,19 +195,20 @@ def build_fix(leak, source: str) -> Fix | None:
                              f"\n{indent}{u}]")
                 stmt = (f"{state} = {{\n{indent}{u}name: {mode}.from_tensor(t)\n{indent}{u}for name, t in "
                         f"{pairs}\n{indent}}}")
-            edits.append(Edit(hoist_at, hoist_at, hoist_fmt.format(indent=indent, stmt=stmt)))
-        calls = [_functional_call_edit(call, plan.value, state, torch_name, pos, taken) for call in plan.uses]
-        if any(c is None for c in calls):
-            raise NoFix("a positional argument follows a keyword argument in the module call")
-        edits += calls
-        if import_edit is not None:
-            edits.append(import_edit)
+            hoist(stmt)
+        for call in plan.uses:
+            new_call = _functional_call(call, plan.value, state, torch_name, pos, taken)
+            if new_call is None:
+                raise NoFix("a positional argument follows a keyword argument in the module call")
+            ops.replace(nodes.expr(call), new_call)
+        if needs_import:
+            ops.add_import("torch")
         applicability = Applicability.UNSAFE
         message = f"Call `{plan.value}` with `torch.func.functional_call` over fake copies of its parameters and buffers"
     else:
-        import_edit = None
+        needs_import = False
         if plan.kind == "container":
-            torch_name, import_edit = _torch_module_name(plan.module_tree, pos, _first_line(w))
+            torch_name, needs_import = _torch_module_name(plan.module_tree, pos, _first_line(w))
             rhs = (f"{torch_name}.utils._pytree.tree_map_only({torch_name}.Tensor, lambda t: "
                    f"{mode}.from_tensor(t).detach().requires_grad_(t.requires_grad), {plan.value})")
         elif plan.derived:
@@ -182,14 +220,12 @@ def build_fix(leak, source: str) -> Fix | None:
         existing = _existing_hoist(w, pos, rhs)
         fake = existing or _unique(f"{base}_fake", taken)
         if not existing:
-            edits.append(Edit(hoist_at, hoist_at, hoist_fmt.format(indent=indent, stmt=f"{fake} = {rhs}")))
-        renames = rewritten
+            hoist(f"{fake} = {rhs}")
         later = _with_gradient_reads([], _following(plan.module_tree, w), plan.value)
-        for node in renames:
-            edits.append(Edit(Location(*pos.char_pos(node.lineno, node.col_offset)),
-                              Location(*pos.char_pos(node.end_lineno, node.end_col_offset)), fake))
-        if import_edit is not None:
-            edits.append(import_edit)
+        for node in rewritten:
+            ops.replace(nodes.expr(node), fake)
+        if needs_import:
+            ops.add_import("torch")
         applicability = Applicability.SAFE
         message = f"Convert `{plan.value}` at the boundary with `{mode}.from_tensor`"
 
@@ -199,13 +235,13 @@ def build_fix(leak, source: str) -> Fix | None:
         if read is not None:
             # the gradients land on the fake copies: what the code reads there changes
             return Fix(f"{message} (not applied: line {read} reads the gradients of `{plan.value}`'s parameters)",
-                       Applicability.DISPLAY_ONLY, tuple(edits))
+                       Applicability.DISPLAY_ONLY, ops.edits())
         if leak.sink == "torch.autograd.grad":
             # `autograd.grad(loss, inputs)` may differentiate with respect to the real
             # parameters, which the fixed graph no longer holds (a RuntimeError at run time)
             return Fix(f"{message} (not applied: `torch.autograd.grad` on line {leak.sink_line} may differentiate "
                        f"with respect to `{plan.value}`'s real parameters)",
-                       Applicability.DISPLAY_ONLY, tuple(edits))
+                       Applicability.DISPLAY_ONLY, ops.edits())
     outside_grad = [ln for ln in plan.grad_reads if not body_lines[0] <= ln <= body_lines[1]]
     outside_sink = leak.sink == "torch.autograd.grad" and leak.sink_line is not None and not (
         body_lines[0] <= leak.sink_line <= body_lines[1]
@@ -215,18 +251,18 @@ def build_fix(leak, source: str) -> Fix | None:
         # it reads the fake copy's gradient (same shapes) after it; later real reads change
         covered = {n.lineno for n in later}
         if later and all(ln in covered for ln in outside_grad) and (not outside_sink or leak.sink_line in covered):
-            later_edits = [Edit(Location(*pos.char_pos(n.lineno, n.col_offset)),
-                                Location(*pos.char_pos(n.end_lineno, n.end_col_offset)), fake) for n in later]
+            for n in later:
+                ops.replace(nodes.expr(n), fake)
             return Fix(f"{message}, and read the fake copy's gradient after the block",
-                       Applicability.UNSAFE, tuple(edits + later_edits))
+                       Applicability.UNSAFE, ops.edits())
     if outside_grad or outside_sink:
         where = outside_grad[0] if outside_grad else leak.sink_line
         return Fix(f"{message} (not applied: line {where} reads the real gradient of `{plan.value}`)",
-                   Applicability.DISPLAY_ONLY, tuple(edits))
+                   Applicability.DISPLAY_ONLY, ops.edits())
     if plan.conditional:
         applicability = Applicability.UNSAFE
         message += " (right for the current value of the condition that picks the mode)"
-    return Fix(message, applicability, tuple(edits))
+    return Fix(message, applicability, ops.edits())
 
 
 def _first_use_stmt(w, nodes):
@@ -289,7 +325,7 @@ class _Layout:
         return "\n".join(self.lines)
 
 
-def _functional_call_edit(call, module, state, torch_name, pos, taken=frozenset()) -> Edit | None:
+def _functional_call(call, module, state, torch_name, pos, taken=frozenset()) -> str | None:
     """``module(a, k=v)`` -> ``torch.func.functional_call(module, state, (a,), dict(k=v))``.
 
     The arguments are kept as written (comments, line breaks), sliced from the
@@ -344,31 +380,29 @@ def _functional_call_edit(call, module, state, torch_name, pos, taken=frozenset(
             else:
                 new_call = f"{torch_name}.func.functional_call(\n" + "".join(
                     f"{inner}{part},\n" for part in parts) + indent + ")"
-    return Edit(Location(*pos.char_pos(call.lineno, call.col_offset)),
-                Location(*pos.char_pos(call.end_lineno, call.end_col_offset)), new_call)
+    return new_call
 
 
-def _leaked_fix(plan, pos) -> Fix | None:
+def _leaked_fix(plan, nodes) -> Fix | None:
     """A real value mixed with a fake that leaked out of its region: give the op a
     fake copy made by the leaked tensor's own mode (``f.fake_mode.from_tensor(w)``)."""
     mode = plan.mode_name
     node = plan.uses[0]
+    ops = nodes.ops()
     if plan.kind == "leaked-tensor":
         suffix = ".detach().requires_grad_()" if plan.derived else ""
-        edits = (Edit(Location(*pos.char_pos(node.lineno, node.col_offset)),
-                      Location(*pos.char_pos(node.end_lineno, node.end_col_offset)),
-                      f"{mode}.from_tensor({plan.value}){suffix}"),)
+        ops.replace(nodes.expr(node), f"{mode}.from_tensor({plan.value}){suffix}")
     else:
-        torch_name, import_edit = _torch_module_name(plan.module_tree, pos, node.lineno)
+        torch_name, needs_import = _torch_module_name(plan.module_tree, nodes.pos, node.lineno)
         state = (f"{{name: {mode}.from_tensor(t) for name, t in "
                  f"[*{plan.value}.named_parameters(), *{plan.value}.named_buffers()]}}")
-        call = _functional_call_edit(node, plan.value, state, torch_name, pos, _names_in(plan.module_tree, pos))
+        call = _functional_call(node, plan.value, state, torch_name, nodes.pos, nodes.file.names_taken(nodes.expr(node)))
         if call is None:
             raise NoFix("a positional argument follows a keyword argument in the module call")
-        edits = (call,)
-        if import_edit is not None:
-            edits += (import_edit,)
-    return Fix(f"Use a fake copy of `{plan.value}` made by `{mode}`", Applicability.UNSAFE, edits)
+        ops.replace(nodes.expr(node), call)
+        if needs_import:
+            ops.add_import("torch")
+    return Fix(f"Use a fake copy of `{plan.value}` made by `{mode}`", Applicability.UNSAFE, ops.edits())
 
 
 def _module_grad_read(stmts, module: str) -> int | None:
@@ -440,13 +474,14 @@ def _with_gradient_reads(uses, body, value):
 
 
 def _loop_module(w, plan):
-    """The module expression of a loop of the block whose target is the leaking name
-    (``for layer in model.children()`` -> ``model``), when the analysis proved it a
-    real module; else None."""
+    """The module expression of a loop or comprehension of the block whose target is the
+    leaking name (``for layer in model.children()`` -> ``model``, ``(p for p in
+    model.parameters())`` -> ``model``, ``for layer in layers`` -> ``layers``), when the
+    analysis proved it a real module or a list of real modules; else None."""
     root = plan.value.split(".", 1)[0]
     for stmt in w.body:
         for node in ast.walk(stmt):
-            if isinstance(node, (ast.For, ast.AsyncFor)) and id(node) in plan.loop_modules and \
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and id(node) in plan.loop_modules and \
                     any(isinstance(t, ast.Name) and t.id == root for t in ast.walk(node.target)):
                 return plan.loop_modules[id(node)]
     return None
@@ -478,40 +513,6 @@ def _rebound_before_use(w, plan, from_line: int = 0) -> bool:
     return any(line == -1 or from_line <= line < last_use for stmt in w.body for line in stores(stmt))
 
 
-def _names_in(tree, pos=None) -> set:
-    """Every name a new binding could clash with: the identifiers of the scope's text
-    (a superset: attributes and words in strings count too, which only makes the
-    chosen name longer), plus, for a function, the module's top-level bindings."""
-    out = set()
-    if isinstance(tree, _ScopeNames):
-        for stmt in tree.tree.body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                out.add(stmt.name)
-            elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                out.update((a.asname or a.name).split(".")[0] for a in stmt.names)
-            elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                for t in ast.walk(stmt) if len(getattr(stmt, "targets", ())) < 50 else ():
-                    if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):
-                        out.add(t.id)
-        tree = tree.func
-    if pos is not None:
-        first = min([tree.lineno] + [d.lineno for d in getattr(tree, "decorator_list", [])]) if hasattr(tree, "lineno") else 1
-        last = getattr(tree, "end_lineno", None) or len(pos.lines)
-        for line in pos.lines[first - 1:last]:
-            out.update(_IDENT_RE.findall(line))
-        return out
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Name):
-            out.add(n.id)
-        elif isinstance(n, ast.arg):
-            out.add(n.arg)
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(n.name)
-        elif isinstance(n, ast.alias):
-            out.add((n.asname or n.name).split(".")[0])
-    return out
-
-
 def _unique(name, taken):
     if name not in taken:
         return name
@@ -534,39 +535,6 @@ def _existing_hoist(w, pos, rhs):
     return None
 
 
-def _scope_of(tree, line: int):
-    """The innermost function whose body holds ``line`` (the module when none):
-    a name the fix introduces there must be unique in it, not in the file (a name
-    bound in a function is local to it; the globals it reads are in its own text).
-    Only statements are walked: expressions hold no function definitions a region
-    could sit in."""
-    best = tree
-    stack = list(tree.body)
-    while stack:
-        node = stack.pop()
-        if not (node.lineno <= line <= node.end_lineno):
-            continue
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body and node.body[0].lineno <= line:
-            best = node
-        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
-            block = getattr(node, name, None)
-            if isinstance(block, list):
-                stack.extend(b for b in block if hasattr(b, "lineno"))
-    if best is tree:
-        return tree
-    return _ScopeNames(best, tree)
-
-
-class _ScopeNames:
-    """A function, plus the module's top-level bindings."""
-
-    def __init__(self, func, tree):
-        self.func, self.tree = func, tree
-
-
-_IDENT_RE = re.compile(r"[^\W\d]\w*")
-
-
 def _first_line(w) -> int:
     """The first line of a region's block a fix can touch (its header, or the
     statement that enters the mode)."""
@@ -577,39 +545,19 @@ def _first_line(w) -> int:
 
 
 def _torch_module_name(tree, pos, before_line: int):
-    """The name bound to the ``torch`` module at the top level before ``before_line``,
-    or an edit adding ``import torch`` where it is bound before that line
-    (:func:`_import_line`: never above a shebang, an encoding declaration, the
-    docstring or ``__future__`` imports)."""
+    """``(name, needs_import)``: the name bound to the ``torch`` module at the top level
+    before ``before_line``, else ``("torch", True)``: ``import torch`` is added through
+    libcst's ``AddImportsVisitor`` (at the end of the leading import block: never above a
+    shebang, an encoding declaration, the docstring or ``__future__`` imports, always
+    above the region)."""
     for stmt in tree.body:
         if stmt.lineno >= before_line:
             break
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 if alias.name == "torch" or (alias.name.startswith("torch.") and alias.asname is None):
-                    return alias.asname or "torch", None
-    line = _import_line(tree, before_line)
-    return "torch", Edit(Location(line, 0), Location(line, 0), "import torch\n")
-
-
-def _import_line(tree, before_line: int) -> int:
-    """Where a new import goes so that it is bound before ``before_line``: after the
-    last top-level import above that line, else after the docstring and ``__future__``
-    imports, else above the first statement (below a shebang, an encoding line and
-    leading comments)."""
-    anchor = None
-    for index, stmt in enumerate(tree.body):
-        if stmt.lineno >= before_line:
-            break
-        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            anchor = stmt
-        elif index == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) \
-                and isinstance(stmt.value.value, str):
-            anchor = stmt  # docstring
-    if anchor is not None:
-        return anchor.end_lineno + 1
-    first = tree.body[0] if tree.body else None
-    return min([first.lineno] + [d.lineno for d in getattr(first, "decorator_list", [])]) if first else 1
+                    return alias.asname or "torch", False
+    return "torch", True
 
 
 def _bound_imports(tree, before_line: int) -> dict:

@@ -9,8 +9,9 @@ reason it is not offered (the finding then says ``no fix: <reason>``):
    (findings are compared by rule and the value they name: the fix may clear
    several findings of the same value, never add one);
 3. every name read inside the inserted text is bound before that read, in its
-   scope or an enclosing one (a use before the hoisted copy, an ``import torch``
-   below the region, a mode named only in another function all fail here);
+   scope or an enclosing one, by libcst's scope analysis of the fixed text (a use
+   before the hoisted copy, an ``import torch`` below the region, a mode named only
+   in another function all fail here);
 4. it converts only values the analysis proved to be tensors, containers of
    tensors or modules: that is the plan's kind, which the builders trust.
 
@@ -22,6 +23,7 @@ line's length (28 s on a 1 MB line), so such files get no fix, at once.
 from __future__ import annotations
 
 import ast
+import bisect
 import builtins
 import re
 import warnings
@@ -91,7 +93,10 @@ def prove(source: str, finding: Finding, fix: Fix, relint: Callable[[str], list[
     except (SyntaxError, ValueError) as exc:
         where = f" (line {exc.lineno})" if getattr(exc, "lineno", None) else ""
         return f"the fixed text does not parse: {getattr(exc, 'msg', exc)}{where}"
-    unbound = _unbound_inserted_names(new, tree, spans)
+    try:
+        unbound = _unbound_inserted_names(new, tree, spans)
+    except _Unreadable as exc:
+        return f"the fixed text does not parse with libcst ({exc})"
     if unbound:
         name, line = unbound
         return f"`{name}` would be read on line {line} before it is bound"
@@ -125,160 +130,88 @@ def _new_spans(spans) -> list[tuple[int, int]]:
     return out
 
 
-class _Scope:
-    def __init__(self, node, parent):
-        self.node, self.parent = node, parent
-        self.bindings: dict[str, list[tuple[int, int]]] = {}
-        self.globals: set[str] = set()
-
-    def bind(self, name, at):
-        self.bindings.setdefault(name, []).append(at)
+class _Unreadable(Exception):
+    """libcst cannot parse the fixed text."""
 
 
 def _unbound_inserted_names(text: str, tree: ast.Module, spans) -> tuple[str, int] | None:
     """The first name read inside inserted text that no binding reaches, as
-    ``(name, line)``; None when every such read is bound before it."""
+    ``(name, line)``; None when every such read is bound before it.
+
+    The fixed text's scopes come from libcst (``ScopeProvider``: which bindings a read
+    can refer to, through ``global``/``nonlocal``, class bodies and comprehensions) and
+    its positions from ``PositionProvider``. A read is bound when one of its referents is
+    a builtin, or a binding of its own scope made before it (a binding only later is an
+    ``UnboundLocalError``), or a binding of an enclosing function (a closure runs later),
+    or a module binding made before it; inside a comprehension or lambda the bindings of
+    that comprehension or lambda count wherever they are written."""
+    import libcst as cst
+    from libcst.metadata import ComprehensionScope, GlobalScope, MetadataWrapper, PositionProvider, ScopeProvider
+
     inserted = [s for s in _new_spans(spans) if s[1] > s[0]]
     if not inserted:
         return None
-    line_starts = [0] + [m.end() for m in _NEWLINE_RE.finditer(text)]
-    lines = _NEWLINE_RE.split(text)
+    starts = [0] + [m.end() for m in _NEWLINE_RE.finditer(text)]
 
-    def offset(lineno, col):
-        line = lines[lineno - 1]
-        if not line.isascii():
-            col = len(line.encode("utf-8")[:col].decode("utf-8", "ignore"))
-        return line_starts[lineno - 1] + col
+    def row_col(offset):
+        row = bisect.bisect_right(starts, offset)
+        return row, offset - starts[row - 1]
 
-    def is_inserted(node):
-        start = offset(node.lineno, node.col_offset)
-        return any(b <= start < e for b, e in inserted)
+    ranges = [(row_col(b), row_col(e)) for b, e in inserted]
+    try:
+        wrapper = MetadataWrapper(cst.parse_module(_NEWLINE_RE.sub("\n", text)), unsafe_skip_copy=True)
+        scopes = wrapper.resolve(ScopeProvider)
+        positions = wrapper.resolve(PositionProvider)
+    except Exception as exc:  # libcst.ParserSyntaxError and its internal errors
+        raise _Unreadable(type(exc).__name__) from None
 
-    reads: list[tuple[ast.Name, _Scope]] = []
-    every_binding: set[str] = set()
+    def where(node):
+        rng = positions.get(node)
+        return ((rng.start.line, rng.start.column), (rng.end.line, rng.end.column)) if rng else None
 
-    def pos_end(node):
-        return (node.end_lineno, node.end_col_offset)
+    def reaches(access, at) -> bool:
+        for ref in access.referents:
+            if not isinstance(ref, cst.metadata.Assignment):
+                return True  # a builtin
+            if ref.scope is not access.scope and not isinstance(ref.scope, GlobalScope):
+                return True  # an enclosing function or comprehension: the inner code runs later
+            if ref.scope is access.scope and (isinstance(ref.scope, ComprehensionScope) or isinstance(ref.node, cst.Param)):
+                return True  # a comprehension variable, a parameter
+            span = where(ref.node)
+            if span is not None and span[1] <= at:
+                return True  # bound before the read
+        return False
 
-    def pos_start(node):
-        return (node.lineno, node.col_offset)
-
-    def bind_target(target, scope, at):
-        for sub in ast.walk(target):
-            if isinstance(sub, ast.Name):
-                scope.bind(sub.id, at)
-                every_binding.add(sub.id)
-            elif isinstance(sub, ast.Starred) and isinstance(sub.value, ast.Name):
-                scope.bind(sub.value.id, at)
-
-    def visit(node, scope, stmt_end):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for d in node.decorator_list:
-                visit(d, scope, stmt_end)
-            scope.bind(node.name, pos_end(node))
-            every_binding.add(node.name)
-            if isinstance(node, ast.ClassDef):
-                for b in node.bases + [k.value for k in node.keywords]:
-                    visit(b, scope, stmt_end)
-                inner = _Scope(node, scope)
-                for stmt in node.body:
-                    visit(stmt, inner, pos_end(stmt))
-                return
-            args = node.args
-            for default in args.defaults + [d for d in args.kw_defaults if d is not None]:
-                visit(default, scope, stmt_end)
-            inner = _Scope(node, scope)
-            for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
-                if a is not None:
-                    inner.bind(a.arg, (0, 0))
-                    every_binding.add(a.arg)
-            for stmt in node.body:
-                visit(stmt, inner, pos_end(stmt))
-            return
-        if isinstance(node, ast.Lambda):
-            inner = _Scope(node, scope)
-            a = node.args
-            for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]:
-                if arg is not None:
-                    inner.bind(arg.arg, (0, 0))
-            visit(node.body, inner, stmt_end)
-            return
-        if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-            inner = _Scope(node, scope)
-            for i, gen in enumerate(node.generators):
-                visit(gen.iter, scope if i == 0 else inner, stmt_end)
-                bind_target(gen.target, inner, (0, 0))
-                for cond in gen.ifs:
-                    visit(cond, inner, stmt_end)
-            for part in ([node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]):
-                visit(part, inner, stmt_end)
-            return
-        if isinstance(node, (ast.Global, ast.Nonlocal)):
-            scope.globals.update(node.names)
-            return
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                name = (alias.asname or alias.name).split(".")[0]
-                if name != "*":
-                    scope.bind(name, pos_end(node))
-                    every_binding.add(name)
-            return
-        if isinstance(node, (ast.With, ast.AsyncWith)):
-            for item in node.items:
-                visit(item.context_expr, scope, stmt_end)
-                if item.optional_vars is not None:
-                    bind_target(item.optional_vars, scope, pos_end(item.optional_vars))
-            for stmt in node.body:
-                visit(stmt, scope, pos_end(stmt))
-            return
-        if isinstance(node, (ast.For, ast.AsyncFor)):
-            visit(node.iter, scope, stmt_end)
-            bind_target(node.target, scope, pos_end(node.target))
-            for stmt in node.body + node.orelse:
-                visit(stmt, scope, pos_end(stmt))
-            return
-        if isinstance(node, ast.NamedExpr):
-            visit(node.value, scope, stmt_end)
-            bind_target(node.target, scope, pos_end(node))
-            return
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            if node.value is not None:
-                visit(node.value, scope, stmt_end)
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for t in targets:
-                if isinstance(t, ast.Name) and not isinstance(node, ast.AugAssign):
-                    bind_target(t, scope, pos_end(node))
-                else:
-                    visit(t, scope, stmt_end)
-                    if isinstance(t, (ast.Tuple, ast.List)):
-                        bind_target(t, scope, pos_end(node))
-            return
-        if isinstance(node, ast.ExceptHandler) and node.name:
-            scope.bind(node.name, pos_start(node))
-        if isinstance(node, ast.Name):
-            if isinstance(node.ctx, ast.Load):
-                if is_inserted(node):
-                    reads.append((node, scope))
-            else:
-                scope.bind(node.id, pos_end(node))
-                every_binding.add(node.id)
-            return
-        for child in ast.iter_child_nodes(node):
-            visit(child, scope, stmt_end)
-
-    module_scope = _Scope(tree, None)
-    for stmt in tree.body:
-        visit(stmt, module_scope, pos_end(stmt))
-
-    for node, scope in reads:
-        name, at = node.id, pos_start(node)
-        if not _reaches(name, at, scope):
-            if name in _BUILTINS:
+    original = None
+    all_scopes = {id(sc): sc for sc in scopes.values() if sc is not None}.values()
+    found = []
+    seen = set()
+    for scope in scopes.values():
+        if scope is None or id(scope) in seen:
+            continue
+        seen.add(id(scope))
+        for access in scope.accesses:
+            node = access.node
+            if not isinstance(node, cst.Name):
                 continue
-            if name not in every_binding and re.search(rf"\b{re.escape(name)}\b", _original_text(text, inserted)):
-                continue  # the code's own name from somewhere the analysis cannot see (a star import)
-            return name, node.lineno
-    return None
+            span = where(node)
+            if span is None or not any(b <= span[0] < e for b, e in ranges):
+                continue
+            if reaches(access, span[0]):
+                continue
+            name = node.value
+            if name in _BUILTINS and not access.referents:
+                continue
+            if not access.referents and not any(name in sc.assignments for sc in all_scopes):
+                if original is None:
+                    original = _original_text(text, inserted)
+                if re.search(rf"\b{re.escape(name)}\b", original):
+                    continue  # the code's own name from somewhere the analysis cannot see (a star import)
+            found.append((span[0], name))
+    if not found:
+        return None
+    (line, _), name = min(found)
+    return name, line
 
 
 def _original_text(text: str, inserted) -> str:
@@ -288,37 +221,3 @@ def _original_text(text: str, inserted) -> str:
         last = e
     out.append(text[last:])
     return "".join(out)
-
-
-def _reaches(name: str, at: tuple[int, int], scope: _Scope) -> bool:
-    """Is ``name`` bound before ``at`` in ``scope``, or (for a function, class or
-    comprehension) anywhere in an enclosing scope before it is called?"""
-    first = True
-    while scope is not None:
-        positions = scope.bindings.get(name, [])
-        if name in scope.globals:
-            scope = _root(scope)
-            positions = scope.bindings.get(name, [])
-            return any(p <= at for p in positions) or bool(positions)
-        if first:
-            if any(p <= at for p in positions):
-                return True
-            if positions and isinstance(scope.node, (ast.Module, ast.ClassDef)):
-                return False
-            if positions:
-                return False  # a local bound only later: UnboundLocalError
-        elif positions:
-            # an enclosing scope: a nested function runs later, so any binding before
-            # the definition counts (bindings after it are a guess: not counted)
-            return any(p <= at for p in positions) or not isinstance(scope.node, ast.Module)
-        first = False
-        scope = scope.parent
-        while scope is not None and isinstance(scope.node, ast.ClassDef) and not first:
-            scope = scope.parent  # class bodies are not enclosing scopes
-    return False
-
-
-def _root(scope):
-    while scope.parent is not None:
-        scope = scope.parent
-    return scope

@@ -7,8 +7,9 @@ reports ``(row, col, "FGLxxx message", type)`` with ``col`` the tool's 0-based
 *character* column; flake8 adds 1 when it prints.
 
 Everything else is flake8's: ``# noqa`` / ``# noqa: FGL001``, ``--select``,
-``--extend-select``, ``--ignore``, ``--per-file-ignores``, ``-j``. Opt-in rules
-(FGL004) are in flake8's default ignore list; ``--extend-select FGL004`` turns
+``--extend-select``, ``--ignore``, ``--per-file-ignores``, ``-j``. The catalogue's
+opt-in rules (``Rule.default`` false: FGL004, and unused noqa, which this plugin never
+reports) are in flake8's default ignore list; ``--extend-select FGL004`` turns
 them on.
 
 Importing this module imports nothing heavy (no torch, no analyzer): flake8
@@ -28,8 +29,6 @@ from typing import Any
 
 from fakegrad_lint import __version__
 
-#: Rules that are off unless selected (kept in sync with the catalogue by a test).
-OPT_IN_CODES = ("FGL004",)
 #: Reported (at 1:1) for a file the plugin could not check, so flake8 fails.
 ERROR_CODE = "FGL999"
 
@@ -45,6 +44,8 @@ class FakegradChecker:
 
     @classmethod
     def add_options(cls, parser: Any) -> None:
+        from fakegrad_lint.rules import OPT_IN_CODES  # the catalogue's default-off rules
+
         parser.extend_default_ignore(list(OPT_IN_CODES))
 
     def _findings(self) -> list:

@@ -16,16 +16,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+from fakegrad_lint.config.settings import OUTPUT_FORMATS
 from fakegrad_lint.findings import Finding, ToolError, applies
 
-#: Formats the command line accepts (each is a module in this package).
-FORMATS: tuple[str, ...] = ("text", "concise", "json", "json-lines", "sarif", "github")
-
-#: The pseudo-rule for unused ``# noqa`` directives (see ``fakegrad_lint.engine.noqa``);
-#: it is not in the rule catalogue, so reporters look rules up with :func:`rule_info`.
-UNUSED_NOQA_CODE = "FGL100"
-UNUSED_NOQA_NAME = "unused-noqa"
-UNUSED_NOQA_SUMMARY = "Unused `# noqa` directive (opt-in)"
+#: The output formats (the one table lives with the settings that validate it;
+#: each name is a module of this package).
+FORMATS: tuple[str, ...] = OUTPUT_FORMATS
 
 
 class UnknownFormat(ValueError):
@@ -41,19 +37,13 @@ class RuleInfo:
 
 
 def rule_info(code: str) -> RuleInfo:
-    """Name, summary and URL of ``code`` (catalogue rules and FGL100)."""
+    """Name, summary and URL of ``code``, from the rule catalogue (an unknown code,
+    the flake8 plugin's FGL999 say, gets its lower-cased code and no URL)."""
     from fakegrad_lint.rules import RULES_BY_CODE
 
     rule = RULES_BY_CODE.get(code)
     if rule is not None:
         return RuleInfo(rule.code, rule.name, rule.summary, rule.url)
-    if code == UNUSED_NOQA_CODE:
-        return RuleInfo(
-            code,
-            UNUSED_NOQA_NAME,
-            UNUSED_NOQA_SUMMARY,
-            "https://github.com/fakegrad-lint/fakegrad-lint/blob/main/README.md#noqa",
-        )
     return RuleInfo(code, code.lower(), "", "")
 
 
@@ -161,8 +151,7 @@ def module_name(format_name: str) -> str:
 
 
 def load(format_name: str):
-    if format_name not in FORMATS:
-        raise UnknownFormat(f"unknown output format {format_name!r} (choose from {', '.join(FORMATS)})")
+    """The module of a format (the settings validated the name)."""
     try:
         return importlib.import_module(module_name(format_name))
     except ModuleNotFoundError as exc:

@@ -5,9 +5,10 @@
 Lines and columns are 1-based (``column + 1``). Escaping follows the Actions
 toolkit (``@actions/core`` ``escapeData``/``escapeProperty``): in the message
 ``%`` -> ``%25``, ``\\r`` -> ``%0D``, ``\\n`` -> ``%0A``; in property values also
-``:`` -> ``%3A`` and ``,`` -> ``%2C``. Opt-in rules (FGL004, FGL100) are
-``::warning``. A file that could not be checked is an ``::error`` annotation on
-that file titled ``fakegrad-lint (error)``.
+``:`` -> ``%3A`` and ``,`` -> ``%2C``. The annotation's kind is the rule's
+level (``Rule.level``: opt-in rules, FGL004 and unused noqa, are ``::warning``). A
+file that could not be checked is an ``::error`` annotation on that file
+titled ``fakegrad-lint (error)``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import os
 
 from fakegrad_lint.findings import Finding
-from fakegrad_lint.report import UNUSED_NOQA_CODE, ReportContext
+from fakegrad_lint.report import ReportContext
 
 TITLE = "fakegrad-lint"
 
@@ -34,12 +35,11 @@ def _command(kind: str, props: list[tuple[str, object]], message: str) -> str:
 
 
 def _kind(code: str) -> str:
+    """The rule's level (``warning`` for opt-in rules); ``error`` for any other code."""
     from fakegrad_lint.rules import RULES_BY_CODE
 
     rule = RULES_BY_CODE.get(code)
-    if code == UNUSED_NOQA_CODE or (rule is not None and not rule.default):
-        return "warning"
-    return "error"
+    return rule.level if rule is not None else "error"
 
 
 def _path(filename: str) -> str:

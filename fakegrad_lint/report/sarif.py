@@ -1,11 +1,13 @@
 """SARIF 2.1.0 (the format GitHub code scanning and most viewers read).
 
-One run. ``tool.driver.rules`` lists every rule of the catalogue (plus the FGL100
-pseudo-rule for unused ``# noqa``), each with its docs (``help.markdown`` is the
-same text ``fakegrad-lint rule`` prints) and ``defaultConfiguration`` (opt-in
-rules: ``enabled: false``, level ``warning``). Each finding is a result with
-``ruleId``/``ruleIndex``, a level, the message, one location with a 1-based
-region, and, when it has edits, a ``fixes`` entry with the replacements.
+One run. ``tool.driver.rules`` lists every rule of the catalogue (unused
+``# noqa`` included), generated from the :class:`~fakegrad_lint.rules.base.Rule`
+objects by :func:`rule_descriptor`: its docs (``help`` is the same text
+``fakegrad-lint rule`` prints), ``defaultConfiguration`` (``enabled`` and the
+rule's ``level``: opt-in rules ``warning``, others ``error``) and its tags. Each
+finding is a result with ``ruleId``/``ruleIndex``, a level, the message, one
+location with a 1-based region, and, when it has edits, a ``fixes`` entry with
+the replacements.
 
 Columns: the tool counts characters (Unicode code points), so the run declares
 ``columnKind: unicodeCodePoints`` and regions use ``column + 1``.
@@ -32,56 +34,44 @@ from urllib.parse import quote
 
 from fakegrad_lint import __version__
 from fakegrad_lint.findings import Edit, Finding, Location
-from fakegrad_lint.report import UNUSED_NOQA_CODE, ReportContext, json_safe, rule_info
+from fakegrad_lint.report import ReportContext, json_safe
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 TOOL_NAME = "fakegrad-lint"
 INFORMATION_URI = "https://github.com/fakegrad-lint/fakegrad-lint"
 SRCROOT = "%SRCROOT%"
 
-# A finding of a rule that is on by default is a real bug (a crash or silently
-# fake gradients): "error". Opt-in rules are policy: "warning".
-LEVEL_DEFAULT_RULE = "error"
-LEVEL_OPT_IN_RULE = "warning"
+# The level of a finding whose code is not in the catalogue (each rule has its
+# own ``Rule.level``: "error" for a rule on by default, "warning" for opt-in).
+LEVEL_UNKNOWN_CODE = "error"
+
+
+def rule_descriptor(rule) -> dict:
+    """The ``reportingDescriptor`` of a catalogue rule: its docs (``help`` is what
+    ``fakegrad-lint rule`` prints), default configuration and tags."""
+    from fakegrad_lint.rules.docs import rule_markdown_body, rule_text
+
+    descriptor = {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": rule.what},
+        "help": {"text": rule_text(rule), "markdown": rule_markdown_body(rule)},
+        "helpUri": rule.url,
+        "defaultConfiguration": {"enabled": rule.default, "level": rule.level},
+    }
+    if rule.tags:
+        descriptor["properties"] = {"tags": list(rule.tags)}
+    return descriptor
 
 
 def _rule_descriptors() -> tuple[list[dict], dict[str, int], dict[str, str]]:
-    from fakegrad_lint.cli.rule_docs import rule_markdown_body, rule_text
+    """Every rule's descriptor, and by code its index and level."""
     from fakegrad_lint.rules import RULES
 
-    descriptors = []
-    index = {}
-    levels = {}
-    for rule in RULES:
-        level = LEVEL_DEFAULT_RULE if rule.default else LEVEL_OPT_IN_RULE
-        index[rule.code] = len(descriptors)
-        levels[rule.code] = level
-        descriptors.append(
-            {
-                "id": rule.code,
-                "name": rule.name,
-                "shortDescription": {"text": rule.summary},
-                "fullDescription": {"text": rule.what},
-                "help": {"text": rule_text(rule), "markdown": rule_markdown_body(rule)},
-                "helpUri": rule.url,
-                "defaultConfiguration": {"enabled": rule.default, "level": level},
-                "properties": {"tags": ["pytorch", "fake-tensor", "autograd"]},
-            }
-        )
-    info = rule_info(UNUSED_NOQA_CODE)
-    index[info.code] = len(descriptors)
-    levels[info.code] = LEVEL_OPT_IN_RULE
-    descriptors.append(
-        {
-            "id": info.code,
-            "name": info.name,
-            "shortDescription": {"text": info.summary},
-            "fullDescription": {"text": info.summary},
-            "help": {"text": info.summary, "markdown": info.summary},
-            "helpUri": info.url,
-            "defaultConfiguration": {"enabled": False, "level": LEVEL_OPT_IN_RULE},
-        }
-    )
+    descriptors = [rule_descriptor(rule) for rule in RULES]
+    index = {rule.code: i for i, rule in enumerate(RULES)}
+    levels = {rule.code: rule.level for rule in RULES}
     return descriptors, index, levels
 
 
@@ -142,7 +132,7 @@ def _result(f: Finding, index: dict[str, int], levels: dict[str, str], root: Pat
     result: dict = {"ruleId": f.code}
     if f.code in index:
         result["ruleIndex"] = index[f.code]
-    result["level"] = levels.get(f.code, LEVEL_DEFAULT_RULE)
+    result["level"] = levels.get(f.code, LEVEL_UNKNOWN_CODE)
     result["message"] = {"text": f.message if f.cell is None else f"cell {f.cell}: {f.message}"}
     result["locations"] = [location]
     if f.fix is not None and f.fix.edits:

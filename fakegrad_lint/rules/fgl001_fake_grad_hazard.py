@@ -134,4 +134,5 @@ print(tuple(y.shape))
     matches=lambda leak: leak.route is Route.IN_REGION and leak.verdict is Verdict.HAZARD,
     message=_message,
     fix="safe/unsafe",
+    runtime_kind="hazard",  # the backward leaves a FakeTensor in a real .grad
 )

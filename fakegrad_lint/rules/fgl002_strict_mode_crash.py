@@ -91,4 +91,5 @@ print(tuple(y.shape))
     matches=lambda leak: leak.verdict is Verdict.CRASH,
     message=_message,
     fix="safe/unsafe",
+    runtime_kind="crash",  # the AssertionError the watcher records
 )

@@ -10,6 +10,19 @@ def _message(leak: Leak) -> str:
     )
 
 
+# What `--fix --unsafe-fixes` writes for the invalid example.
+_FIXED = """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+w = torch.randn(3, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    f = torch.randn(3)
+loss = (f * f.fake_mode.from_tensor(w)).sum()  # FGL003
+loss.backward()
+print(tuple(loss.shape))
+"""
+
 RULE = Rule(
     code="FGL003",
     name="leaked-fake-mixed-with-real-grad",
@@ -58,31 +71,10 @@ print(tuple(y.shape))
     ),
     # What `--fix --unsafe-fixes` writes for each invalid example (None: no fix),
     # checked like Fixit's expected_replacement.
-    invalid_fixed=(
-        """\
-import torch
-from torch._subclasses.fake_tensor import FakeTensorMode
-
-w = torch.randn(3, requires_grad=True)
-with FakeTensorMode(allow_non_fake_inputs=True):
-    f = torch.randn(3)
-loss = (f * f.fake_mode.from_tensor(w)).sum()  # FGL003
-loss.backward()
-print(tuple(loss.shape))
-""",
-    ),
-    fixed_example="""\
-import torch
-from torch._subclasses.fake_tensor import FakeTensorMode
-
-w = torch.randn(3, requires_grad=True)
-with FakeTensorMode(allow_non_fake_inputs=True):
-    f = torch.randn(3)
-loss = (f * f.fake_mode.from_tensor(w)).sum()  # FGL003
-loss.backward()
-print(tuple(loss.shape))
-""",
+    invalid_fixed=(_FIXED,),
+    fixed_example=_FIXED,  # as written by --fix, which keeps the line's comment
     matches=lambda leak: leak.route is Route.LEAKED_MIX and leak.verdict is Verdict.HAZARD,
     message=_message,
     fix="unsafe",
+    runtime_kind="hazard",  # as FGL001: the mixed op dispatches to the fake mode
 )

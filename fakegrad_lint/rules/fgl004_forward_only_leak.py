@@ -64,4 +64,5 @@ print(tuple(out.shape))
     message=_message,
     fix="none",
     default=False,
+    runtime_kind="entry",  # a real leaf entering the region; no hazard follows
 )

@@ -1,0 +1,143 @@
+"""The ``[tool.fakegrad-lint]`` table: where it is, which keys it has, what they hold.
+
+A ``pyproject.toml`` configures fakegrad-lint when it has the table
+(:func:`has_table`); :func:`find_config` walks up from a file to the nearest one.
+:func:`load_config` and :func:`parse_override` (``--config KEY=VALUE``) return
+tables checked by :func:`validate_table`: unknown keys, values of the wrong type
+and unknown output formats are a :class:`ConfigError` (one line). Turning
+tables into settings is :mod:`fakegrad_lint.config.settings`' job.
+"""
+
+from __future__ import annotations
+
+import os
+
+TABLE = "fakegrad-lint"
+
+#: The output formats: each is a module ``fakegrad_lint/report/<name>.py``
+#: (``-`` -> ``_``). The one list; ``output-format`` and ``--output-format`` are
+#: checked against it by :func:`check_output_format`.
+OUTPUT_FORMATS: tuple[str, ...] = ("text", "concise", "json", "json-lines", "sarif", "github")
+
+KNOWN_KEYS = {
+    "select": "list",
+    "ignore": "list",
+    "extend-select": "list",
+    "per-file-ignores": "table",
+    "exclude": "list",
+    "extend-exclude": "list",
+    "unsafe-fixes": "bool",
+    "output-format": "str",
+}
+
+
+class ConfigError(Exception):
+    """A bad configuration value or selector; ``str()`` is the one-line reason."""
+
+
+def _tomllib():
+    try:
+        import tomllib  # type: ignore[import-not-found]
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    return tomllib
+
+
+def _load_toml(path: str) -> dict:
+    tomllib = _tomllib()
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+
+
+def has_table(path: str) -> bool:
+    """Cheap text check before parsing: does the file mention our table?"""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return False
+    return b"fakegrad-lint" in data and "fakegrad-lint" in _load_toml(path).get("tool", {})
+
+
+def find_config(start: str) -> str | None:
+    """The nearest ``pyproject.toml`` with a ``[tool.fakegrad-lint]`` table, walking
+    up from ``start`` (a file or folder)."""
+    cur = os.path.abspath(start)
+    if not os.path.isdir(cur):
+        cur = os.path.dirname(cur)
+    while True:
+        candidate = os.path.join(cur, "pyproject.toml")
+        if os.path.isfile(candidate) and has_table(candidate):
+            return candidate
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            return None
+        cur = parent
+
+
+def load_config(path: str) -> dict:
+    """The validated ``[tool.fakegrad-lint]`` table of ``path`` (``{}`` if absent;
+    an empty file, ``/dev/null`` say, is an empty configuration)."""
+    data = _load_toml(path)
+    table = data.get("tool", {}).get(TABLE, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.{TABLE}] must be a table")
+    return validate_table(table, path, f"[tool.{TABLE}]")
+
+
+def parse_override(text: str) -> dict:
+    """``--config KEY=VALUE``: one TOML ``key = value`` pair (``select = ["FGL001"]``,
+    ``unsafe-fixes = true``, ``per-file-ignores = {"tests/*" = ["FGL004"]}``),
+    validated like the table. A ``tool.fakegrad-lint.`` prefix is allowed."""
+    tomllib = _tomllib()
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"--config {text!r}: not a configuration file nor a valid `KEY = VALUE` override ({exc})") from None
+    if set(data) == {"tool"} and isinstance(data["tool"], dict) and set(data["tool"]) == {TABLE}:
+        data = data["tool"][TABLE]
+        if not isinstance(data, dict):
+            raise ConfigError(f"--config {text!r}: expected `KEY = VALUE`")
+    return validate_table(data, "--config", repr(text))
+
+
+def check_output_format(value: str, where: str) -> str:
+    """``value`` when it names an output format, else a :class:`ConfigError`."""
+    if value not in OUTPUT_FORMATS:
+        raise ConfigError(f"{where}: expected one of {', '.join(OUTPUT_FORMATS)}, got {value!r}")
+    return value
+
+
+def validate_table(table: dict, path: str, what: str) -> dict:
+    """Check the keys and value types of a configuration table; returns it."""
+    for key, value in table.items():
+        kind = KNOWN_KEYS.get(key)
+        where = f"{path}: {what} {key}"
+        if kind is None:
+            known = ", ".join(sorted(KNOWN_KEYS))
+            raise ConfigError(f"{path}: unknown key {key!r} in {what} (known: {known})")
+        if kind == "list":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
+        elif kind == "bool":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: expected true or false, got {value!r}")
+        elif kind == "str":
+            if not isinstance(value, str):
+                raise ConfigError(f"{where}: expected a string, got {value!r}")
+            if key == "output-format":
+                check_output_format(value, where)
+        elif kind == "table":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: expected a table of glob = [codes], got {value!r}")
+            for glob, codes in value.items():
+                if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+                    raise ConfigError(f"{where}: {glob!r}: expected a list of codes, got {codes!r}")
+    return table
