@@ -172,3 +172,23 @@ def test_config_and_rules_import_no_reporter_and_no_front_end():
     for package in ("config", "rules"):
         wrong = {m for m in _imports(package) if m.startswith(("fakegrad_lint.report", "fakegrad_lint.cli", "fakegrad_lint.integrations"))}
         assert not wrong, (package, wrong)
+
+
+def test_each_pyproject_is_read_and_parsed_once_per_run(tmp_path, monkeypatch):
+    from fakegrad_lint.cli import main as cli
+    from fakegrad_lint.config import pyproject
+
+    monkeypatch.chdir(tmp_path)
+    _pyproject(tmp_path, '[tool.fakegrad-lint]\nextend-select = ["FGL004"]\n')
+    _pyproject(tmp_path / "sub", '[tool.fakegrad-lint]\nselect = ["FGL001"]\n')
+    _pyproject(tmp_path / "other", '[project]\nname = "not-ours"\n')
+    for folder in ("", "sub", "sub/deep", "other"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        for i in range(3):
+            (tmp_path / folder / f"m{i}.py").write_text("x = 1\n")
+    parsed = []
+    real = pyproject._load_toml
+    monkeypatch.setattr(pyproject, "_load_toml", lambda path, *data: parsed.append(path) or real(path, *data))
+    assert cli.main(["--no-cache", "-q", "."]) == 0
+    # ours once each; one that never names fakegrad-lint is not parsed at all
+    assert sorted(os.path.relpath(p, tmp_path) for p in parsed) == ["pyproject.toml", os.path.join("sub", "pyproject.toml")]

@@ -412,6 +412,7 @@ def _available_fixes(ctx) -> str:
 
 def _show_settings(st, paths: list[str]) -> str:
     config_path = st.config_path
+
     def toml_list(items) -> str:
         return "[" + ", ".join(f'"{i}"' for i in items) + "]"
 

@@ -1,9 +1,10 @@
 """The ``[tool.fakegrad-lint]`` table: where it is, which keys it has, what they hold.
 
 A ``pyproject.toml`` configures fakegrad-lint when it has the table
-(:func:`has_table`); :func:`find_config` walks up from a file to the nearest one.
-:func:`load_config` and :func:`parse_override` (``--config KEY=VALUE``) return
-tables checked by :func:`validate_table`: unknown keys, values of the wrong type
+(:func:`read_table`, which reads and parses a file once); :func:`find_config`
+walks up from a file to the nearest one. :func:`read_table`, :func:`load_config`
+and :func:`parse_override` (``--config KEY=VALUE``) return tables checked by
+:func:`validate_table`: unknown keys, values of the wrong type
 and unknown output formats are a :class:`ConfigError` (one line). Turning
 tables into settings is :mod:`fakegrad_lint.config.settings`' job.
 """
@@ -43,11 +44,14 @@ def _tomllib():
     return tomllib
 
 
-def _load_toml(path: str) -> dict:
+def _load_toml(path: str, data: bytes | None = None) -> dict:
+    """The parsed file (``data``: its bytes, when already read)."""
     tomllib = _tomllib()
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+        if data is None:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        return tomllib.loads(data.decode("utf-8"))
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
@@ -56,14 +60,35 @@ def _load_toml(path: str) -> dict:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
 
 
-def has_table(path: str) -> bool:
-    """Cheap text check before parsing: does the file mention our table?"""
+def _our_table(doc: dict, path: str) -> dict:
+    tool = doc.get("tool", {})
+    table = tool.get(TABLE, {}) if isinstance(tool, dict) else {}
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.{TABLE}] must be a table")
+    return validate_table(table, path, f"[tool.{TABLE}]")
+
+
+def read_table(path: str) -> dict | None:
+    """The validated ``[tool.fakegrad-lint]`` table of a ``pyproject.toml``, or
+    None when it has none (or cannot be read). The file is read once; one that
+    never mentions ``fakegrad-lint`` (most of a tree's) is not even parsed."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except OSError:
-        return False
-    return b"fakegrad-lint" in data and "fakegrad-lint" in _load_toml(path).get("tool", {})
+        return None
+    if b"fakegrad-lint" not in data:
+        return None
+    doc = _load_toml(path, data)
+    tool = doc.get("tool", {})
+    if not isinstance(tool, dict) or TABLE not in tool:
+        return None
+    return _our_table(doc, path)
+
+
+def has_table(path: str) -> bool:
+    """Whether ``path`` configures fakegrad-lint (see :func:`read_table`)."""
+    return read_table(path) is not None
 
 
 def find_config(start: str) -> str | None:
@@ -85,11 +110,7 @@ def find_config(start: str) -> str | None:
 def load_config(path: str) -> dict:
     """The validated ``[tool.fakegrad-lint]`` table of ``path`` (``{}`` if absent;
     an empty file, ``/dev/null`` say, is an empty configuration)."""
-    data = _load_toml(path)
-    table = data.get("tool", {}).get(TABLE, {})
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: [tool.{TABLE}] must be a table")
-    return validate_table(table, path, f"[tool.{TABLE}]")
+    return _our_table(_load_toml(path), path)
 
 
 def parse_override(text: str) -> dict:

@@ -31,9 +31,9 @@ from fakegrad_lint.config.pyproject import (  # noqa: F401  (ConfigError, find_c
     ConfigError,
     check_output_format,
     find_config,
-    has_table,
     load_config,
     parse_override,
+    read_table,
 )
 
 # Folders never walked into (explicitly named files are still checked).
@@ -338,7 +338,13 @@ class ConfigTree:
     def __init__(self, make):
         self.make = make
         self._dir: dict[str, str | None] = {}
+        self._tables: dict[str, dict | None] = {}  # each pyproject.toml, read once
         self._settings: dict[str | None, Settings] = {}
+
+    def _table(self, pyproject: str) -> dict | None:
+        if pyproject not in self._tables:
+            self._tables[pyproject] = read_table(pyproject) if os.path.isfile(pyproject) else None
+        return self._tables[pyproject]
 
     def config_for(self, path: str) -> str | None:
         cur = os.path.abspath(path)
@@ -352,7 +358,7 @@ class ConfigTree:
                 break
             walked.append(cur)
             candidate = os.path.join(cur, "pyproject.toml")
-            if os.path.isfile(candidate) and has_table(candidate):
+            if self._table(candidate) is not None:
                 found = candidate
                 break
             parent = os.path.dirname(cur)
@@ -367,7 +373,7 @@ class ConfigTree:
         config_path = self.config_for(path)
         st = self._settings.get(config_path)
         if st is None:
-            table = load_config(config_path) if config_path else {}
+            table = self._table(config_path) if config_path else {}
             st = self._settings[config_path] = self.make(table, config_path, self)
         return st
 

@@ -2,7 +2,10 @@
 
 A format module ``fakegrad_lint/report/<name>.py`` (``-`` in the format name
 becomes ``_``: ``json-lines`` -> ``json_lines.py``) exposes ``render(ctx) -> str``
-and is loaded by name on demand, so adding a format only adds a file.
+and is loaded by name on demand; adding a format adds that file and its name to
+``OUTPUT_FORMATS`` (``fakegrad_lint/config/pyproject.py``, the one list the
+flag and the ``output-format`` key are checked against; a test keeps the list
+and the modules equal).
 
 Positions inside the tool are row 1-based, column 0-based characters; a reporter
 converts at the edge (text/json/sarif print ``column + 1``).
@@ -16,11 +19,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from fakegrad_lint.config.settings import OUTPUT_FORMATS
+from fakegrad_lint.config.pyproject import OUTPUT_FORMATS
 from fakegrad_lint.findings import Finding, ToolError, applies
 
-#: The output formats (the one table lives with the settings that validate it;
-#: each name is a module of this package).
+#: The output formats (the one list lives with the configuration that validates
+#: it; each name is a module of this package).
 FORMATS: tuple[str, ...] = OUTPUT_FORMATS
 
 
