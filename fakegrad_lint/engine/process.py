@@ -172,8 +172,7 @@ def _dispatch(result: FileResult, src: SourceKind, codes: frozenset[str], option
     if text is None:
         return
     path = src.path
-    # the prefilter's verdict holds for the program as read (when it read the program)
-    known = {text: region} if src.prefilter_is_program else {}
+    known = {text: region}  # the prefilter's verdict, for the program as read
 
     from fakegrad_lint.engine.lint import lint_source
 
@@ -182,25 +181,24 @@ def _dispatch(result: FileResult, src: SourceKind, codes: frozenset[str], option
 
     mode = options.mode
     new = text
+    fixed = added = 0  # what the mode did: counted once the file is written
     if mode == "check":
         findings = lint(text, result.deps)
     elif mode == "add-noqa":
         from fakegrad_lint.engine.noqa import add_noqa
 
         findings = [f for f in lint(text) if f.code != UNUSED_NOQA_CODE]
-        new, result.added_noqa = add_noqa(text, findings)
+        new, added = add_noqa(text, findings)
         findings = []
     else:
         from fakegrad_lint.fix import apply as fixes
 
         outcome = fixes.fix_text(text, lint, unsafe=options.unsafe_fixes, max_iterations=options.max_fix_iterations)
-        findings = list(outcome.remaining)
-        result.fixed = len(outcome.applied)
+        findings = [] if mode == "fix-only" else list(outcome.remaining)
+        fixed = len(outcome.applied)
         new = outcome.text
         if outcome.changed:
             result.fixed_text = new
-        if mode == "fix-only":
-            findings = []
     shown = text
     if new != text:
         if mode == "diff":
@@ -215,6 +213,7 @@ def _dispatch(result: FileResult, src: SourceKind, codes: frozenset[str], option
                 disarm_alarm()
                 write_atomic(path, data, expected=src.raw)
             shown = new
+    result.fixed, result.added_noqa = fixed, added
     result.findings = src.to_report(findings, new)
     _finish(result, options, src, shown)
 
