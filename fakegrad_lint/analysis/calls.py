@@ -81,10 +81,7 @@ class CallsMixin:
                 or any(_interesting(a) for a in args)
                 or any(_interesting(v) for v in kwargs.values())):
             return UNKNOWN  # outside any region, nothing of interest in or out: skip the body
-        is_gen = self._func_contains_yield.get(node)
-        if is_gen is None:
-            is_gen = not isinstance(node, ast.Lambda) and _contains_yield(node, self.pos.lines)
-            self._func_contains_yield[node] = is_gen
+        is_gen = not isinstance(node, ast.Lambda) and _contains_yield(node, self.pos.lines)
         scope = Scope(parent=fv.scope, module=fv.scope.module, func_node=node)
         cst = st.child(scope)
         cst.stack = st.stack + (node,)

@@ -106,7 +106,7 @@ class StatementsMixin:
         item = self.iter_item(it)
         self.assign(s.target, item, st, None)
         self.exec_branch(s.body, st)
-        if isinstance(it, SeqVal) and isinstance(s.target, ast.Name) and _sets_requires_grad(s.body, s.target.id):
+        if isinstance(it, SeqVal) and isinstance(s.target, ast.Name) and _sets_requires_grad(s, s.target.id):
             # `for t in ts: t.requires_grad_()` changes the tensors in the container
             now = st.scope.lookup(s.target.id)
             if now is not None and now is not item and now.real_rg() - item.real_rg():

@@ -123,7 +123,7 @@ class TorchCallsMixin:
     def _forward_opens_region(self, fv):
         node = fv.node
         text = "\n".join(self._lines_of(fv)[node.lineno - 1 : node.end_lineno])
-        return bool(self._entry_re().search(text))
+        return self._names_entry(text)
 
     def call_qualname(self, e, q, args, kwargs, st):
         if q.startswith("builtins."):
