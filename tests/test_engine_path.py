@@ -5,6 +5,7 @@ reporters print from the text the engine holds; every front end calls
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -136,3 +137,26 @@ def test_front_ends_call_lint_source(tmp_path, monkeypatch):
     findings, _outcome = engine_lint.lint_and_fix(text, str(path))
     assert len(calls) >= 2 and calls[0] == calls[1] == text
     assert [(row, col) for row, col, _m, _t in flake8] == [(f.location.row, f.location.column) for f in findings]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
+def test_confirm_checks_through_the_settings_and_the_cache(tmp_path):
+    """``confirm``'s static side is ``check``'s: ``--select`` takes prefixes as
+    ``check --select`` does, and results go through the project's cache."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "pyproject.toml").write_text("[tool.fakegrad-lint]\n")
+    shutil.copy(HAZARD_PY, tmp_path / "train.py")
+    env = {k: v for k, v in os.environ.items() if k != "FAKEGRAD_LINT_CACHE_DIR"}
+    env["PYTHONPATH"] = str(ROOT)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "fakegrad_lint", "confirm", "--select", "FGL00", "--output-format", "json", "train.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    objs = json.loads(proc.stdout)
+    assert proc.returncode == 1, proc.stderr
+    assert {(o["code"], o["status"]) for o in objs} >= {("FGL001", "confirmed")}
+    assert list((tmp_path / ".fakegrad_cache").rglob("*.json"))  # the check's cache, next to pyproject.toml

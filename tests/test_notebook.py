@@ -15,7 +15,7 @@ import pytest
 
 from fakegrad_lint.sources import notebook
 from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location
-from fakegrad_lint.engine.process import FileResult, Options
+from fakegrad_lint.engine.process import Options
 from fakegrad_lint.sources.sourcefile import SourceError, read_source
 
 ROOT = Path(__file__).resolve().parents[1]

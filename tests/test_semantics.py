@@ -429,7 +429,7 @@ def loss(p, x):
     return torch.func.functional_call(model, p, (x,)).sum()  # FGL001
 
 with FakeTensorMode(allow_non_fake_inputs=True):
-    g = torch.func.grad(loss)(params, torch.ones(1, 2))
+    g = torch.func.grad(loss)(params, torch.ones(1, 2))  # FGL001
 for name, p in model.named_parameters():
     p.grad = g[name]
 """,

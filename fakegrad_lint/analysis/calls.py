@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 
+from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _contains_yield
 from fakegrad_lint.analysis.context import CallSite
 from fakegrad_lint.analysis.state import MAX_DEPTH, Scope, _BlockExit
@@ -20,6 +21,11 @@ from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, Const
     TracedFn, TransformVal, TVal, join, join_all, union)
 
 _CALLEE = object()  # call_value's default: the call's own callee expression
+
+
+class OpenKwargs(dict):
+    """The known keywords of a call that also spreads a mapping of unknown keys
+    (``f(**opts)``): a keyword missing here may still be passed."""
 
 
 class CallsMixin:
@@ -75,10 +81,7 @@ class CallsMixin:
                 or any(_interesting(a) for a in args)
                 or any(_interesting(v) for v in kwargs.values())):
             return UNKNOWN  # outside any region, nothing of interest in or out: skip the body
-        is_gen = self._func_contains_yield.get(node)
-        if is_gen is None:
-            is_gen = not isinstance(node, ast.Lambda) and _contains_yield(node, self.pos.lines)
-            self._func_contains_yield[node] = is_gen
+        is_gen = not isinstance(node, ast.Lambda) and _contains_yield(node, self.pos.lines)
         scope = Scope(parent=fv.scope, module=fv.scope.module, func_node=node)
         cst = st.child(scope)
         cst.stack = st.stack + (node,)
@@ -131,7 +134,10 @@ class CallsMixin:
         if a.kwarg is not None:
             rest = [(k, v) for k, v in kwargs.items() if k not in scope.vars]
             vals = tuple(v for _, v in rest)
-            scope.vars[a.kwarg.arg] = SeqVal(vals, vals, tuple(k for k, _ in rest), is_dict=True)
+            if isinstance(kwargs, OpenKwargs):
+                scope.vars[a.kwarg.arg] = SeqVal(vals, is_dict=True)  # its keys are not all known
+            else:
+                scope.vars[a.kwarg.arg] = SeqVal(vals, vals, tuple(k for k, _ in rest), is_dict=True)
 
     def eval_args(self, e, st):
         """A call's arguments as Python passes them: ``*seq`` spreads the known elements,
@@ -155,6 +161,8 @@ class CallsMixin:
                 for k, x in zip(v.keys, v.elts):
                     if isinstance(k, str):
                         kwargs.setdefault(k, x)
+            else:
+                kwargs = OpenKwargs(kwargs)  # `**d` with keys not known: any keyword may be passed
         return args, kwargs
 
     def eval_call(self, e, st):
@@ -283,6 +291,12 @@ class CallsMixin:
         return InstanceVal(ClassVal(node, None, False), attrs)
 
     def call_builtin(self, e, name, args, kwargs, st):
+        if name in N.PURE_BUILTINS and args and not kwargs and all(isinstance(a, ConstVal) for a in args):
+            # int("0"), bool(0), str(1), len("ab"): Python's own answer
+            try:
+                return ConstVal(N.PURE_BUILTINS[name](*(a.value for a in args)))
+            except Exception:
+                return UNKNOWN
         if name in ("list", "tuple", "set", "sorted", "reversed", "iter", "frozenset"):
             if not args:
                 return SeqVal(())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+import weakref
 
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
@@ -20,13 +21,18 @@ _BUILTINS = frozenset(dir(builtins))
 _ENTRY_RE = re.compile("|".join(ENTRY_WORDS))
 
 
+# facts of one AST node, kept as long as the node lives: the trees of imported project
+# modules are shared by every analysis of the process (analysis/roots.load)
+_YIELDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # def node -> is a generator
+_LOOP_SETS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # For node -> {name: sets requires_grad}
+
+
 def _contains_yield(fn, lines):
-    if "yield" not in "\n".join(lines[fn.lineno - 1 : fn.end_lineno]):
-        return False
-    for n in ast.walk(fn):
-        if isinstance(n, (ast.Yield, ast.YieldFrom)):
-            return True
-    return False
+    hit = _YIELDS.get(fn)
+    if hit is None:
+        hit = _YIELDS[fn] = "yield" in "\n".join(lines[fn.lineno - 1 : fn.end_lineno]) and any(
+            isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(fn))
+    return hit
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
@@ -75,12 +81,17 @@ _CALL_RE = re.compile(r"\b(\w+)\s*\(")
 _WORD_RE = re.compile(r"\b[A-Za-z_]\w*\b")
 
 
+_TYPE_TESTS = frozenset({"isinstance", "issubclass"})
+
+
 def _hot_in_code(node, text, hot_re):
     """Does a hot word of ``text`` (the unit's lines, from its first decorator) occur
-    where running the unit can evaluate it? Annotations are never evaluated (nor by
-    this interpreter), docstrings and comments are not code: a unit that names a
-    fake mode only there (``fake_mode: FakeTensorMode | None``) cannot open a region
-    by itself, so it is analysed on its own only when it calls one that can.
+    where running the unit can open a region with it? Annotations are never
+    evaluated (nor by this interpreter), docstrings and comments are not code, and
+    the class of a type test (``isinstance(m, FakeTensorMode)``) is only compared: a
+    unit that names a fake mode only there (``fake_mode: FakeTensorMode | None``)
+    cannot open a region by itself, so it is analysed on its own only when it calls
+    one that can.
     The signature's annotations are checked first, so that a unit that names a
     fake mode only there does not need its body (parsed on first use)."""
     import bisect
@@ -129,6 +140,8 @@ def _hot_in_code(node, text, hot_re):
             a = n.returns
         elif t is ast.Expr and type(n.value) is ast.Constant and isinstance(n.value.value, str):
             a = n.value
+        elif t is ast.Call and type(n.func) is ast.Name and n.func.id in _TYPE_TESTS and len(n.args) == 2:
+            a = n.args[1]  # `isinstance(m, FakeTensorMode)`: a type test opens no region
         else:
             continue
         if a is not None:
@@ -136,10 +149,68 @@ def _hot_in_code(node, text, hot_re):
     return bool(outside(hits, spans))
 
 
+def _is_word_char(c):
+    return c.isalnum() or c == "_"  # what ``\w`` matches in a str pattern
+
+
+def _word_starts(text, word):
+    """Where ``word`` stands in ``text`` as a whole word (``\bword\b``), by ``str.find``:
+    a regex alternation with word boundaries is slow on large texts."""
+    i, size, n = text.find(word), len(word), len(text)
+    while i >= 0:
+        if (i == 0 or not _is_word_char(text[i - 1])) and (i + size >= n or not _is_word_char(text[i + size])):
+            yield i
+        i = text.find(word, i + 1)
+
+
+def _names_a_word(text, words):
+    """Does ``text`` hold one of ``words`` as a whole word?"""
+    return any(next(_word_starts(text, w), None) is not None for w in words)
+
+
+def _call_sites(text):
+    """``(word start, paren index, name)`` of each ``name(`` in ``text`` (a name,
+    optional whitespace, an opening parenthesis): what ``_CALL_RE`` finds, found from
+    the parentheses backwards."""
+    out = []
+    i = text.find("(")
+    while i >= 0:
+        j = i - 1
+        while j >= 0 and text[j].isspace():
+            j -= 1
+        end = j + 1
+        while j >= 0 and _is_word_char(text[j]):
+            j -= 1
+        if j + 1 < end:
+            out.append((j + 1, i, text[j + 1 : end]))
+        i = text.find("(", i + 1)
+    return out
+
+
 def _called_names(text):
     """Names a function's text calls, ``f(...)`` and ``self.f(...)`` (a superset is fine:
     it only decides what is worth analysing)."""
-    return set(_CALL_RE.findall(text))
+    return {name for _start, _paren, name in _call_sites(text)}
+
+
+def _makes_real_values(text):
+    """Can this text make a real requires-grad value (``_SOURCE_RE``, by ``str.find``)?"""
+    if any(w in text for w in _SOURCE_WORDS):
+        return True
+    i = text.find("nn.")
+    while i >= 0:  # \bnn\.
+        if i == 0 or not _is_word_char(text[i - 1]):
+            return True
+        i = text.find("nn.", i + 1)
+    i = text.find("Module")
+    while i >= 0:  # Module\b
+        if i + 6 >= len(text) or not _is_word_char(text[i + 6]):
+            return True
+        i = text.find("Module", i + 1)
+    return False
+
+
+_SOURCE_WORDS = ("requires_grad", "Parameter", "parameters(", "torch.nn", "backward", "autograd")
 
 
 def _constant_subscripts(node):
@@ -151,7 +222,18 @@ def _constant_subscripts(node):
     return dotted_name(node) is not None
 
 
-def _sets_requires_grad(body, name):
+def _sets_requires_grad(loop, name):
+    """Does the body of ``loop`` (a ``for``) switch ``name``'s requires_grad on?"""
+    names = _LOOP_SETS.get(loop)
+    if names is None:
+        names = _LOOP_SETS[loop] = {}
+    hit = names.get(name)
+    if hit is None:
+        hit = names[name] = _body_sets_requires_grad(loop.body, name)
+    return hit
+
+
+def _body_sets_requires_grad(body, name):
     for n in ast.walk(ast.Module(body=list(body), type_ignores=[])):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "requires_grad_":
             if isinstance(n.func.value, ast.Name) and n.func.value.id == name:

@@ -4,7 +4,7 @@ manager makes a new one, so a saved context can never change under its holder.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import NamedTuple
 
 
@@ -27,15 +27,21 @@ class DispatchContext:
         return True if mode in self.patched else mode.allow
 
     def entering(self, region) -> DispatchContext:
-        return replace(self, regions=self.regions + (region,))
+        return self.but(regions=self.regions + (region,))
 
     def leaving(self, region) -> DispatchContext:
         if not any(r is region for r in self.regions):
             return self
-        return replace(self, regions=tuple(r for r in self.regions if r is not region))
+        return self.but(regions=tuple(r for r in self.regions if r is not region))
 
     def but(self, **changes) -> DispatchContext:
-        return replace(self, **changes)
+        """A copy with ``changes`` (``dataclasses.replace`` without its per-call
+        field checks: this runs on every context change)."""
+        new = object.__new__(DispatchContext)
+        d = new.__dict__
+        d.update(self.__dict__)
+        d.update(changes)
+        return new
 
 
 class CallSite(NamedTuple):

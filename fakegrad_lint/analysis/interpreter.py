@@ -81,9 +81,8 @@ class Interpreter(
         self.deps: dict = {}  # path -> content hash of every project module loaded
         self._modules: dict = {}  # path -> ProjModVal
         self._entries: list = []  # (from ctx, call site, statement, is_load) per crossing into another module
-        self._ctx_entry_rx: dict = {}
+        self._ctx_entry_words: dict = {}  # ProjModVal -> its ways into a region (RelevanceMixin._entry_words)
         self._opens_memo: dict = {}
-        self._lazy_memo: dict = {}
         self._loaded_bytes = 0  # source of the project modules loaded so far
         self._main_ids = None  # ids of the linted file's nodes (computed when needed)
         self.records: dict = {}  # (id(node), id(origin)) -> LeakRecord
@@ -96,13 +95,11 @@ class Interpreter(
         self.instances: dict = {}  # ClassVal -> instance for standalone method analysis
         self.module_scope = Scope()
         self.module_scope.func_node = tree
-        self._func_contains_yield: dict = {}
         self._capture_gen = None
         self._manual_undo: dict = {}  # id(context value) -> undo of its explicit __enter__()
         self.method_index: dict = {}  # method name -> def nodes of the classes of the file
         self.defs: dict = {}  # def node -> its FuncVal before decorators (standalone analysis runs it)
         self._matter: dict = {}
-        self._entry_rx = None
         name, is_pkg = R.module_name_of(filename) if project is not None and filename else ("__main__", False)
         self.main = ProjModVal(name, is_pkg, None, self.module_scope)
         self.ctx = self.main

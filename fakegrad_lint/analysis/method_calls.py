@@ -13,10 +13,53 @@ import ast
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import _disable_module_origins, _fake_copy, _is_meta, _set_requires_grad
-from fakegrad_lint.analysis.valueops import _arg_exprs, _kw_false, _kw_true, _operands, _values_of
-from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, CtxVal, ExitStackVal,
+from fakegrad_lint.analysis.valueops import _arg_exprs, _dict_val, _kw_false, _kw_true, _operands, _values_of
+from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, ExitStackVal,
     ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModuleVal, OptimizerVal, Origin, PartialVal, SeqVal,
     SuperVal, TVal)
+
+
+def _argparse_default(args, kwargs):
+    """``add_argument(*flags, **options)`` -> (destination, its default value); (None, _)
+    when the call cannot be read or parsing no arguments would fail (a required one)."""
+    flags = [a.value for a in args if isinstance(a, ConstVal) and isinstance(a.value, str)]
+    if len(flags) != len(args) or not flags:
+        return None, UNKNOWN
+    if not flags[0].startswith("-"):
+        nargs = kwargs.get("nargs")
+        if not (isinstance(nargs, ConstVal) and nargs.value in ("?", "*")):
+            return None, UNKNOWN  # a required positional: parse_args([]) exits
+    if isinstance(kwargs.get("required"), ConstVal) and kwargs["required"].value is True:
+        return None, UNKNOWN
+    dest = kwargs.get("dest")
+    if dest is not None:
+        dest = dest.value if isinstance(dest, ConstVal) and isinstance(dest.value, str) else None
+    else:
+        longs = [f for f in flags if f.startswith("--")]
+        dest = (longs[0] if longs else flags[0]).lstrip("-").replace("-", "_")
+    if not dest:
+        return None, UNKNOWN
+    action = kwargs.get("action", ConstVal("store"))
+    if not (isinstance(action, ConstVal) and action.value in N.ARGPARSE_ACTION_DEFAULTS):
+        return dest, UNKNOWN  # a custom or BooleanOptionalAction: its default not read here
+    if "default" in kwargs:
+        default = kwargs["default"]
+        if "type" in kwargs and not (isinstance(default, ConstVal) and not isinstance(default.value, str)):
+            return dest, UNKNOWN  # a string default is converted by type=
+        return dest, default
+    return dest, ConstVal(N.ARGPARSE_ACTION_DEFAULTS[action.value])
+
+
+def _materialize(mod, line, depth=0):
+    """``to_empty`` outside a region: the module and what it holds get real storage."""
+    if mod.origin is None:
+        mod.origin = Origin("module", "module", line)
+    mod.mode, mod.meta = None, False
+    for k, x in list(mod.attrs.items()):
+        if isinstance(x, TVal) and x.mode is not None:
+            mod.attrs[k] = TVal()  # (a parameter's requires-grad comes with the module's origin)
+        elif isinstance(x, ModuleVal) and depth < 4 and (x.meta or x.mode is not None):
+            _materialize(x, line, depth + 1)
 
 
 class MethodCallsMixin:
@@ -45,6 +88,18 @@ class MethodCallsMixin:
             return UNKNOWN
         if isinstance(recv, TVal):
             return self.tensor_method(e, recv, name, args, kwargs, st)
+        if (isinstance(recv, ConstVal) and isinstance(recv.value, str) and name in N.PURE_STR_METHODS and not kwargs
+                and all(isinstance(a, ConstVal) for a in args)):
+            try:
+                out = getattr(recv.value, name)(*(a.value for a in args))
+            except Exception:
+                return UNKNOWN
+            if isinstance(out, list):
+                items = tuple(ConstVal(x) for x in out)
+                return SeqVal(items, items)
+            return ConstVal(out)
+        if isinstance(recv, ArgParserVal):
+            return self.parser_method(e, recv, name, args, kwargs, st)
         if isinstance(recv, ModeVal):
             if name in N.FROM_REAL_TENSOR_ATTR:
                 return _fake_copy(args[-1] if args else UNKNOWN, recv)
@@ -101,11 +156,33 @@ class MethodCallsMixin:
                     else:
                         pseudo = None
                 v = self.enter(args[0], st, undo, with_node=pseudo, bound=bound)
-                if recv.pushed:
-                    recv.pushed[-1].extend(undo)
+                if not recv.pushed:
+                    recv.pushed.append([])  # a stack used without `with`: closed by close()/__exit__()
+                recv.pushed[-1].extend(undo)
                 return v
+            if name == "pop_all":
+                # a new stack takes over what this one entered; closing this one leaves nothing
+                moved = ExitStackVal([list(m) for m in recv.pushed])
+                for marker in recv.pushed:
+                    marker.clear()
+                return moved
+            if name in N.EXIT_STACK_CLOSE:
+                # `stack.close()` / `stack.__exit__(...)`: what it entered is left now
+                for marker in recv.pushed:
+                    for fn in reversed(marker):
+                        fn(st)
+                    marker.clear()
+                return UNKNOWN
             return UNKNOWN
         if isinstance(recv, SeqVal):
+            if name == "setdefault" and recv.keys is not None and args and isinstance(args[0], ConstVal):
+                # a known dict: the key's value when present, else the default, stored
+                got = recv.lookup(args[0].value)
+                if got is not None:
+                    return got
+                default = args[1] if len(args) > 1 else ConstVal(None)
+                self.rebind(e.func.value, _dict_val(list(recv.keys) + [args[0].value], list(recv.elts) + [default]), st)
+                return default
             if name in ("append", "add", "insert", "extend", "update", "setdefault"):
                 new_items = list(recv.items)
                 for a in args:
@@ -161,6 +238,31 @@ class MethodCallsMixin:
             return UNKNOWN
         return UNKNOWN
 
+    def parser_method(self, e, parser, name, args, kwargs, st):
+        """argparse: ``add_argument`` declares a destination and its default; parsing a
+        known empty argument list gives the namespace of the defaults. The command line
+        (``parse_args()``) is not known."""
+        if name == "add_argument":
+            dest, value = _argparse_default(args, kwargs)
+            if dest is None:
+                parser.complete = False
+            else:
+                parser.defaults[dest] = value
+            return UNKNOWN
+        if name in N.ARGPARSE_GROUPS:
+            return parser  # a group declares into the same parser
+        if name == "set_defaults":
+            parser.defaults.update(kwargs)
+            return UNKNOWN
+        if name in N.ARGPARSE_PARSE:
+            argv = args[0] if args else kwargs.get("args")
+            if not (parser.complete and isinstance(argv, SeqVal) and argv.elts == () and not argv.is_dict):
+                return UNKNOWN
+            ns = self.simple_namespace(e, [], dict(parser.defaults))
+            return SeqVal((ns, SeqVal(())), (ns, SeqVal(()))) if name == "parse_known_args" else ns
+        parser.complete = False  # add_subparsers and the rest: not followed
+        return UNKNOWN
+
     def module_method(self, e, mod, name, args, kwargs, st):
         real = mod.is_real()
         if name in mod.attrs:
@@ -213,10 +315,11 @@ class MethodCallsMixin:
                 mod.mode = region.mode
                 mod.may_fake = region.may or bool(st.may)
                 mod.fake_out = mod.fake_out or (mod.origin is not None and mod.cls is None)
+                # its submodules and tensors are converted with it
+                mod.attrs.update((k, _fake_copy(x, region.mode)) for k, x in list(mod.attrs.items())
+                                 if isinstance(x, (ModuleVal, TVal, SeqVal)))
             elif mod.meta or (mod.origin is None and mod.mode is not None):
-                if mod.origin is None:
-                    mod.origin = Origin("module", "module", e.lineno)
-                mod.mode, mod.meta = None, False
+                _materialize(mod, e.lineno)
             return mod
         if name == "requires_grad_":
             # in place, on every parameter: the module (and what was taken from it) is

@@ -12,9 +12,9 @@ import os
 
 from fakegrad_lint.analysis import roots as R
 from fakegrad_lint.analysis import values as _values
-from fakegrad_lint.analysis.code_text import _called_names, _word_count
 from fakegrad_lint.analysis.project import hot_names_of
 from fakegrad_lint.analysis.state import MAX_DEPTH, Crashed, Scope, State, YieldReached, _BlockExit
+from fakegrad_lint.analysis.summaries import summarize
 from fakegrad_lint.analysis.values import UNKNOWN, ClassVal, ConstVal, FuncVal, LazyImport, ProjModVal
 
 
@@ -112,11 +112,7 @@ class ProjectLinkMixin:
         ctx = self.ctx
         if ctx is self.main or ctx.mf is None:
             return False
-        key = (ctx, local)
-        hit = self._lazy_memo.get(key)
-        if hit is None:
-            hit = self._lazy_memo[key] = _word_count(ctx.mf.source, local, 2) >= 2
-        return hit
+        return summarize(ctx.mf).used_again(local)
 
     def _import_project(self, alias, st):
         """``import a.b.c [as m]`` of a project module: True when bound here."""
@@ -189,7 +185,7 @@ class ProjectLinkMixin:
             # not loaded yet: the names its module exports that can reach a region
             return val.hint is not None and val.hint[1] in hot_names_of(val.hint[0], 0)
         if isinstance(val, ProjModVal):
-            return val is not self.main and val.mf is not None and bool(self._entry_re(val).search(val.mf.source))
+            return val is not self.main and val.mf is not None and self._names_entry(val.mf.source, val)
         if not isinstance(val, (FuncVal, ClassVal)) or depth > 4:
             return False
         ctx = self._scope_ctx.get(getattr(val.scope, "module", None))
@@ -200,10 +196,10 @@ class ProjectLinkMixin:
             return memo[val.node]
         memo[val.node] = False
         n = val.node
-        text = "\n".join(ctx.mf.pos.lines[n.lineno - 1 : n.end_lineno])
-        hit = bool(self._entry_re(ctx).search(text))
+        summary = summarize(ctx.mf)
+        hit = self._names_entry(summary.text(n), ctx)
         if not hit:
-            for name in _called_names(text):
+            for name in summary.calls(n):
                 target = self._force(ctx.scope.vars.get(name))
                 if target is not None and target is not val and self._opens_region(target, depth + 1):
                     hit = True

@@ -23,17 +23,25 @@ class RegionsMixin:
 
     def exec_with(self, s, st):
         undo = []
+        before = None  # record keys when a context that catches the AssertionError was entered
         try:
             for i, item in enumerate(s.items):
                 cm = self.eval(item.context_expr, st)
+                if isinstance(cm, CtxVal) and cm.kind == "suppress_assert" and before is None:
+                    before = set(self.records)
                 bound = item.optional_vars.id if isinstance(item.optional_vars, ast.Name) else None
                 entered = self.enter(cm, st, undo, with_node=s, index=i, bound=bound, expr=item.context_expr)
                 if item.optional_vars is not None:
                     self.assign(item.optional_vars, entered, st, None)
             self.exec_block(s.body, st)
+        except Crashed:
+            if before is None:
+                raise  # (a crash in a later item's __enter__ is caught as well)
         finally:
             for fn in reversed(undo):
                 fn(st)
+            if before is not None:
+                self.crashes_caught(before)
 
     def enter(self, cm, st, undo, with_node=None, index=-1, bound=None, expr=None, may=False):
         """Enter a context manager value: ``st.ctx`` becomes the context inside it; its undo,
@@ -91,6 +99,8 @@ class RegionsMixin:
                 undo.append(lambda s: setattr(s, "meta_device", old_meta))
             elif k == "gen":
                 return self.enter_generator(cm, st, undo, with_node, index, bound)
+            elif k == "null" and cm.target is not None:
+                return cm.target  # nullcontext(x): entering gives x, nothing else happens
             return UNKNOWN
         if isinstance(cm, ExitStackVal):
             marker = []  # undo actions of the contexts entered through this stack

@@ -8,10 +8,21 @@ neither open a region nor make a real requires-grad value.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 
-from fakegrad_lint.analysis.code_text import _ENTRY_RE, _SOURCE_RE, _WORD_RE, _called_names, _hot_in_code
+from fakegrad_lint.analysis.code_text import (
+    _ENTRY_RE,
+    _WORD_RE,
+    _call_sites,
+    _called_names,
+    _hot_in_code,
+    _makes_real_values,
+    _names_a_word,
+    _word_starts,
+)
 from fakegrad_lint.analysis.state import Crashed, State, YieldReached, _BlockExit
+from fakegrad_lint.analysis.summaries import summarize
 from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
 from fakegrad_lint.analysis.torch_values import _module_classes
 from fakegrad_lint.analysis.valueops import _interesting
@@ -27,12 +38,13 @@ class RelevanceMixin:
         fake value (or a ``self`` attribute holding one), and their in-file callers."""
         lines = self.pos.lines
         mvars = self.module_scope.vars
-        hot = set(ENTRY_WORDS) | self._entry_aliases()
+        hot = set(self._entry_aliases())
+        helpers = set()  # @contextmanager helpers: entered with `with`, they may open a region
         for name, val in mvars.items():
             if isinstance(val, (ModeVal, CtxVal, TracedFn)) or val.fake_mode() is not None:
                 hot.add(name)
             elif isinstance(val, FuncVal) and val.contextmanager:
-                hot.add(name)
+                helpers.add(name)
             elif self.project is not None and self._opens_region(val):
                 hot.add(name)  # a function, class or module of the project that can open a region
         units = []  # (FuncVal, ClassVal or None, text)
@@ -44,6 +56,14 @@ class RelevanceMixin:
                 units.extend((self.defs[m], val) for m in d.body if m in self.defs and self.defs[m].cls is val)
         if not units:
             return
+        # an entry word the file binds to a def of its own (torch's fake_tensor.py defines
+        # `class FakeTensorMode`), or a @contextmanager helper of the file: its bare uses
+        # run that def; they make a unit relevant only once that def is (or where the
+        # unit may bind the word to something else)
+        top = set(self.tree.body)
+        own = {w: v for w in set(ENTRY_WORDS) | helpers if w not in hot
+               for v in [mvars.get(w)] if isinstance(v, (ClassVal, FuncVal)) and v.node in top}
+        hot |= (set(ENTRY_WORDS) | helpers) - own.keys()
 
         def text(fv):
             n = fv.node
@@ -51,8 +71,48 @@ class RelevanceMixin:
             return "\n".join(lines[first - 1 : n.end_lineno])
 
         texts = {fv: text(fv) for fv, _ in units}
-        hot_re = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(hot))))
-        relevant = {fv for fv, _ in units if hot_re.search(texts[fv]) and _hot_in_code(fv.node, texts[fv], hot_re)}
+        hot_re = _words_re(hot)
+        # one scan of the file, not one per unit: where the hot words and the calls are
+        joined = "\n".join(lines)
+        starts = [0]  # offset of each line in `joined`
+        for ln in lines:
+            starts.append(starts[-1] + len(ln) + 1)
+        hot_lines = sorted({bisect.bisect_right(starts, i) for w in hot for i in _word_starts(joined, w)})
+
+        def span(fv):
+            """The offsets in `joined` of the unit's text (from its first decorator)."""
+            n = fv.node
+            first = min([n.lineno] + [dec.lineno for dec in n.decorator_list])
+            return starts[first - 1], starts[n.end_lineno] - 1
+
+        def names_hot(fv):
+            n = fv.node
+            first = min([n.lineno] + [dec.lineno for dec in n.decorator_list])
+            i = bisect.bisect_left(hot_lines, first)
+            return i < len(hot_lines) and hot_lines[i] <= n.end_lineno
+
+        relevant = {fv for fv, _ in units if names_hot(fv) and _hot_in_code(fv.node, texts[fv], hot_re)}
+        for fv, _ in units:
+            rebound = [w for w in own if w in texts[fv] and _may_rebind(texts[fv], w)]
+            if fv not in relevant and rebound:
+                rx = _words_re(hot | set(rebound))
+                if rx.search(texts[fv]) and _hot_in_code(fv.node, texts[fv], rx):
+                    relevant.add(fv)
+        revived: set = set()
+
+        def revive():
+            """The entry words whose own def has become relevant: their units are too."""
+            new = {w for w, v in own.items() if w not in revived
+                   and any(c is v or fv.node is v.node for fv, c in units if fv in relevant)}
+            revived.update(new)
+            if new:
+                rx = _words_re(new)
+                relevant.update(fv for fv, _ in units if fv not in relevant and rx.search(texts[fv])
+                                and _hot_in_code(fv.node, texts[fv], rx))
+            return bool(new)
+
+        while own and revive():
+            pass
         # self attributes that hold a mode, in classes that have a relevant method
         for cls in {c for fv, c in units if c is not None and fv in relevant}:
             inst = self._instance_for(cls)
@@ -60,15 +120,25 @@ class RelevanceMixin:
             if attrs:
                 attr_re = re.compile(r"\bself\.(?:%s)\b" % "|".join(map(re.escape, attrs)))
                 relevant |= {fv for fv, c in units if c is cls and attr_re.search(texts[fv])}
-        calls = {fv: _called_names(texts[fv]) for fv, _ in units}
+        # the names each unit calls, `f(...)` and `self.f(...)` (code_text._called_names
+        # of its text; a superset is fine: it only decides what is worth analysing)
+        calls = {}
+        if relevant:
+            sites = _call_sites(joined)
+            words_at = [a for a, _p, _n in sites]
+            for fv, _ in units:
+                a, b = span(fv)
+                calls[fv] = _calls_between(sites, words_at, a, b)
         changed = True
-        while changed:
+        while changed and relevant:
             changed = False
             names = {fv.node.name for fv in relevant}
             for fv, _ in units:
                 if fv not in relevant and calls[fv] & names:
                     relevant.add(fv)
                     changed = True
+            if own and revive():
+                changed = True
         for fv, cls in units:
             if fv in relevant:
                 self._run_standalone(fv, self._instance_for(cls) if cls is not None else None)
@@ -120,19 +190,19 @@ class RelevanceMixin:
                 out.add(name)
         return out
 
-    def _entry_re(self, ctx=None):
+    def _entry_words(self, ctx=None):
+        """The words that are a way into a fake region in the code of ``ctx`` (the
+        running module by default): the entry words and the module's aliases of them."""
         ctx = ctx or self.ctx
-        if ctx is not self.main:
-            rx = self._ctx_entry_rx.get(ctx)
-            if rx is None:
-                words = set(ENTRY_WORDS) | self._entry_aliases(ctx.scope)
-                rx = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(words))))
-                self._ctx_entry_rx[ctx] = rx
-            return rx
-        if self._entry_rx is None:
-            words = set(ENTRY_WORDS) | self._entry_aliases()
-            self._entry_rx = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(words))))
-        return self._entry_rx
+        words = self._ctx_entry_words.get(ctx)
+        if words is None:
+            scope = ctx.scope if ctx is not self.main else None
+            words = self._ctx_entry_words[ctx] = tuple(sorted(set(ENTRY_WORDS) | self._entry_aliases(scope)))
+        return words
+
+    def _names_entry(self, text, ctx=None):
+        """Does ``text`` name a way into a fake region (as a whole word)?"""
+        return _names_a_word(text, self._entry_words(ctx))
 
     def _may_matter(self, node, lines=None, ctx=None):
         """Can running this function's body outside a region matter? Only if its
@@ -141,18 +211,23 @@ class RelevanceMixin:
         if flag is None:
             ctx = ctx or self.ctx
             lines = lines or self.pos.lines
-            text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
-            flag = bool(self._entry_re(ctx).search(text) or _SOURCE_RE.search(text))
+            # the text facts of a project module's def are computed once per process
+            summary = summarize(ctx.mf) if ctx is not self.main and ctx.mf is not None and lines is ctx.mf.pos.lines \
+                else None
+            text = summary.text(node) if summary is not None else "\n".join(lines[node.lineno - 1 : node.end_lineno])
+            flag = bool(self._names_entry(text, ctx)
+                        or (summary.makes_real_values(node) if summary is not None else _makes_real_values(text)))
             if not flag:
                 # names a module-level value of interest (a registry of module classes,
                 # or of functions that matter)
                 mvars = ctx.scope.vars
                 self._matter[node] = False  # guard recursion
-                named = [self._force(mvars[w]) for w in set(_WORD_RE.findall(text)) if w in mvars]
+                words = summary.words(node) if summary is not None else set(_WORD_RE.findall(text))
+                named = [self._force(mvars[w]) for w in words if w in mvars]
                 flag = any(_interesting(v) or _module_classes(v) or self._registry_matters(v, node) for v in named)
             if not flag:
                 # calls a function of its module that matters (by name)
-                for name in _called_names(text):
+                for name in (summary.calls(node) if summary is not None else _called_names(text)):
                     target = self._force(ctx.scope.vars.get(name))
                     # a function or class by that name, or a method of a class of the file
                     cands = []
@@ -182,3 +257,29 @@ class RelevanceMixin:
             return self._may_matter(v.node, self._lines_of(v),
                                     self._scope_ctx.get(getattr(v.scope, "module", None), self.ctx))
         return False
+
+
+def _calls_between(sites, words_at, a, b):
+    """The names of the call sites whose name starts at or after ``a`` and whose
+    parenthesis is before ``b`` (``sites`` in order of their names)."""
+    out = set()
+    for k in range(bisect.bisect_left(words_at, a), len(sites)):
+        start, paren, name = sites[k]
+        if start >= b:
+            break
+        if paren < b:
+            out.add(name)
+    return out
+
+
+def _words_re(words):
+    """A regex for any of ``words`` as a whole word."""
+    return re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(words))))
+
+
+def _may_rebind(text, word):
+    """Can ``text`` bind ``word`` to something else (an import, an assignment, an
+    ``as`` target) or reach it as an attribute (``fake_tensor.FakeTensorMode``)?"""
+    w = re.escape(word)
+    return re.search(rf"\bimport\b[^\n]*\b{w}\b|\bimport\s*\([^)]*\b{w}\b|\.[ \t]*{w}\b|\bas[ \t]+{w}\b"
+                     rf"|\b{w}[ \t]*(?::[^\n=]*)?=(?!=)", text) is not None

@@ -172,6 +172,7 @@ class ModuleFile:
     tree: ast.Module
     sha: str
     pos: "PositionMap" = field(init=False)  # noqa: F821 - imported lazily (startup stays light)
+    summary: object = field(default=None, init=False, repr=False)  # analysis.summaries.summarize
 
     def __post_init__(self):
         from fakegrad_lint.analysis.positions import PositionMap

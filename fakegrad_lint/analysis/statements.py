@@ -27,6 +27,16 @@ def _mark_may_regions(regions, before):
             r.may = True
 
 
+def _catches_assertion(t):
+    """Does ``except t:`` catch the AssertionError of a strict fake mode?"""
+    if t is None:
+        return True  # a bare `except:`
+    if isinstance(t, ast.Tuple):
+        return any(_catches_assertion(x) for x in t.elts)
+    name = dotted_name(t)
+    return name is not None and name.rsplit(".", 1)[-1] in N.CATCHES_ASSERTION and name.count(".") <= 1
+
+
 class StatementsMixin:
     """Statements: run in program order; branches joined as may values."""
 
@@ -96,7 +106,7 @@ class StatementsMixin:
         item = self.iter_item(it)
         self.assign(s.target, item, st, None)
         self.exec_branch(s.body, st)
-        if isinstance(it, SeqVal) and isinstance(s.target, ast.Name) and _sets_requires_grad(s.body, s.target.id):
+        if isinstance(it, SeqVal) and isinstance(s.target, ast.Name) and _sets_requires_grad(s, s.target.id):
             # `for t in ts: t.requires_grad_()` changes the tensors in the container
             now = st.scope.lookup(s.target.id)
             if now is not None and now is not item and now.real_rg() - item.real_rg():
@@ -157,9 +167,42 @@ class StatementsMixin:
         self.eval(s.test, st)
 
     def _exec_match(self, s, st):
-        self.eval(s.subject, st)
+        subject = self.eval(s.subject, st)
+        if isinstance(subject, ConstVal):
+            # a known subject: Python runs the first case whose pattern matches it
+            for case in s.cases:
+                hit = self._pattern_matches(case.pattern, subject, st)
+                if hit and case.guard is not None and not (isinstance(case.pattern, ast.MatchAs) and case.pattern.name):
+                    hit = _truth(self.eval(case.guard, st))  # `case "x" if flag:`
+                elif hit and case.guard is not None:
+                    hit = None
+                if hit is None:
+                    break  # not decidable here: every case may run
+                if hit:
+                    if isinstance(case.pattern, ast.MatchAs) and case.pattern.name:
+                        st.scope.assign(case.pattern.name, subject)
+                    self.exec_block(case.body, st)
+                    return
+            else:
+                return  # no case matches: nothing runs
         for case in s.cases:
             self.exec_branch(case.body, st)
+
+    def _pattern_matches(self, p, subject, st):
+        """Does ``case p:`` match the known constant ``subject`` (None: not known)?"""
+        if isinstance(p, ast.MatchAs) and p.pattern is None:
+            return True  # `case _:` / `case name:`
+        if isinstance(p, ast.MatchValue):
+            v = self.eval(p.value, st)
+            if isinstance(v, ConstVal) and type(v.value) in (str, int, float, bool, bytes) and type(subject.value) in (str, int, float, bool, bytes, type(None)):
+                return subject.value == v.value
+            return None
+        if isinstance(p, ast.MatchSingleton):
+            return subject.value is p.value
+        if isinstance(p, ast.MatchOr):
+            hits = [self._pattern_matches(q, subject, st) for q in p.patterns]
+            return True if any(h is True for h in hits) else (False if all(h is False for h in hits) else None)
+        return None
 
     def exec_branch(self, stmts, st):
         """A block that may or may not run (loop body, else): dead ends stay local."""
@@ -205,6 +248,9 @@ class StatementsMixin:
             raise Crashed()
 
     def exec_try(self, s, st):
+        # (a handler that re-raises lets the crash through)
+        catches = any(_catches_assertion(h.type) and not any(isinstance(x, ast.Raise) for x in h.body) for h in s.handlers)
+        before = set(self.records) if catches else None
         try:
             try:
                 self.exec_block(s.body, st)
@@ -213,6 +259,9 @@ class StatementsMixin:
             except Crashed:
                 if not s.handlers:
                     raise
+            finally:
+                if catches:
+                    self.crashes_caught(before)
             for h in s.handlers:
                 if h.name:
                     st.scope.assign(h.name, UNKNOWN)
@@ -223,6 +272,14 @@ class StatementsMixin:
                 self.exec_block(s.finalbody, st)
             except _BlockExit:
                 pass
+
+    def crashes_caught(self, before):
+        """A strict mode's AssertionError raised since ``before`` (the record keys then)
+        is caught (``except AssertionError``, ``suppress(AssertionError)``): the program
+        goes on, the crash is not a finding."""
+        for key, rec in self.records.items():
+            if key not in before and rec.crash:
+                rec.may = True
 
     def assign(self, target, val, st, value_node):
         t = type(target)

@@ -8,14 +8,29 @@ autograd sinks; and calling a module (its ``forward``).
 
 from __future__ import annotations
 
+import ast
+
 from fakegrad_lint.analysis import torch_tables as N
+from fakegrad_lint.analysis.calls import OpenKwargs
 from fakegrad_lint.analysis.torch_values import (_fake_copy, _grad_mode_kind, _is_meta, _is_module_factory,
     _is_nn_module_class, _is_torch_op, _known_params, _proven_copy, _with_taint)
 from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _const_kw, _flatten, _is_tensorish, _kw_false,
     _kw_true, _operands)
-from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
+from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
     ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal,
     OptimizerVal, Origin, PartialVal, Region, SeqVal, TracedFn, TransformVal, TVal)
+
+
+def _self_attrs_read(fn):
+    """``self.<name>`` attributes a method reads (its first parameter's attributes)."""
+    params = getattr(fn, "args", None)
+    if params is None or not (params.posonlyargs or params.args):
+        return frozenset()
+    me = (params.posonlyargs or params.args)[0].arg
+    return frozenset(
+        n.attr for n in ast.walk(fn)
+        if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Name) and n.value.id == me
+    )
 
 
 class TorchCallsMixin:
@@ -28,8 +43,11 @@ class TorchCallsMixin:
         mode = region.mode if region is not None else None
         entered = frozenset()
         runnable = isinstance(tf.func, (FuncVal, BoundMethod, PartialVal, ModuleVal, InstanceVal, MaybeVal, TransformVal))
-        if mode is not None and not runnable:
-            # a function we cannot follow: the real arguments enter the fake computation here
+        if mode is not None and (not runnable or st.allow_of(mode) is not False):
+            # the transform wraps its arguments (functorch levels) under the mode: the real
+            # ones enter the fake computation at this call, and again where the function
+            # uses them (functional_call), as a TorchFunctionMode sees it (a strict mode
+            # crashes where the function first uses one: that op is followed)
             entered = self.op(e, _operands(e, args, kwargs), st).taint()
         # the function runs on the arguments: a real one is first an operand where its
         # body uses it (functional_call), as a TorchFunctionMode sees it
@@ -73,13 +91,39 @@ class TorchCallsMixin:
             # outside any region, a module of the file whose forward opens one: calling it runs forward
             return self.call_function(fwd, [mod] + list(args), kwargs, st,
                                       site=(e, [func_expr] + _arg_exprs(e), [mod] + list(args)))
-        operands = [(mod, func_expr)] + _operands(e, args, kwargs)
+        operands = [(mod, func_expr)] + self._module_state(mod, func_expr) + _operands(e, args, kwargs)
         return self.op(e, operands, st)
+
+    def _module_state(self, mod, func_expr, depth=0):
+        """Tensors assigned onto a module (``head.weight = emb.weight``, ``m.pos = table``,
+        ``register_buffer``) that its forward is known to use: operands of its call too
+        (also those set on a submodule it calls: ``lm.head.weight = emb.weight``)."""
+        if not isinstance(mod, ModuleVal) or not mod.attrs or depth > 3:
+            return []
+        if mod.cls is None:
+            used = N.MODULE_STATE_ATTRS  # a torch layer's forward reads its parameters and buffers
+            kinds = (TVal,)
+        else:
+            fwd = mod.cls.lookup_method("forward")
+            used = _self_attrs_read(fwd.node) if isinstance(fwd, FuncVal) else frozenset()
+            kinds = (TVal, ModuleVal)  # (its submodules too: `self.body(x)`)
+        real = mod.is_real()
+        # a real module brings its own parameters; what matters is a fake set on it, and
+        # on a fake one a real tensor or module set on it
+        out = []
+        for a, v in mod.attrs.items():
+            if a not in used or not isinstance(v, kinds):
+                continue
+            if v.fake_mode() is not None if real else bool(v.real_rg()):
+                out.append((v, None))  # (no expression of the call names it: no fix is offered)
+            elif isinstance(v, ModuleVal):
+                out.extend(self._module_state(v, func_expr, depth + 1))
+        return out
 
     def _forward_opens_region(self, fv):
         node = fv.node
         text = "\n".join(self._lines_of(fv)[node.lineno - 1 : node.end_lineno])
-        return bool(self._entry_re().search(text))
+        return self._names_entry(text)
 
     def call_qualname(self, e, q, args, kwargs, st):
         if q.startswith("builtins."):
@@ -88,7 +132,8 @@ class TorchCallsMixin:
         if known is not None:
             return known
         if q in N.FAKE_TENSOR_MODE:
-            v = kwargs.get("allow_non_fake_inputs", ConstVal(False))
+            # the default is strict, unless a `**opts` of unknown keys may pass the keyword
+            v = kwargs.get("allow_non_fake_inputs", UNKNOWN if isinstance(kwargs, OpenKwargs) else ConstVal(False))
             allow = bool(v.value) if isinstance(v, ConstVal) else None
             desc = "FakeTensorMode(allow_non_fake_inputs=True)" if allow else ("FakeTensorMode()" if allow is False else "FakeTensorMode(...)")
             return ModeVal(allow, e.lineno, desc, e)
@@ -105,8 +150,15 @@ class TorchCallsMixin:
                 args[0].grad_off = True
                 return args[0]
             return CtxVal(_grad_mode_kind(q, args, kwargs))
+        if q in N.SUPPRESSING_CONTEXTS:
+            caught = [a for a in args if isinstance(a, SeqVal)] and [x for a in args if isinstance(a, SeqVal) for x in a.items]
+            names = [x.qualname for x in (caught or args) if isinstance(x, ModRef)]
+            catches = any(n.rsplit(".", 1)[-1] in N.CATCHES_ASSERTION and n.startswith("builtins.") for n in names)
+            return CtxVal("suppress_assert" if catches else "null")
         if q in N.NULL_CONTEXT:
-            return CtxVal("null")
+            # `nullcontext(x).__enter__()` returns x (`with nullcontext(mode) as m:` binds the mode)
+            enter_result = (args[0] if args else kwargs.get("enter_result")) if q in N.NULL_CONTEXT_ENTER_RESULT else None
+            return CtxVal("null", enter_result)
         if q in N.EXIT_STACK:
             return ExitStackVal()
         if q in N.CONTEXT_MANAGER:
@@ -179,8 +231,10 @@ class TorchCallsMixin:
     def call_table(self, e, q, args, kwargs, st):
         """Calls whose meaning is a row of ``torch_tables`` (None: not one of them)."""
         first = args[0] if args else UNKNOWN
-        if q in N.DEEPCOPY:
+        if q in N.DEEPCOPY or q in N.MODULE_DEEPCOPYING_WRAPPERS:
             return self.deepcopy(e, first, st)
+        if q in N.SHALLOW_COPY:
+            return first if isinstance(first, ModuleVal) else UNKNOWN  # the same parameters
         if q in N.IMPORT_MODULE:
             return ModRef(first.value) if isinstance(first, ConstVal) and isinstance(first.value, str) else UNKNOWN
         if q in N.DEVICE_CONTEXT:
@@ -206,6 +260,11 @@ class TorchCallsMixin:
             return self.new_module(e, q, args, kwargs, st, torch_layer=False)
         if q in N.SIMPLE_NAMESPACE:
             return self.simple_namespace(e, args, kwargs)
+        if q in N.ARGUMENT_PARSER:
+            return ArgParserVal()
+        if q in N.ENV_READS_WITH_DEFAULT:
+            default = args[1] if len(args) > 1 else kwargs.get("default", ConstVal(None))
+            return default if isinstance(default, ConstVal) else UNKNOWN
         if q in N.DATACLASS_FIELD:
             return FieldVal(kwargs.get("default"), kwargs.get("default_factory"))
         if q in N.DATACLASS:

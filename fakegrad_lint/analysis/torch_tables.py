@@ -64,12 +64,25 @@ GRAD_MODE_CONTEXTS = {
     for name, meaning in _GRAD_MODE_SPELLINGS.items()
     for prefix in ("torch.", "torch.autograd.", "torch.autograd.grad_mode.")
 }
-NULL_CONTEXT = frozenset({"contextlib.nullcontext", "contextlib.suppress"})
+NULL_CONTEXT = frozenset({"contextlib.nullcontext"})
+# contexts that swallow the exceptions of the classes they are given (a strict mode's
+# AssertionError raised in them is caught: the program goes on)
+SUPPRESSING_CONTEXTS = frozenset({"contextlib.suppress", "pytest.raises"})
+NULL_CONTEXT_ENTER_RESULT = frozenset({"contextlib.nullcontext"})  # its first argument is what `as` binds
 EXIT_STACK = frozenset({"contextlib.ExitStack"})
+# exception classes whose handler catches the AssertionError a strict mode raises
+CATCHES_ASSERTION = frozenset({"AssertionError", "Exception", "BaseException"})
+# ExitStack methods that unwind what it entered (its callbacks run, the contexts are left)
+EXIT_STACK_CLOSE = frozenset({"close", "__exit__"})
 CONTEXT_MANAGER = frozenset({"contextlib.contextmanager"})
 PATCH_OBJECT = frozenset({"unittest.mock.patch.object", "mock.patch.object"})
 MAKE_FX = frozenset({"torch.fx.experimental.proxy_tensor.make_fx", "torch.fx.experimental.make_fx"})
 DEEPCOPY = frozenset({"copy.deepcopy"})
+# shallow copies: a new object holding the same parameters
+SHALLOW_COPY = frozenset({"copy.copy"})
+# wrappers that hold a deep copy of the module they are given (its own parameters,
+# real outside a region, fake when copied under an allowing mode)
+MODULE_DEEPCOPYING_WRAPPERS = frozenset({"torch.optim.swa_utils.AveragedModel"})
 FUNCTIONAL_CALL = frozenset(
     {"torch.func.functional_call", "torch.nn.utils.stateless.functional_call", "torch._functorch.functional_call.functional_call"}
 )
@@ -283,6 +296,20 @@ PARTIAL = frozenset({"functools.partial"})
 DATACLASS = frozenset({"dataclasses.dataclass"})
 # types.SimpleNamespace(**kw): an object whose attributes are its keywords
 SIMPLE_NAMESPACE = frozenset({"types.SimpleNamespace"})
+# builtins and str methods that are pure functions of constants: folded by Python itself
+PURE_BUILTINS = {"int": int, "float": float, "bool": bool, "str": str, "len": len}
+PURE_STR_METHODS = frozenset({"lower", "upper", "casefold", "strip", "lstrip", "rstrip", "startswith", "endswith",
+                              "isdigit", "isnumeric", "isalpha", "replace", "split", "title", "removeprefix",
+                              "removesuffix"})
+ARGUMENT_PARSER = frozenset({"argparse.ArgumentParser"})
+# argparse actions -> the default of their destination when no default= is given
+ARGPARSE_ACTION_DEFAULTS = {"store": None, "store_true": False, "store_false": True, "store_const": None,
+                            "append": None, "append_const": None, "count": None, "extend": None}
+ARGPARSE_GROUPS = frozenset({"add_argument_group", "add_mutually_exclusive_group"})
+ARGPARSE_PARSE = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
+# environment reads with a default: the program's default configuration is taken to be
+# the one that runs (the variable unset), as when the linted script is run as it is
+ENV_READS_WITH_DEFAULT = frozenset({"os.environ.get", "os.getenv"})
 DATACLASS_FIELD = frozenset({"dataclasses.field"})
 
 # ------------------------------------------------------------ torch modules
@@ -298,6 +325,8 @@ TENSOR_SELF_METHODS = frozenset({"requires_grad_"})
 MODULE_PARAM_ATTRS = frozenset(
     {"weight", "bias", "in_proj_weight", "in_proj_bias", "weight_ih_l0", "weight_hh_l0"}
 )
+# the tensors a torch layer's forward reads when set on it (parameters and buffers)
+MODULE_STATE_ATTRS = MODULE_PARAM_ATTRS | frozenset({"running_mean", "running_var"})
 PARAMLESS_MODULES = frozenset(
     {
         "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "Identity", "Flatten",

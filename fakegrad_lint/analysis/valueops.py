@@ -131,6 +131,9 @@ def _interesting(v, depth=0):
         return any(_interesting(x, depth + 1) for x in items)
     if isinstance(v, InstanceVal) and depth < 2:
         return any(_interesting(x, depth + 1) for x in v.attrs.values())
+    if isinstance(v, PartialVal) and depth < 3:
+        # functools.partial(step, model, opt): calling it passes what it holds
+        return any(_interesting(x, depth + 1) for x in (v.func, *v.args, *v.kwargs.values()))
     return False
 
 

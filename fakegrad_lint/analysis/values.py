@@ -382,6 +382,16 @@ class DecoratorVal(Value):
 
 
 @dataclass(eq=False)
+class ArgParserVal(Value):
+    """An ``argparse.ArgumentParser`` (or one of its groups): the default of each
+    destination its ``add_argument`` calls declare. ``complete`` is False once a call
+    it cannot read was made (then parsing gives no known namespace)."""
+
+    defaults: dict = field(default_factory=dict)  # dest -> Value (UNKNOWN when not known)
+    complete: bool = True
+
+
+@dataclass(eq=False)
 class SuperVal(Value):
     """super() in a method: attribute lookups start after ``cls`` in the MRO of ``self_val``."""
 

@@ -27,8 +27,9 @@ def run(name: str, codes: frozenset[str], options, raw: bytes | None = None):
     mode = options.mode
     if mode == "add-noqa":
         return "--add-noqa cannot be used with standard input (`-`)", [], None
-    notebook = name.endswith(".ipynb")
-    if notebook and mode != "check":
+    from fakegrad_lint.sources.kind import kind_of
+
+    if kind_of(name) is not None and mode != "check":  # fixes are written back as Python text here
         return "fixing a notebook read from standard input is not supported", [], None
     try:
         sf = decode_source(raw, name)

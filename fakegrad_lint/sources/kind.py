@@ -38,10 +38,6 @@ Lint = Callable[[str], list[Finding]]
 class SourceKind:
     """One file as the engine sees it; subclasses override what differs."""
 
-    #: Whether :meth:`prefilter_text` is the program itself (then the engine's
-    #: prefilter verdict holds for the first lint of the program).
-    prefilter_is_program = True
-
     def __init__(self, file: SourceFile) -> None:
         self.file = file
 
@@ -54,7 +50,9 @@ class SourceKind:
         return self.file.raw
 
     def prefilter_text(self) -> str:
-        """What the engine's prefilter reads (a superset of the program's words)."""
+        """What the engine's prefilter reads: the program, or text that holds
+        every word of it (the prefilter only lets through files that may matter;
+        the analysis of one that cannot finds nothing)."""
         return self.file.text
 
     def program(self) -> str | None:

@@ -44,8 +44,6 @@ def _terminated(text: str) -> str:
 
 
 class NotebookSource(SourceKind):
-    prefilter_is_program = False  # the prefilter reads the cells, never builds the program
-
     def __init__(self, file: SourceFile) -> None:
         super().__init__(file)
         self.notebook = load(file.raw, file.path)
@@ -54,7 +52,8 @@ class NotebookSource(SourceKind):
 
     def prefilter_text(self) -> str:
         # The program is made of the cells' lines (or placeholders for IPython
-        # lines), so the prefilter on the cells is a superset of the program's.
+        # lines), so the prefilter on the cells is a superset of the program's,
+        # and it never builds the program (which parses every cell).
         return "\n".join(c.text for c in self.notebook.cells) if self.notebook.python else ""
 
     def program(self) -> str | None:

@@ -49,12 +49,6 @@ class Notebook:
     cells: list[CodeCell]  # the Python code cells
     python: bool  # False: a notebook of another language (nothing to check)
 
-    def cell(self, number: int) -> CodeCell | None:
-        for c in self.cells:
-            if c.number == number:
-                return c
-        return None
-
 
 def _is_python_language(name) -> bool:
     return not isinstance(name, str) or name.strip().lower() in ("", "python", "python3", "ipython", "ipython3")

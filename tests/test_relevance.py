@@ -1,0 +1,129 @@
+"""Which units are analysed on their own (``analysis/relevance.py``): a unit runs
+standalone only when its code can reach a fake region. A name the file binds to a
+def of its own (torch's fake_tensor.py defines ``class FakeTensorMode``; a
+``@contextmanager`` helper) counts only once that def can reach a region; a type
+test (``isinstance(m, FakeTensorMode)``) opens none. Each test has a look-alike
+that must still be analysed (and report)."""
+
+import ast
+import sys
+
+import pytest
+
+from fakegrad_lint.analysis import analyze, interpreter
+from fakegrad_lint.analysis.leaks import Verdict
+
+
+def standalone_units(monkeypatch, src):
+    ran = []
+    orig = interpreter.Interpreter._run_standalone
+
+    def spy(self, fv, self_val):
+        ran.append(fv.node.name)
+        return orig(self, fv, self_val)
+
+    monkeypatch.setattr(interpreter.Interpreter, "_run_standalone", spy)
+    interpreter.Interpreter(ast.parse(src), src).run()
+    return ran
+
+
+OWN_CLASS = (
+    "import torch\n"
+    "class FakeTensorMode:\n"
+    "    def __enter__(self):\n"
+    "        return self\n"
+    "    def __exit__(self, *a):\n"
+    "        pass\n"
+    "def use(x):\n"
+    "    with FakeTensorMode():\n"
+    "        return x * 2\n"
+)
+
+
+def test_a_class_of_the_file_named_FakeTensorMode_is_not_a_way_in(monkeypatch):
+    assert standalone_units(monkeypatch, OWN_CLASS) == []
+
+
+def test_a_class_of_the_file_whose_enter_opens_torchs_mode_is(monkeypatch):
+    src = OWN_CLASS.replace("        return self\n", "        return torch._subclasses.FakeTensorMode().__enter__()\n", 1)
+    assert standalone_units(monkeypatch, src) == ["__enter__", "use"]
+
+
+def test_a_local_import_of_torchs_FakeTensorMode_keeps_the_unit(monkeypatch):
+    src = OWN_CLASS.replace("def use(x):\n", "def use(x):\n    from torch._subclasses import FakeTensorMode\n")
+    assert standalone_units(monkeypatch, src) == ["use"]
+
+
+HELPER = (
+    "import contextlib\n"
+    "import torch\n"
+    "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+    "@contextlib.contextmanager\n"
+    "def quiet():\n"
+    "    yield\n"
+    "def step(model, x):\n"
+    "    w = torch.nn.Parameter(torch.randn(4))\n"
+    "    with quiet():\n"
+    "        (w * x).sum().backward()\n"
+)
+
+
+def test_a_contextmanager_helper_that_opens_no_region_is_not_a_way_in(monkeypatch):
+    assert standalone_units(monkeypatch, HELPER) == []
+
+
+def test_a_contextmanager_helper_that_opens_a_region_is(monkeypatch):
+    src = HELPER.replace("def quiet():\n    yield\n",
+                         "def quiet():\n    with FakeTensorMode(allow_non_fake_inputs=True):\n        yield\n")
+    assert standalone_units(monkeypatch, src) == ["quiet", "step"]
+    leaks = analyze(ast.parse(src), src)
+    assert [(lk.verdict, lk.value) for lk in leaks] == [(Verdict.HAZARD, "w")]
+
+
+def test_a_type_test_opens_no_region(monkeypatch):
+    src = (
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "def check(m):\n"
+        "    return isinstance(m, FakeTensorMode)\n"
+        "def opens(x):\n"
+        "    with FakeTensorMode():\n"
+        "        return x * 2\n"
+    )
+    assert standalone_units(monkeypatch, src) == ["opens"]
+
+
+TRICKY = [
+    "f(x)\ng (y)\n( z )\nx_f(1)\n1(2)\nself.step(\n)\nnn.Linear nn_x.Linear tnn.Linear Module Modules _Module\n",
+    "torch.nn requires_grad Parameter parameters( autograd backward\n",
+    "ébène(1) naïve.Module( FakeTensorMode FakeTensorModeX xFakeTensorMode _FakeTensorMode FakeTensorMode_\n",
+    "", "(", "f", "nn.", "Module", "\tg\t(\n",
+]
+
+
+def corpus_texts():
+    import glob
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = sorted(glob.glob(os.path.join(root, "fixtures", "*.py")))[:80]
+    paths += sorted(glob.glob(os.path.join(root, "fakegrad_lint", "analysis", "*.py")))
+    return TRICKY + [open(p, encoding="utf-8").read() for p in paths]
+
+
+def test_the_text_scans_find_what_their_regexes_find():
+    """The str.find scans of code_text answer as the regexes they replace."""
+    import re
+
+    from fakegrad_lint.analysis import code_text as C
+
+    texts = corpus_texts()
+    assert len(texts) > 40
+    for t in texts:
+        assert [n for _a, _p, n in C._call_sites(t)] == C._CALL_RE.findall(t), t[:80]
+        assert C._makes_real_values(t) == bool(C._SOURCE_RE.search(t)), t[:80]
+        for w in ("FakeTensorMode", "f", "nn", "Module", "step"):
+            assert list(C._word_starts(t, w)) == [m.start() for m in re.finditer(r"\b%s\b" % w, t)], (w, t[:80])
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q"]))

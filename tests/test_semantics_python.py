@@ -1,0 +1,544 @@
+"""Python's and torch's semantics, second batch (categories the blind corpus found):
+boolean operators picking a mode by a known flag, ``match`` over a known value,
+``argparse`` defaults, environment reads with a default, ``nullcontext(x)``
+entering as ``x``, ``ExitStack.close()``, ``AveragedModel`` copies, weight tying,
+buffers holding fakes, ``torch.func`` transforms as entry points, crashes caught
+by ``except AssertionError``.
+
+Same format as :mod:`test_semantics`: lines that must be flagged end with
+``# FGLxxx``; each hazard has a safe look-alike.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from markers import markers_in_source
+from test_semantics import HEAD
+
+from fakegrad_lint.engine.lint import check_source
+
+CASES = {
+    # ------------------------------------------------------ boolean operators
+    "and_or_known_flag_selects_mode": """
+DRY = True
+ctx = DRY and FakeTensorMode(allow_non_fake_inputs=True) or contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "and_or_known_false_flag_selects_null": """
+DRY = False
+ctx = DRY and FakeTensorMode(allow_non_fake_inputs=True) or contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "and_or_unknown_flag_is_may": """
+import sys
+ctx = (len(sys.argv) > 3) and FakeTensorMode(allow_non_fake_inputs=True) or contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------------------------------- argparse
+    "argparse_store_false_default_true": """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--no-dry-run", dest="dry_run", action="store_false")
+args = parser.parse_args([])
+ctx = args.dry_run and FakeTensorMode(allow_non_fake_inputs=True) or contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "argparse_store_true_default_false": """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--dry-run", action="store_true")
+args = parser.parse_args([])
+ctx = args.dry_run and FakeTensorMode(allow_non_fake_inputs=True) or contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "argparse_command_line_unknown": """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--no-dry-run", dest="dry_run", action="store_false")
+args = parser.parse_args()
+ctx = args.dry_run and FakeTensorMode(allow_non_fake_inputs=True) or contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    # ---------------------------------------------------------------- match
+    "match_known_value_picks_fake_arm": """
+def make(kind):
+    match kind:
+        case "real":
+            return contextlib.nullcontext()
+        case "fake":
+            return FakeTensorMode(allow_non_fake_inputs=True)
+        case _:
+            return contextlib.nullcontext()
+
+net = nn.Linear(2, 2)
+with make("fake"):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "match_known_value_picks_real_arm": """
+def make(kind):
+    match kind:
+        case "fake":
+            return FakeTensorMode(allow_non_fake_inputs=True)
+        case "real" | "eager":
+            return contextlib.nullcontext()
+        case _:
+            return FakeTensorMode(allow_non_fake_inputs=True)
+
+net = nn.Linear(2, 2)
+with make("eager"):
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------------------------- environment reads
+    "environ_default_strict_mode": """
+import os
+ALLOW = os.environ.get("FGL_TEST_ALLOW_REAL_XYZ", "0") == "1"
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=ALLOW):
+    net(torch.ones(1, 2))  # FGL002
+""",
+    "environ_default_allow_forward_only": """
+import os
+ALLOW = os.getenv("FGL_TEST_ALLOW_REAL_XYZ", "1") == "1"
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=ALLOW):
+    net(torch.ones(1, 2))  # FGL004
+""",
+    "environ_subscript_unknown": """
+import os
+ALLOW = os.environ["FGL_TEST_ALLOW_REAL_XYZ"] == "1"
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=ALLOW):
+    net(torch.ones(1, 2))
+""",
+    "match_guard_known_true": """
+ALLOW = True
+def make(kind):
+    match kind:
+        case "fake" if ALLOW:
+            return FakeTensorMode(allow_non_fake_inputs=True)
+        case _:
+            return contextlib.nullcontext()
+
+net = nn.Linear(2, 2)
+with make("fake"):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "match_guard_known_false": """
+ALLOW = False
+def make(kind):
+    match kind:
+        case "fake" if ALLOW:
+            return FakeTensorMode(allow_non_fake_inputs=True)
+        case _:
+            return contextlib.nullcontext()
+
+net = nn.Linear(2, 2)
+with make("fake"):
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "environ_get_without_default_unset": """
+import os
+ALLOW = os.environ.get("FGL_TEST_ALLOW_REAL_XYZ") == "1"
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=ALLOW):
+    net(torch.ones(1, 2))  # FGL002
+""",
+    "environ_default_folded_through_int_and_str_methods": """
+import os
+A = bool(int(os.environ.get("FGL_TEST_A_XYZ", "0"))) or os.getenv("FGL_TEST_B_XYZ", "No").lower() in ("1", "yes")
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=A):
+    net(torch.ones(1, 2))  # FGL002
+""",
+    "environ_default_folded_allowing": """
+import os
+A = os.getenv("FGL_TEST_B_XYZ", " YES ").strip().lower() in ("1", "yes")
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=A):
+    net(torch.ones(1, 2))  # FGL004
+""",
+    # ------------------------------------------------------ keyword mappings
+    "kwargs_setdefault_keeps_passed_value": """
+def open_mode(**opts):
+    opts.setdefault("allow_non_fake_inputs", False)
+    return FakeTensorMode(**opts)
+
+net = nn.Linear(2, 2)
+with open_mode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "kwargs_setdefault_adds_default": """
+def open_mode(**opts):
+    opts.setdefault("allow_non_fake_inputs", False)
+    return FakeTensorMode(**opts)
+
+net = nn.Linear(2, 2)
+with open_mode():
+    net(torch.ones(1, 2))  # FGL002
+""",
+    "kwargs_of_unknown_keys_not_strict": """
+import json
+opts = json.loads(open("cfg.json").read())
+net = nn.Linear(2, 2)
+with FakeTensorMode(**opts):
+    net(torch.ones(1, 2))
+""",
+    # ------------------------------------------------ functools.partial passed on
+    "partial_of_step_run_by_runner_in_mode": """
+def run_under(factory, fn, *args):
+    with factory():
+        return fn(*args)
+
+def step(net, x):
+    net(x).sum().backward()  # FGL001
+
+run_under(lambda: FakeTensorMode(allow_non_fake_inputs=True), functools.partial(step, nn.Linear(2, 2)), torch.ones(1, 2))
+""",
+    "partial_of_step_run_by_runner_in_null": """
+def run_under(factory, fn, *args):
+    with factory():
+        return fn(*args)
+
+def step(net, x):
+    net(x).sum().backward()
+
+run_under(lambda: contextlib.nullcontext(), functools.partial(step, nn.Linear(2, 2)), torch.ones(1, 2))
+""",
+    # ----------------------------------------------------------- nullcontext
+    "nullcontext_enter_result_entered": """
+def ctx(on):
+    mode = FakeTensorMode(allow_non_fake_inputs=True) if on else None
+    return contextlib.nullcontext(mode)
+
+net = nn.Linear(2, 2)
+with ctx(True) as mode:
+    if mode is not None:
+        with mode:
+            net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "nullcontext_enter_result_none": """
+def ctx(on):
+    mode = FakeTensorMode(allow_non_fake_inputs=True) if on else None
+    return contextlib.nullcontext(mode)
+
+net = nn.Linear(2, 2)
+with ctx(False) as mode:
+    if mode is not None:
+        with mode:
+            net(torch.ones(1, 2)).sum().backward()
+""",
+    # -------------------------------------------------------------- ExitStack
+    "exitstack_closed_ends_region": """
+net = nn.Linear(2, 2)
+with contextlib.ExitStack() as stack:
+    stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+    n = torch.empty(3, 2).shape[0]
+    stack.close()
+    net(torch.ones(n, 2)).sum().backward()
+""",
+    "exitstack_still_open": """
+net = nn.Linear(2, 2)
+with contextlib.ExitStack() as stack:
+    stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+    n = torch.empty(3, 2).shape[0]
+    net(torch.ones(n, 2)).sum().backward()  # FGL001
+""",
+    "exitstack_exit_called": """
+net = nn.Linear(2, 2)
+stack = contextlib.ExitStack()
+stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+stack.__exit__(None, None, None)
+net(torch.ones(1, 2)).sum().backward()
+""",
+    "exitstack_pop_all_moves_the_region": """
+net = nn.Linear(2, 2)
+with contextlib.ExitStack() as stack:
+    stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+    kept = stack.pop_all()
+kept.close()
+net(torch.ones(1, 2)).sum().backward()
+""",
+    "exitstack_pop_all_keeps_it_open": """
+net = nn.Linear(2, 2)
+with contextlib.ExitStack() as stack:
+    stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+    kept = stack.pop_all()
+net(torch.ones(1, 2)).sum().backward()  # FGL001
+kept.close()
+""",
+    # ------------------------------------------------- crashes caught by contexts
+    "strict_crash_in_suppress_assertion": """
+net = nn.Linear(2, 2)
+with contextlib.suppress(AssertionError):
+    with FakeTensorMode():
+        net(torch.ones(1, 2))
+""",
+    "strict_crash_in_suppress_value_error": """
+net = nn.Linear(2, 2)
+with contextlib.suppress(ValueError):
+    with FakeTensorMode():
+        net(torch.ones(1, 2))  # FGL002
+""",
+    "strict_crash_expected_by_pytest_raises": """
+import pytest
+net = nn.Linear(2, 2)
+with pytest.raises(AssertionError):
+    with FakeTensorMode():
+        net(torch.ones(1, 2))
+""",
+    # ----------------------------------------------------- module copies, tying
+    "shallow_copy_shares_real_parameters": """
+net = nn.Linear(2, 2)
+alias = copy.copy(net)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    alias(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "shallow_copy_of_fake_module": """
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net = nn.Linear(2, 2)
+    alias = copy.copy(net)
+    alias(torch.ones(1, 2)).sum().backward()
+""",
+    "real_submodule_set_on_fake_wrapper": """
+class Wrap(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Identity()
+
+    def forward(self, x):
+        return self.body(x)
+
+backbone = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    w = Wrap()
+    w.body = backbone
+    w(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "meta_module_materialised_in_region_with_submodules": """
+class Big(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(2, 2) for _ in range(2))
+        self.scale = nn.Parameter(torch.ones(2))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x) * self.scale
+        return x
+
+with torch.device("meta"):
+    big = Big()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    big.to_empty(device="cpu")
+    big(torch.ones(1, 2)).sum().backward()
+""",
+    "fake_built_module_materialised_outside_region": """
+class Enc(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(2, 2)
+        self.register_buffer("pos", torch.zeros(2))
+
+    def forward(self, x):
+        return self.proj(x) + self.pos
+
+with FakeTensorMode(allow_non_fake_inputs=True):
+    enc = Enc()
+enc.to_empty(device="cpu")
+enc(torch.ones(1, 2)).sum().backward()
+""",
+    "fake_submodule_set_on_fake_wrapper": """
+class Wrap(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Identity()
+
+    def forward(self, x):
+        return self.body(x)
+
+with FakeTensorMode(allow_non_fake_inputs=True):
+    w = Wrap()
+    w.body = nn.Linear(2, 2)
+    w(torch.ones(1, 2)).sum().backward()
+""",
+    "averaged_model_copy_is_real": """
+from torch.optim.swa_utils import AveragedModel
+net = nn.Linear(2, 2)
+swa = AveragedModel(net)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    swa(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "averaged_model_made_inside_region": """
+from torch.optim.swa_utils import AveragedModel
+with FakeTensorMode(allow_non_fake_inputs=True):
+    swa = AveragedModel(nn.Linear(2, 2))
+    swa(torch.ones(1, 2)).sum().backward()
+""",
+    "weight_tied_to_real_parameter": """
+emb = nn.Embedding(5, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    head = nn.Linear(2, 5, bias=False)
+    head.weight = emb.weight
+    head(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "weight_tied_to_fake_parameter": """
+with FakeTensorMode(allow_non_fake_inputs=True):
+    emb = nn.Embedding(5, 2)
+    head = nn.Linear(2, 5, bias=False)
+    head.weight = emb.weight
+    head(torch.ones(1, 2)).sum().backward()
+""",
+    "buffer_assigned_fake_mixed_after_region": """
+class Enc(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(2, 2)
+        self.register_buffer("pos", torch.zeros(2))
+
+    def forward(self, x):
+        return self.proj(x) + self.pos
+
+enc = Enc()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    table = torch.ones(2) * 3
+enc.pos = table
+enc(torch.ones(1, 2)).sum().backward()  # FGL003
+""",
+    "buffer_assigned_fake_unused_by_forward": """
+class Enc(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(2, 2)
+        self.register_buffer("pos", torch.zeros(2))
+
+    def forward(self, x):
+        return self.proj(x)
+
+enc = Enc()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    table = torch.ones(2) * 3
+enc.pos = table
+enc(torch.ones(1, 2)).sum().backward()
+""",
+    "buffer_registered_from_fake": """
+class Enc(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.proj(x) * self.scale
+
+enc = Enc()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    s = torch.ones(2)
+enc.register_buffer("scale", s)
+enc(torch.ones(1, 2)).sum().backward()  # FGL003
+""",
+    # -------------------------------------------------- torch.func as entry
+    "vmap_grad_real_params_made_in_region": """
+from torch.func import functional_call, grad, vmap
+net = nn.Linear(2, 1)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+
+def loss(p, x):
+    return functional_call(net, p, (x,)).sum()  # FGL001
+
+with FakeTensorMode(allow_non_fake_inputs=True):
+    params = dict(net.named_parameters())
+    g = vmap(grad(loss), in_dims=(None, 0))(params, torch.ones(3, 2))  # FGL001
+    for k, p in net.named_parameters():
+        p.grad = g[k].mean(0)
+    opt.step()
+""",
+    "vmap_grad_fake_params_made_in_region": """
+from torch.func import functional_call, grad, vmap
+net = nn.Linear(2, 1)
+
+def loss(p, x):
+    return functional_call(net, p, (x,)).sum()
+
+with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+    params = {k: mode.from_tensor(v) for k, v in net.named_parameters()}
+    g = vmap(grad(loss), in_dims=(None, 0))(params, torch.ones(3, 2))
+""",
+    # ------------------------------------------------- caught strict crashes
+    "strict_crash_caught_by_assertion_handler": """
+net = nn.Linear(2, 2)
+try:
+    with FakeTensorMode():
+        net(torch.ones(1, 2)).sum().backward()
+except AssertionError:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "strict_crash_caught_by_exception_tuple": """
+net = nn.Linear(2, 2)
+try:
+    with FakeTensorMode():
+        net(torch.ones(1, 2)).sum().backward()
+except (RuntimeError, Exception) as err:
+    print(err)
+""",
+    "strict_crash_not_caught_by_value_error": """
+net = nn.Linear(2, 2)
+try:
+    with FakeTensorMode():
+        net(torch.ones(1, 2)).sum().backward()  # FGL002
+except ValueError:
+    pass
+""",
+    "strict_crash_handler_reraises": """
+net = nn.Linear(2, 2)
+try:
+    with FakeTensorMode():
+        net(torch.ones(1, 2)).sum().backward()  # FGL002
+except AssertionError:
+    print("fake run failed")
+    raise
+""",
+    "weight_tied_on_submodule_of_fake_model": """
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(2, 5, bias=False)
+
+    def forward(self, h):
+        return self.head(h)
+
+emb = nn.Embedding(5, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    lm = LM()
+    lm.head.weight = emb.weight
+    lm(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "allow_hazard_inside_try_still_reported": """
+net = nn.Linear(2, 2)
+try:
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        net(torch.ones(1, 2)).sum().backward()  # FGL001
+except AssertionError:
+    pass
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_semantics_python(name):
+    source = HEAD + textwrap.dedent(CASES[name])
+    got = {(f.location.row, f.code) for f in check_source(source, f"{name}.py")}
+    want = markers_in_source(source)
+    assert got == want, f"{name}: got {sorted(got)}, want {sorted(want)}"
