@@ -20,16 +20,15 @@ reading and the atomic write.
 
 from __future__ import annotations
 
-import ast
 import bisect
 import difflib
 import re
-import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 from fakegrad_lint.findings import Edit, Finding, Fix, Location, applies
 from fakegrad_lint.sources.text import NEWLINE_RE as _NEWLINE_RE
+from fakegrad_lint.sources.text import parse_quietly
 from fakegrad_lint.sources.text import dominant_newline, line_starts, split_lines  # noqa: F401  (re-exported)
 
 __all__ = [
@@ -237,9 +236,7 @@ def _one_pass(
 def _parses(text: str) -> str | None:
     """None when ``text`` parses, else the parser's one-line message."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # SyntaxWarning for odd escapes etc.
-            ast.parse(text)
+        parse_quietly(text)
     except SyntaxError as exc:
         where = f" (line {exc.lineno})" if exc.lineno else ""
         return f"{exc.msg}{where}"

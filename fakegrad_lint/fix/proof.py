@@ -26,12 +26,12 @@ import ast
 import bisect
 import builtins
 import re
-import warnings
 from collections import Counter
 from typing import Callable
 
 from fakegrad_lint.findings import Finding, Fix
 from fakegrad_lint.sources.text import NEWLINE_RE as _NEWLINE_RE
+from fakegrad_lint.sources.text import parse_quietly
 
 __all__ = ["LONG_LINE", "long_line", "prove", "finding_key"]
 
@@ -87,9 +87,7 @@ def prove(source: str, finding: Finding, fix: Fix, relint: Callable[[str], list[
         return f"its edits do not apply ({exc})"
     new = fixes._apply_spans(source, spans)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(new)
+        tree = parse_quietly(new)
     except (SyntaxError, ValueError) as exc:
         where = f" (line {exc.lineno})" if getattr(exc, "lineno", None) else ""
         return f"the fixed text does not parse: {getattr(exc, 'msg', exc)}{where}"

@@ -34,9 +34,10 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-import warnings
 from itertools import accumulate
 from operator import add
+
+from fakegrad_lint.sources.text import parse_quietly
 
 # Files smaller than this are parsed whole (the scan would not pay).
 MIN_CHARS = 4000
@@ -100,9 +101,7 @@ LAZY_DEF_TYPES = (FunctionDef, AsyncFunctionDef)
 
 
 def _parse(text: str, path: str) -> ast.Module:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes etc.
-        return ast.parse(text, filename=path)
+    return parse_quietly(text, path)
 
 
 def _materialize(node) -> list:
