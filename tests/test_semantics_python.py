@@ -533,6 +533,39 @@ try:
 except AssertionError:
     pass
 """,
+    # ------------------------------------------------- setattr with a known name
+    "setattr_allow_flag_after_construction": """
+mode = FakeTensorMode()
+setattr(mode, "allow_non_fake_inputs", True)
+net = nn.Linear(2, 2)
+with mode:
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "setattr_allow_flag_false_stays_strict": """
+mode = FakeTensorMode(allow_non_fake_inputs=True)
+setattr(mode, "allow_non_fake_inputs", False)
+net = nn.Linear(2, 2)
+with mode:
+    net(torch.ones(1, 2)).sum().backward()  # FGL002
+""",
+    "setattr_overrides_loop_sets_flag": """
+def configured(**overrides):
+    mode = FakeTensorMode()
+    for key, value in overrides.items():
+        setattr(mode, key, value)
+    return mode
+net = nn.Linear(2, 2)
+with configured(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "setattr_unknown_name_is_may": """
+import sys
+mode = FakeTensorMode()
+setattr(mode, sys.argv[1], True)
+net = nn.Linear(2, 2)
+with mode:
+    net(torch.ones(1, 2)).sum().backward()
+""",
 }
 
 

@@ -16,7 +16,7 @@ from fakegrad_lint.analysis.context import CallSite
 from fakegrad_lint.analysis.state import MAX_DEPTH, Scope, _BlockExit
 from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, _arg_exprs, _dict_val, _interesting, _is_none_const,
     _is_tensorish)
-from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
+from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, CtxVal, ModeVal, DecoratorVal,
     ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, ModRef, ModuleVal, PartialVal, ProjModVal, SeqVal, SuperVal,
     TracedFn, TransformVal, TVal, join, join_all, union)
 
@@ -304,9 +304,18 @@ class CallsMixin:
             if isinstance(a, SeqVal) and not a.is_dict:
                 return SeqVal(a.items, a.elts if name in ("list", "tuple") else None)
             return SeqVal((self.iter_item(a),))
-        if name in ("setattr", "object.__setattr__") and len(args) == 3 and isinstance(args[1], ConstVal):
-            if isinstance(args[0], (InstanceVal, ModuleVal, ClassVal)) and isinstance(args[1].value, str):
-                args[0].attrs[args[1].value] = args[2]  # (a frozen dataclass's __post_init__)
+        if name in ("setattr", "object.__setattr__") and len(args) == 3:
+            # an attribute assignment with the name as data (a frozen dataclass's
+            # __post_init__, "apply these overrides" helpers)
+            names = args[1].options if isinstance(args[1], MaybeVal) and args[1].each else (args[1],)
+            for n in names:
+                if isinstance(n, ConstVal) and isinstance(n.value, str):
+                    val = args[2]
+                    if isinstance(val, MaybeVal) and len(val.options) == len(names) and len(names) > 1:
+                        val = val.options[names.index(n)]
+                    self.set_attribute(e.args[0] if e.args else None, args[0], n.value, val, e, st)
+                elif isinstance(args[0], ModeVal):
+                    args[0].allow = None  # any attribute, maybe the allow flag
             return UNKNOWN
         if name == "super":
             fv = st.fv
