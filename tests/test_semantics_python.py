@@ -566,6 +566,32 @@ net = nn.Linear(2, 2)
 with mode:
     net(torch.ones(1, 2)).sum().backward()
 """,
+    # ------------------------------------------------------------ map / filter
+    "map_lambda_over_real_params": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    norms = list(map(lambda p: p.norm(), net.parameters()))  # FGL001
+    torch.stack(norms).sum().backward()
+""",
+    "map_def_consumed_by_sum": """
+def sq(p):
+    return (p * p).sum()  # FGL001
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    sum(map(sq, net.parameters())).backward()
+""",
+    "map_lambda_metadata_only_is_safe": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    sizes = list(map(lambda p: p.numel(), net.parameters()))
+    torch.zeros(sum(sizes), requires_grad=True).sum().backward()
+""",
+    "map_lambda_over_fake_copies_is_safe": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True) as m:
+    fakes = [m.from_tensor(p) for p in net.parameters()]
+    torch.stack(list(map(lambda p: p.norm(), fakes))).sum().backward()
+""",
 }
 
 

@@ -343,6 +343,19 @@ class CallsMixin:
                     items.append(self.iter_item(it))
             items += list(kwargs.values())
             return SeqVal(tuple(items), is_dict=True)
+        if name in ("map", "filter") and len(args) >= 2 and not kwargs:
+            # the function runs on each item (lazily, but whoever consumes the
+            # iterator does so where it is consumed: sum/list/for right here)
+            items = [self.iter_item(a) for a in args[1:]]
+            if name == "filter":
+                items = items[:1]
+            if isinstance(args[0], FuncVal):
+                out = self.call_function(args[0], items, {}, st, site=(e, list(e.args[1:]), items))
+            elif _is_none_const(args[0]):
+                out = UNKNOWN
+            else:
+                out = self.call_value(e, args[0], items, {}, st, func_expr=None)
+            return SeqVal((items[0] if name == "filter" else out,))
         if name == "next" and args:
             return self.iter_item(args[0])
         if name == "enumerate" and args:
