@@ -592,6 +592,35 @@ with FakeTensorMode(allow_non_fake_inputs=True) as m:
     fakes = [m.from_tensor(p) for p in net.parameters()]
     torch.stack(list(map(lambda p: p.norm(), fakes))).sum().backward()
 """,
+    # --------------------------------------------------- functools.lru_cache
+    "lru_cache_returns_fake_made_in_region": """
+@functools.lru_cache(maxsize=None)
+def mask(n):
+    return torch.ones(n, n)
+net = nn.Linear(3, 3)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    mask(3)
+(net(torch.ones(3, 3)) + mask(3)).sum().backward()  # FGL003
+""",
+    "cache_bare_returns_fake_made_in_region": """
+@functools.cache
+def mask(n):
+    return torch.ones(n, n)
+net = nn.Linear(3, 3)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    mask(3)
+(net(torch.ones(3, 3)) + mask(n=3)).sum().backward()
+(net(torch.ones(3, 3)) + mask(3)).sum().backward()  # FGL003
+""",
+    "lru_cache_other_argument_is_fresh": """
+@functools.lru_cache(maxsize=None)
+def mask(n):
+    return torch.ones(n, n)
+net = nn.Linear(3, 3)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    mask(4)
+(net(torch.ones(3, 3)) + mask(3)).sum().backward()
+""",
 }
 
 

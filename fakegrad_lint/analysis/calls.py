@@ -53,6 +53,27 @@ class CallsMixin:
     def call_function(self, fv, args, kwargs, st, *more, **options):
         """Run ``fv`` (see ``_call_function``); a function of another project
         module runs with that module's file as the current one."""
+        if fv.memo:
+            return self._call_memoised(fv, args, kwargs, st, *more, **options)
+        return self._call_in_module(fv, args, kwargs, st, *more, **options)
+
+    def _call_memoised(self, fv, args, kwargs, st, *more, **options):
+        """``@functools.lru_cache``: a call whose arguments equal (as known constants)
+        those of an earlier call returns that call's result object, made wherever it
+        was made (a fake computed in a region comes back outside it)."""
+        key = None
+        if all(isinstance(a, ConstVal) for a in list(args) + list(kwargs.values())):
+            key = (tuple(_const_key(a.value) for a in args),
+                   tuple(sorted((k, _const_key(v.value)) for k, v in kwargs.items())))
+        seen = self._memo_results.setdefault(fv.node, {})
+        if key is not None and key in seen:
+            return seen[key]
+        res = self._call_in_module(fv, args, kwargs, st, *more, **options)
+        if key is not None:
+            seen[key] = res
+        return res
+
+    def _call_in_module(self, fv, args, kwargs, st, *more, **options):
         ctx = self._scope_ctx.get(getattr(fv.scope, "module", None)) if self.project is not None else None
         if ctx is None or ctx is self.ctx:
             return self._call_function(fv, args, kwargs, st, *more, **options)
@@ -378,3 +399,8 @@ class CallsMixin:
         if name in ("max", "min", "abs") and args and any(_is_tensorish(a) for a in args):
             return self.op(e, [(a, None) for a in args], st, differentiable=name == "abs")
         return UNKNOWN
+
+
+def _const_key(v):
+    """A constant as a cache key (equal as Python's dict keys are; other objects by identity)."""
+    return (v if isinstance(v, (int, float, str, bytes, bool, type(None))) else id(v))

@@ -286,6 +286,9 @@ TRANSPARENT_DECORATORS = frozenset(
         "torch._dynamo.disable",
     }
 )
+# decorators (bare or called with options) that memoise: a later call with equal
+# arguments returns the first call's result object
+MEMO_DECORATORS = frozenset({"functools.lru_cache", "functools.cache"})
 STATIC_DECORATORS = frozenset({"builtins.staticmethod"})
 CLASS_DECORATORS = frozenset({"builtins.classmethod"})
 PROPERTY_DECORATORS = frozenset({"builtins.property", "functools.cached_property"})

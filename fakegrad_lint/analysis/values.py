@@ -238,6 +238,7 @@ class FuncVal(Value):
     defaults: list = field(default_factory=list)
     kw_defaults: dict = field(default_factory=dict)
     wrapped: "FuncVal | None" = None  # a decorator's wrapper: the function it was given
+    memo: bool = False  # functools.lru_cache / cache: equal arguments give the first result
 
 
 @dataclass(eq=False)
