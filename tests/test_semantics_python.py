@@ -621,6 +621,35 @@ with FakeTensorMode(allow_non_fake_inputs=True):
     mask(4)
 (net(torch.ones(3, 3)) + mask(3)).sum().backward()
 """,
+    # ------------------------------------------- torch.autograd.Function.apply
+    "autograd_function_apply_on_real_param": """
+class Clamp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, lo):
+        return x.clamp(lo)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    w = Clamp.apply(net.weight, 0.0)  # FGL001
+    (torch.ones(1, 2) @ w).sum().backward()
+""",
+    "autograd_function_apply_on_fake_copy_is_safe": """
+class Clamp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, lo):
+        return x.clamp(lo)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True) as m:
+    w = Clamp.apply(m.from_tensor(net.weight), 0.0)
+    (torch.ones(1, 2) @ w).sum().backward()
+""",
 }
 
 

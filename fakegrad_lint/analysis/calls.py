@@ -16,7 +16,7 @@ from fakegrad_lint.analysis.context import CallSite
 from fakegrad_lint.analysis.state import MAX_DEPTH, Scope, _BlockExit
 from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, _arg_exprs, _dict_val, _interesting, _is_none_const,
     _is_tensorish)
-from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, CtxVal, ModeVal, DecoratorVal,
+from fakegrad_lint.analysis.values import (UNKNOWN, AutogradApply, BoundMethod, ClassVal, ConstVal, CtxVal, ModeVal, DecoratorVal,
     ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, ModRef, ModuleVal, PartialVal, ProjModVal, SeqVal, SuperVal,
     TracedFn, TransformVal, TVal, join, join_all, union)
 
@@ -273,6 +273,10 @@ class CallsMixin:
             return TVal(frozenset(), region.mode) if region is not None else TVal()
         if isinstance(callee, DecoratorVal):
             return args[0] if args else UNKNOWN
+        if isinstance(callee, AutogradApply):
+            exprs = list(e.args) if len(e.args) == len(args) else [None] * len(args)
+            ops = [(a, x) for a, x in zip(args, exprs) if _is_tensorish(a)]
+            return self.op(e, ops, st) if ops else UNKNOWN
         if isinstance(callee, MaybeVal):
             opts = [o for o in callee.options if not _is_none_const(o)]
             if opts and all(isinstance(o, ModuleVal) for o in opts):

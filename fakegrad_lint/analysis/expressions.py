@@ -17,7 +17,7 @@ from fakegrad_lint.analysis.state import Scope, YieldReached
 from fakegrad_lint.analysis.valueops import (_NONCONST, _compare, _dict_val, _fold_strings, _FormattedPart,
     _is_tensorish, _truth, _values_of)
 from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, ExportedProgramVal, FieldVal,
-    FuncVal, InstanceVal, LazyImport, MaybeVal, ModeVal, ModRef, ModuleVal, Origin, ProjModVal, SeqVal, SuperVal,
+    FuncVal, InstanceVal, LazyImport, MaybeVal, ModeVal, ModRef, ModuleVal, Origin, AutogradApply, ProjModVal, SeqVal, SuperVal,
     TVal, Value, join, union, union_all)
 
 
@@ -300,6 +300,8 @@ class ExpressionsMixin:
                 return TVal(frozenset(), obj.mode, may_fake=obj.may_fake)
             return UNKNOWN
         if isinstance(obj, ClassVal):
+            if attr == "apply" and obj.lookup_method("apply") is None and _is_autograd_function(obj):
+                return AutogradApply(obj)
             m = obj.methods.get(attr)
             if m is not None:
                 return BoundMethod(m, obj) if isinstance(m, FuncVal) and m.kind == "class" else m
@@ -324,6 +326,15 @@ class ExpressionsMixin:
                 return ConstVal(obj.allow) if obj.allow is not None else UNKNOWN
             return UNKNOWN
         return UNKNOWN
+
+
+def _is_autograd_function(cls):
+    """A subclass of ``torch.autograd.Function`` (through classes of the file too)."""
+    for c in cls.mro or (cls,):
+        for b in getattr(c, "bases", ()) or ():
+            if isinstance(b, ModRef) and b.qualname in N.AUTOGRAD_FUNCTION_BASES:
+                return True
+    return False
 
 
 # expression type -> the method that evaluates it (types not listed are unknown)

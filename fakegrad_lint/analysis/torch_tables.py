@@ -286,6 +286,11 @@ TRANSPARENT_DECORATORS = frozenset(
         "torch._dynamo.disable",
     }
 )
+# custom autograd functions: `Cls.apply(*args)` runs `Cls.forward(ctx, *args)` (no ctx
+# when the class defines `setup_context`) and records the class's backward
+AUTOGRAD_FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function",
+                                     "torch.autograd.function.InplaceFunction"})
+
 # decorators (bare or called with options) that memoise: a later call with equal
 # arguments returns the first call's result object
 MEMO_DECORATORS = frozenset({"functools.lru_cache", "functools.cache"})

@@ -375,6 +375,15 @@ class PartialVal(Value):
         self.func, self.args, self.kwargs = func, args, kwargs
 
 
+class AutogradApply(Value):
+    """``Cls.apply`` of a ``torch.autograd.Function`` subclass: a call is one
+    differentiable op on its tensor arguments (its ``forward`` dispatches on them and
+    its ``backward`` sends gradients back to them)."""
+
+    def __init__(self, cls):
+        self.cls = cls
+
+
 class DecoratorVal(Value):
     """A decorator known by what it does: ``identity`` (functools.wraps(fn),
     torch.compile(mode=...)) returns the function it is given."""
