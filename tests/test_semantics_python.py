@@ -650,6 +650,24 @@ with FakeTensorMode(allow_non_fake_inputs=True) as m:
     w = Clamp.apply(m.from_tensor(net.weight), 0.0)
     (torch.ones(1, 2) @ w).sum().backward()
 """,
+    # ------------------------------------- weight_norm & co. return the module
+    "weight_norm_returns_the_real_module": """
+from torch.nn.utils.parametrizations import weight_norm
+layer = weight_norm(nn.Linear(2, 2))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    layer(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "old_weight_norm_returns_the_real_module": """
+layer = torch.nn.utils.weight_norm(nn.Linear(2, 2))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    layer(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "weight_norm_module_built_in_region_is_safe": """
+from torch.nn.utils.parametrizations import weight_norm
+with FakeTensorMode(allow_non_fake_inputs=True):
+    layer = weight_norm(nn.Linear(2, 2))
+    layer(torch.ones(1, 2)).sum().backward()
+""",
 }
 
 

@@ -80,6 +80,30 @@ MAKE_FX = frozenset({"torch.fx.experimental.proxy_tensor.make_fx", "torch.fx.exp
 DEEPCOPY = frozenset({"copy.deepcopy"})
 # shallow copies: a new object holding the same parameters
 SHALLOW_COPY = frozenset({"copy.copy"})
+# functions that change a module in place and return that same module (its
+# parameters, old and new, are real when it is): weight and spectral norm,
+# parametrizations, pruning
+RETURNS_MODULE_GIVEN = frozenset(
+    {
+        "torch.nn.utils.weight_norm",
+        "torch.nn.utils.weight_norm.weight_norm",
+        "torch.nn.utils.remove_weight_norm",
+        "torch.nn.utils.spectral_norm",
+        "torch.nn.utils.spectral_norm.spectral_norm",
+        "torch.nn.utils.remove_spectral_norm",
+        "torch.nn.utils.parametrizations.weight_norm",
+        "torch.nn.utils.parametrizations.spectral_norm",
+        "torch.nn.utils.parametrizations.orthogonal",
+        "torch.nn.utils.parametrize.register_parametrization",
+        "torch.nn.utils.parametrize.remove_parametrizations",
+        "torch.nn.utils.prune.identity",
+        "torch.nn.utils.prune.random_unstructured",
+        "torch.nn.utils.prune.l1_unstructured",
+        "torch.nn.utils.prune.random_structured",
+        "torch.nn.utils.prune.ln_structured",
+        "torch.nn.utils.prune.remove",
+    }
+)
 # wrappers that hold a deep copy of the module they are given (its own parameters,
 # real outside a region, fake when copied under an allowing mode)
 MODULE_DEEPCOPYING_WRAPPERS = frozenset({"torch.optim.swa_utils.AveragedModel"})
