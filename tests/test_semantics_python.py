@@ -668,6 +668,31 @@ with FakeTensorMode(allow_non_fake_inputs=True):
     layer = weight_norm(nn.Linear(2, 2))
     layer(torch.ones(1, 2)).sum().backward()
 """,
+    # ------------------------------------------- module casts inside a region
+    "module_double_in_allow_region_is_fake": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net.double()
+    net(torch.ones(1, 2, dtype=torch.float64)).sum().backward()
+""",
+    "module_to_float64_in_allow_region_is_fake": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net = net.to(torch.float64)
+    net(torch.ones(1, 2, dtype=torch.float64)).sum().backward()
+""",
+    "module_float_in_allow_region_stays_real": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net.float()
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "module_double_before_region_stays_real": """
+net = nn.Linear(2, 2)
+net.double()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2, dtype=torch.float64)).sum().backward()  # FGL001
+""",
 }
 
 

@@ -354,6 +354,13 @@ MODULE_SELF_METHODS = frozenset(
     }
 )
 TENSOR_SELF_METHODS = frozenset({"requires_grad_"})
+# module casts away from the default float32: every parameter is a new tensor, so
+# under an allowing mode the module's parameters become the mode's fakes (a cast
+# to the dtype it has, `.float()`, `.to("cpu")`, leaves them as they were)
+MODULE_DTYPE_CASTS = frozenset({"double", "half", "bfloat16"})
+NON_DEFAULT_FLOAT_DTYPES = frozenset(
+    {"torch.float64", "torch.double", "torch.float16", "torch.half", "torch.bfloat16"}
+)
 MODULE_PARAM_ATTRS = frozenset(
     {"weight", "bias", "in_proj_weight", "in_proj_bias", "weight_ih_l0", "weight_hh_l0"}
 )
