@@ -693,6 +693,35 @@ net.double()
 with FakeTensorMode(allow_non_fake_inputs=True):
     net(torch.ones(1, 2, dtype=torch.float64)).sum().backward()  # FGL001
 """,
+    # ----------------------------------- ExitStack over a known list of names
+    "exitstack_enters_each_named_context": """
+FACTORIES = {"grad": lambda: torch.enable_grad(), "fake": lambda: FakeTensorMode(allow_non_fake_inputs=True)}
+def run_context(names):
+    stack = contextlib.ExitStack()
+    for name in names:
+        stack.enter_context(FACTORIES[name]())
+    return stack
+net = nn.Linear(2, 2)
+with run_context(["grad", "fake"]):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "exitstack_names_without_fake_are_safe": """
+FACTORIES = {"grad": lambda: torch.enable_grad(), "fake": lambda: FakeTensorMode(allow_non_fake_inputs=True)}
+def run_context(names):
+    stack = contextlib.ExitStack()
+    for name in names:
+        stack.enter_context(FACTORIES[name]())
+    return stack
+net = nn.Linear(2, 2)
+with run_context(["grad"]):
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "dict_lookup_of_each_known_key": """
+PICK = {"a": nn.Linear(2, 2), "b": nn.Linear(2, 2)}
+with FakeTensorMode(allow_non_fake_inputs=True):
+    for k in ["a", "b"]:
+        PICK[k](torch.ones(1, 2)).sum().backward()  # FGL001
+""",
 }
 
 

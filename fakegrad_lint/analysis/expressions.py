@@ -214,6 +214,14 @@ class ExpressionsMixin:
             if isinstance(idx, ConstVal):
                 v = obj.lookup(idx.value)
                 return v if v is not None else UNKNOWN  # a KeyError, or a key added later
+            if isinstance(idx, MaybeVal) and idx.options and all(isinstance(o, ConstVal) for o in idx.options):
+                # one of (or each of) several known keys: their values
+                found = [obj.lookup(o.value) for o in idx.options]
+                out = None
+                for v in found:
+                    v = UNKNOWN if v is None else v
+                    out = v if out is None else (union(out, v) if idx.each else join(out, v))
+                return out
             # an unknown key: one of the values
             out = None
             for v in obj.elts or ():
