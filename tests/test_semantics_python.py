@@ -722,6 +722,35 @@ with FakeTensorMode(allow_non_fake_inputs=True):
     for k in ["a", "b"]:
         PICK[k](torch.ones(1, 2)).sum().backward()  # FGL001
 """,
+    # --------------------------- a generator suspended inside its own region
+    "generator_yielding_in_region_runs_consumer_there": """
+def batches(n):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        for _ in range(n):
+            yield torch.ones(1, 2)
+net = nn.Linear(2, 2)
+for x in batches(2):
+    net(x).sum().backward()  # FGL001
+""",
+    "generator_yielding_in_strict_region_crashes_consumer": """
+def batches(n):
+    with FakeTensorMode():
+        for _ in range(n):
+            yield torch.ones(1, 2)
+net = nn.Linear(2, 2)
+for x in batches(2):
+    net(x).sum().backward()  # FGL002
+""",
+    "generator_yielding_after_region_is_not_inside": """
+def batches(n):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        xs = [torch.ones(1, 2) for _ in range(n)]
+    for x in xs:
+        yield x.shape
+net = nn.Linear(2, 2)
+for shape in batches(2):
+    net(torch.ones(shape)).sum().backward()
+""",
 }
 
 

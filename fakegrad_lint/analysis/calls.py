@@ -116,6 +116,7 @@ class CallsMixin:
             return self.eval(node.body, cst)
         if is_gen and not run_generator:
             cst.returns = []  # a plain generator: collect what it yields
+            cst.yield_regions = []
         try:
             self.exec_block(node.body, cst)
         except _BlockExit:
@@ -128,8 +129,20 @@ class CallsMixin:
                 ctx = ctx.but(grad_enabled=st.grad_enabled)
             st.ctx = ctx
         if is_gen and not run_generator:
-            return SeqVal(tuple(cst.returns))
+            gen = SeqVal(tuple(cst.returns))
+            self._note_yield_regions(gen, cst.yield_regions, st)
+            return gen
         return join_all(cst.returns)
+
+    def _note_yield_regions(self, gen, seen, st):
+        """A generator that yields inside regions it entered itself (every yield in
+        the same ones, none of them a may region): whoever iterates it runs each
+        step of the loop while the generator is suspended in them."""
+        entered = [tuple(r for r in regs if not any(r is o for o in st.regions)) for regs in seen]
+        first = entered[0] if entered else ()
+        if first and all(len(x) == len(first) and all(a is b for a, b in zip(x, first)) for x in entered) \
+                and not any(r.may for r in first):
+            self._gen_regions[id(gen)] = (gen, first)
 
     def bind_args(self, fv, args, kwargs, scope):
         node = fv.node

@@ -173,6 +173,8 @@ class ExpressionsMixin:
             y.ctx = st.ctx
             raise y
         st.returns.append(v)
+        if st.yield_regions is not None:
+            st.yield_regions.append(st.ctx.regions)
 
     def eval_comprehension(self, e, st):
         scope = Scope(parent=st.scope, module=st.scope.module, func_node=st.scope.func_node)

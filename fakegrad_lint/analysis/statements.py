@@ -105,7 +105,15 @@ class StatementsMixin:
         self.note_loop_module(s, s.iter, it, st)
         item = self.iter_item(it)
         self.assign(s.target, item, st, None)
-        self.exec_branch(s.body, st)
+        held = self._gen_regions.get(id(it))
+        inside = held[1] if held is not None and held[0] is it else ()
+        for region in inside:
+            st.ctx = st.ctx.entering(region)  # the generator is suspended inside them
+        try:
+            self.exec_branch(s.body, st)
+        finally:
+            for region in reversed(inside):
+                st.ctx = st.ctx.leaving(region)
         if isinstance(it, SeqVal) and isinstance(s.target, ast.Name) and _sets_requires_grad(s, s.target.id):
             # `for t in ts: t.requires_grad_()` changes the tensors in the container
             now = st.scope.lookup(s.target.id)
