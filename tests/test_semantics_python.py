@@ -751,6 +751,70 @@ net = nn.Linear(2, 2)
 for shape in batches(2):
     net(torch.ones(shape)).sum().backward()
 """,
+    # ---------------------------- staticmethod(...) called in a class body
+    "staticmethod_call_of_lambda_class_attribute": """
+class Dry:
+    mode_factory = staticmethod(lambda: FakeTensorMode(allow_non_fake_inputs=True))
+
+    def step(self, net):
+        with self.mode_factory():
+            net(torch.ones(1, 2)).sum().backward()  # FGL001
+Dry().step(nn.Linear(2, 2))
+""",
+    "staticmethod_call_of_lambda_null_context_is_safe": """
+class Eager:
+    mode_factory = staticmethod(lambda: contextlib.nullcontext())
+
+    def step(self, net):
+        with self.mode_factory():
+            net(torch.ones(1, 2)).sum().backward()
+Eager().step(nn.Linear(2, 2))
+""",
+    # ------------------------------------------- a registry of plain classes
+    "registry_of_classes_looked_up_by_helper": """
+BACKENDS = {}
+def register(name):
+    def deco(cls):
+        BACKENDS[name] = cls
+        return cls
+    return deco
+def get_backend(name):
+    return BACKENDS[name]()
+@register("fake")
+class FakeBackend:
+    def run(self, fn, *args):
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return fn(*args)
+@register("eager")
+class EagerBackend:
+    def run(self, fn, *args):
+        return fn(*args)
+def step(net):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+get_backend("fake").run(step, nn.Linear(2, 2))
+""",
+    "registry_of_classes_eager_pick_is_safe": """
+BACKENDS = {}
+def register(name):
+    def deco(cls):
+        BACKENDS[name] = cls
+        return cls
+    return deco
+def get_backend(name):
+    return BACKENDS[name]()
+@register("fake")
+class FakeBackend:
+    def run(self, fn, *args):
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return fn(*args)
+@register("eager")
+class EagerBackend:
+    def run(self, fn, *args):
+        return fn(*args)
+def step(net):
+    net(torch.ones(1, 2)).sum().backward()
+get_backend("eager").run(step, nn.Linear(2, 2))
+""",
 }
 
 

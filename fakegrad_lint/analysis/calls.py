@@ -9,6 +9,7 @@ known meaning (``list``, ``dict``, ``super``, ``getattr``, ``zip``...) are here 
 from __future__ import annotations
 
 import ast
+import copy
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _contains_yield
@@ -355,6 +356,11 @@ class CallsMixin:
                 elif isinstance(args[0], ModeVal):
                     args[0].allow = None  # any attribute, maybe the allow flag
             return UNKNOWN
+        if name in ("staticmethod", "classmethod") and len(args) == 1 and isinstance(args[0], FuncVal):
+            # `f = staticmethod(lambda: ...)` in a class body: as the decorator would
+            fv = copy.copy(args[0])
+            fv.kind = "static" if name == "staticmethod" else "class"
+            return fv
         if name == "super":
             fv = st.fv
             cls = args[0] if args and isinstance(args[0], ClassVal) else (fv.cls if fv is not None else None)
