@@ -187,6 +187,7 @@ class Ops:
     binds: dict = field(default_factory=dict)  # Expr (small statement) -> name
     replaces: dict = field(default_factory=dict)  # expression -> expression
     imports: list = field(default_factory=list)  # ImportItem
+    replace_text: dict = field(default_factory=dict)  # expression -> its new text, as written in the file
 
     def _parse_statements(self, code: str, indent: str) -> list:
         config = self.file.config
@@ -221,6 +222,7 @@ class Ops:
         """``node`` becomes the expression ``code``; its continuation lines are written at
         their place in the file (the indentation of the statement that holds ``node``
         is taken off them: libcst adds it back)."""
+        self.replace_text[node] = code
         if "\n" in code:
             line = self.file.positions[self.file.statement_at(_start(self.file.positions[node]))].start.line
             text_line = self.file.text.split("\n", line)[line - 1]
@@ -243,12 +245,31 @@ class Ops:
         return module
 
     def edits(self) -> tuple[Edit, ...]:
-        """The edits that turn the file into the transformed module: :func:`diff_edits`,
-        with the pieces of one replaced expression joined into one edit of its range
-        (``model(x)`` -> ``torch.func.functional_call(...)`` is one edit, as a reader
-        and ``fix.edits`` expect)."""
+        """The edits that turn the file into the transformed module. The statements,
+        names and imports come from :func:`diff_edits` of the module transformed without
+        the replaced expressions; each replaced expression is one edit of its range (as a
+        reader and ``fix.edits`` expect). Checked: applied, they give the transformed
+        module exactly; otherwise the whole diff is used."""
+        from fakegrad_lint.fix.apply import EditError, apply_edits
+
         old = self.file.text
-        raw = diff_edits(old, self.transformed().code)
+        full = self.transformed().code
+        if self.replaces:
+            structure = Ops(self.file, self.inserts, self.one_line, self.as_names, self.binds, {}, self.imports)
+            edits = diff_edits(old, structure.transformed().code) + [
+                Edit(Location(*_start(r)), Location(r.end.line, r.end.column), self.replace_text[n])
+                for n, r in ((n, self.file.positions[n]) for n in self.replaces)]
+            edits.sort(key=lambda e: (e.start, e.end))
+            try:
+                if apply_edits(old, edits) == full:
+                    return tuple(edits)
+            except EditError:
+                pass
+        return self._diffed(old, full)
+
+    def _diffed(self, old: str, full: str) -> tuple[Edit, ...]:
+        """:func:`diff_edits`, with the pieces of one replaced expression joined."""
+        raw = diff_edits(old, full)
         spans = sorted(
             (Location(*_start(r)), Location(r.end.line, r.end.column))
             for r in (self.file.positions[n] for n in self.replaces))
@@ -377,7 +398,41 @@ def diff_edits(old: str, new: str) -> list[Edit]:
             out.append(Edit(_line_start(a, i1), _line_start(a, i2), "".join(b[j1:j2])))
             continue
         out.extend(_token_edits(i1, "".join(a[i1:i2]), "".join(b[j1:j2])))
-    return [_at_line_start(e, a) for e in out]
+    return [piece for e in out for piece in _split_insertion(_at_line_start(e, a), a)]
+
+
+def _split_insertion(edit: Edit, lines: list[str]) -> list[Edit]:
+    """An insertion at the first token of a line whose text starts with whole new
+    statements (``"x_fake = ...\\n    "`` + the rest): those statements become whole new
+    lines above the line, the rest stays an insertion at the token."""
+    if edit.start != edit.end or "\n" not in edit.content or edit.start.row > len(lines):
+        return [edit]
+    line = lines[edit.start.row - 1]
+    indent = line[: len(line) - len(line.lstrip(" \t"))]
+    if edit.start.column != len(indent):
+        return [edit]
+    best = None
+    for m in re.finditer("\n" + re.escape(indent) + r"(?=\S|\Z)", edit.content):
+        if _is_code(edit.content[: m.start()]):
+            best = m
+    if best is None:
+        return [edit]
+    at = Location(edit.start.row, 0)
+    out = [Edit(at, at, indent + edit.content[: best.start()] + "\n")]
+    if best.end() < len(edit.content):
+        out.append(Edit(edit.start, edit.end, edit.content[best.end():]))
+    return out
+
+
+def _is_code(text: str) -> bool:
+    import ast
+    import textwrap
+
+    try:
+        ast.parse(textwrap.dedent(text) if text[:1] in " \t" else text)
+    except (SyntaxError, ValueError):
+        return False
+    return bool(text.strip())
 
 
 def _at_line_start(edit: Edit, lines: list[str]) -> Edit:
@@ -399,9 +454,19 @@ def _token_edits(row0: int, before: str, after: str) -> list[Edit]:
     row_col = [(row0 + 1, 0)]
     for tok in ta:
         row_col.append(_advance(*row_col[-1], tok))
-    return [Edit(Location(*row_col[k1]), Location(*row_col[k2]), "".join(tb[m1:m2]))
-            for op, k1, k2, m1, m2 in difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes()
-            if op != "equal"]
+    out: list[Edit] = []
+    last_k2 = None
+    for op, k1, k2, m1, m2 in difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes():
+        if op == "equal":
+            continue
+        if out and last_k2 == k1 - 1 and not ta[k1 - 1].strip():
+            # two pieces a single blank apart: one edit (`x_fake = ...` is not cut at its blank)
+            prev = out.pop()
+            out.append(Edit(prev.start, Location(*row_col[k2]), prev.content + ta[k1 - 1] + "".join(tb[m1:m2])))
+        else:
+            out.append(Edit(Location(*row_col[k1]), Location(*row_col[k2]), "".join(tb[m1:m2])))
+        last_k2 = k2
+    return out
 
 
 def _line_start(lines: list[str], index: int) -> Location:

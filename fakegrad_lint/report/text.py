@@ -105,6 +105,12 @@ def statistics(ctx: ReportContext) -> str:
     return "\n".join(out) + "\n"
 
 
+_FIX_SUMMARY = {
+    "fix-only": ("Fixed {}.", "No errors fixed."),
+    "diff": ("Would fix {}.", "No errors would be fixed."),
+}
+
+
 def summary(ctx: ReportContext) -> list[str]:
     """The closing lines (nothing under ``--quiet``)."""
     if ctx.quiet:
@@ -114,17 +120,9 @@ def summary(ctx: ReportContext) -> list[str]:
     if ctx.mode == "add-noqa":
         out.append(f"Added {_plural(ctx.added_noqa, 'noqa directive')}.")
         return out
-    if ctx.mode == "fix-only":
-        if ctx.fixed:
-            out.append(f"Fixed {_plural(ctx.fixed, 'error')}.")
-        else:
-            out.append("No errors fixed.")
-        return out
-    if ctx.mode == "diff":
-        if ctx.fixed:
-            out.append(f"Would fix {_plural(ctx.fixed, 'error')}.")
-        else:
-            out.append("No errors would be fixed.")
+    if ctx.mode in _FIX_SUMMARY:  # --fix-only / --diff: what was (or would be) fixed
+        some, none = _FIX_SUMMARY[ctx.mode]
+        out.append(some.format(_plural(ctx.fixed, "error")) if ctx.fixed else none)
         return out
     if n == 0:
         if ctx.mode == "fix" and ctx.fixed:

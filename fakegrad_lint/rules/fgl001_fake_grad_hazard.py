@@ -69,12 +69,11 @@ print(tuple(out.shape))
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-x = torch.randn(4, 3, requires_grad=True)
-with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
-    fx = fake_mode.from_tensor(x)
-    y = (fx * 2).sum()
-    y.backward()
-print(tuple(y.shape))
+weight = torch.randn(3, 3, requires_grad=True)
+with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+    loss = mode.from_tensor(weight).pow(2).mean()  # converted at the boundary
+    loss.backward()
+print(loss.shape)
 """,
         """\
 import torch

@@ -91,23 +91,15 @@ def _user_frame():
     return None
 
 
+def _fake_in(a) -> bool:
+    """``a`` is a FakeTensor, or a list/tuple holding one."""
+    if isinstance(a, _FakeTensor):
+        return True
+    return type(a) in (list, tuple) and any(isinstance(b, _FakeTensor) for b in a)
+
+
 def _has_fake_arg(args, kwargs) -> bool:
-    for a in args:
-        if isinstance(a, _FakeTensor):
-            return True
-        if type(a) in (list, tuple):
-            for b in a:
-                if isinstance(b, _FakeTensor):
-                    return True
-    if kwargs:
-        for a in kwargs.values():
-            if isinstance(a, _FakeTensor):
-                return True
-            if type(a) in (list, tuple):
-                for b in a:
-                    if isinstance(b, _FakeTensor):
-                        return True
-    return False
+    return any(_fake_in(a) for a in args) or bool(kwargs) and any(_fake_in(a) for a in kwargs.values())
 
 
 def _func_name(func) -> str:
