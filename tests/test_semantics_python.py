@@ -533,6 +533,288 @@ try:
 except AssertionError:
     pass
 """,
+    # ------------------------------------------------- setattr with a known name
+    "setattr_allow_flag_after_construction": """
+mode = FakeTensorMode()
+setattr(mode, "allow_non_fake_inputs", True)
+net = nn.Linear(2, 2)
+with mode:
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "setattr_allow_flag_false_stays_strict": """
+mode = FakeTensorMode(allow_non_fake_inputs=True)
+setattr(mode, "allow_non_fake_inputs", False)
+net = nn.Linear(2, 2)
+with mode:
+    net(torch.ones(1, 2)).sum().backward()  # FGL002
+""",
+    "setattr_overrides_loop_sets_flag": """
+def configured(**overrides):
+    mode = FakeTensorMode()
+    for key, value in overrides.items():
+        setattr(mode, key, value)
+    return mode
+net = nn.Linear(2, 2)
+with configured(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "setattr_unknown_name_is_may": """
+import sys
+mode = FakeTensorMode()
+setattr(mode, sys.argv[1], True)
+net = nn.Linear(2, 2)
+with mode:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------------------------------ map / filter
+    "map_lambda_over_real_params": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    norms = list(map(lambda p: p.norm(), net.parameters()))  # FGL001
+    torch.stack(norms).sum().backward()
+""",
+    "map_def_consumed_by_sum": """
+def sq(p):
+    return (p * p).sum()  # FGL001
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    sum(map(sq, net.parameters())).backward()
+""",
+    "map_lambda_metadata_only_is_safe": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    sizes = list(map(lambda p: p.numel(), net.parameters()))
+    torch.zeros(sum(sizes), requires_grad=True).sum().backward()
+""",
+    "map_lambda_over_fake_copies_is_safe": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True) as m:
+    fakes = [m.from_tensor(p) for p in net.parameters()]
+    torch.stack(list(map(lambda p: p.norm(), fakes))).sum().backward()
+""",
+    # --------------------------------------------------- functools.lru_cache
+    "lru_cache_returns_fake_made_in_region": """
+@functools.lru_cache(maxsize=None)
+def mask(n):
+    return torch.ones(n, n)
+net = nn.Linear(3, 3)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    mask(3)
+(net(torch.ones(3, 3)) + mask(3)).sum().backward()  # FGL003
+""",
+    "cache_bare_returns_fake_made_in_region": """
+@functools.cache
+def mask(n):
+    return torch.ones(n, n)
+net = nn.Linear(3, 3)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    mask(3)
+(net(torch.ones(3, 3)) + mask(n=3)).sum().backward()
+(net(torch.ones(3, 3)) + mask(3)).sum().backward()  # FGL003
+""",
+    "lru_cache_other_argument_is_fresh": """
+@functools.lru_cache(maxsize=None)
+def mask(n):
+    return torch.ones(n, n)
+net = nn.Linear(3, 3)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    mask(4)
+(net(torch.ones(3, 3)) + mask(3)).sum().backward()
+""",
+    # ------------------------------------------- torch.autograd.Function.apply
+    "autograd_function_apply_on_real_param": """
+class Clamp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, lo):
+        return x.clamp(lo)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    w = Clamp.apply(net.weight, 0.0)  # FGL001
+    (torch.ones(1, 2) @ w).sum().backward()
+""",
+    "autograd_function_apply_on_fake_copy_is_safe": """
+class Clamp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, lo):
+        return x.clamp(lo)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True) as m:
+    w = Clamp.apply(m.from_tensor(net.weight), 0.0)
+    (torch.ones(1, 2) @ w).sum().backward()
+""",
+    # ------------------------------------- weight_norm & co. return the module
+    "weight_norm_returns_the_real_module": """
+from torch.nn.utils.parametrizations import weight_norm
+layer = weight_norm(nn.Linear(2, 2))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    layer(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "old_weight_norm_returns_the_real_module": """
+layer = torch.nn.utils.weight_norm(nn.Linear(2, 2))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    layer(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "weight_norm_module_built_in_region_is_safe": """
+from torch.nn.utils.parametrizations import weight_norm
+with FakeTensorMode(allow_non_fake_inputs=True):
+    layer = weight_norm(nn.Linear(2, 2))
+    layer(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------------- module casts inside a region
+    "module_double_in_allow_region_is_fake": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net.double()
+    net(torch.ones(1, 2, dtype=torch.float64)).sum().backward()
+""",
+    "module_to_float64_in_allow_region_is_fake": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net = net.to(torch.float64)
+    net(torch.ones(1, 2, dtype=torch.float64)).sum().backward()
+""",
+    "module_float_in_allow_region_stays_real": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net.float()
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "module_double_before_region_stays_real": """
+net = nn.Linear(2, 2)
+net.double()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2, dtype=torch.float64)).sum().backward()  # FGL001
+""",
+    # ----------------------------------- ExitStack over a known list of names
+    "exitstack_enters_each_named_context": """
+FACTORIES = {"grad": lambda: torch.enable_grad(), "fake": lambda: FakeTensorMode(allow_non_fake_inputs=True)}
+def run_context(names):
+    stack = contextlib.ExitStack()
+    for name in names:
+        stack.enter_context(FACTORIES[name]())
+    return stack
+net = nn.Linear(2, 2)
+with run_context(["grad", "fake"]):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "exitstack_names_without_fake_are_safe": """
+FACTORIES = {"grad": lambda: torch.enable_grad(), "fake": lambda: FakeTensorMode(allow_non_fake_inputs=True)}
+def run_context(names):
+    stack = contextlib.ExitStack()
+    for name in names:
+        stack.enter_context(FACTORIES[name]())
+    return stack
+net = nn.Linear(2, 2)
+with run_context(["grad"]):
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "dict_lookup_of_each_known_key": """
+PICK = {"a": nn.Linear(2, 2), "b": nn.Linear(2, 2)}
+with FakeTensorMode(allow_non_fake_inputs=True):
+    for k in ["a", "b"]:
+        PICK[k](torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    # --------------------------- a generator suspended inside its own region
+    "generator_yielding_in_region_runs_consumer_there": """
+def batches(n):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        for _ in range(n):
+            yield torch.ones(1, 2)
+net = nn.Linear(2, 2)
+for x in batches(2):
+    net(x).sum().backward()  # FGL001
+""",
+    "generator_yielding_in_strict_region_crashes_consumer": """
+def batches(n):
+    with FakeTensorMode():
+        for _ in range(n):
+            yield torch.ones(1, 2)
+net = nn.Linear(2, 2)
+for x in batches(2):
+    net(x).sum().backward()  # FGL002
+""",
+    "generator_yielding_after_region_is_not_inside": """
+def batches(n):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        xs = [torch.ones(1, 2) for _ in range(n)]
+    for x in xs:
+        yield x.shape
+net = nn.Linear(2, 2)
+for shape in batches(2):
+    net(torch.ones(shape)).sum().backward()
+""",
+    # ---------------------------- staticmethod(...) called in a class body
+    "staticmethod_call_of_lambda_class_attribute": """
+class Dry:
+    mode_factory = staticmethod(lambda: FakeTensorMode(allow_non_fake_inputs=True))
+
+    def step(self, net):
+        with self.mode_factory():
+            net(torch.ones(1, 2)).sum().backward()  # FGL001
+Dry().step(nn.Linear(2, 2))
+""",
+    "staticmethod_call_of_lambda_null_context_is_safe": """
+class Eager:
+    mode_factory = staticmethod(lambda: contextlib.nullcontext())
+
+    def step(self, net):
+        with self.mode_factory():
+            net(torch.ones(1, 2)).sum().backward()
+Eager().step(nn.Linear(2, 2))
+""",
+    # ------------------------------------------- a registry of plain classes
+    "registry_of_classes_looked_up_by_helper": """
+BACKENDS = {}
+def register(name):
+    def deco(cls):
+        BACKENDS[name] = cls
+        return cls
+    return deco
+def get_backend(name):
+    return BACKENDS[name]()
+@register("fake")
+class FakeBackend:
+    def run(self, fn, *args):
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return fn(*args)
+@register("eager")
+class EagerBackend:
+    def run(self, fn, *args):
+        return fn(*args)
+def step(net):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+get_backend("fake").run(step, nn.Linear(2, 2))
+""",
+    "registry_of_classes_eager_pick_is_safe": """
+BACKENDS = {}
+def register(name):
+    def deco(cls):
+        BACKENDS[name] = cls
+        return cls
+    return deco
+def get_backend(name):
+    return BACKENDS[name]()
+@register("fake")
+class FakeBackend:
+    def run(self, fn, *args):
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return fn(*args)
+@register("eager")
+class EagerBackend:
+    def run(self, fn, *args):
+        return fn(*args)
+def step(net):
+    net(torch.ones(1, 2)).sum().backward()
+get_backend("eager").run(step, nn.Linear(2, 2))
+""",
 }
 
 

@@ -9,6 +9,7 @@ known meaning (``list``, ``dict``, ``super``, ``getattr``, ``zip``...) are here 
 from __future__ import annotations
 
 import ast
+import copy
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _contains_yield
@@ -16,7 +17,7 @@ from fakegrad_lint.analysis.context import CallSite
 from fakegrad_lint.analysis.state import MAX_DEPTH, Scope, _BlockExit
 from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, _arg_exprs, _dict_val, _interesting, _is_none_const,
     _is_tensorish)
-from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
+from fakegrad_lint.analysis.values import (UNKNOWN, AutogradApply, BoundMethod, ClassVal, ConstVal, CtxVal, ModeVal, DecoratorVal,
     ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, ModRef, ModuleVal, PartialVal, ProjModVal, SeqVal, SuperVal,
     TracedFn, TransformVal, TVal, join, join_all, union)
 
@@ -53,6 +54,27 @@ class CallsMixin:
     def call_function(self, fv, args, kwargs, st, *more, **options):
         """Run ``fv`` (see ``_call_function``); a function of another project
         module runs with that module's file as the current one."""
+        if fv.memo:
+            return self._call_memoised(fv, args, kwargs, st, *more, **options)
+        return self._call_in_module(fv, args, kwargs, st, *more, **options)
+
+    def _call_memoised(self, fv, args, kwargs, st, *more, **options):
+        """``@functools.lru_cache``: a call whose arguments equal (as known constants)
+        those of an earlier call returns that call's result object, made wherever it
+        was made (a fake computed in a region comes back outside it)."""
+        key = None
+        if all(isinstance(a, ConstVal) for a in list(args) + list(kwargs.values())):
+            key = (tuple(_const_key(a.value) for a in args),
+                   tuple(sorted((k, _const_key(v.value)) for k, v in kwargs.items())))
+        seen = self._memo_results.setdefault(fv.node, {})
+        if key is not None and key in seen:
+            return seen[key]
+        res = self._call_in_module(fv, args, kwargs, st, *more, **options)
+        if key is not None:
+            seen[key] = res
+        return res
+
+    def _call_in_module(self, fv, args, kwargs, st, *more, **options):
         ctx = self._scope_ctx.get(getattr(fv.scope, "module", None)) if self.project is not None else None
         if ctx is None or ctx is self.ctx:
             return self._call_function(fv, args, kwargs, st, *more, **options)
@@ -95,6 +117,7 @@ class CallsMixin:
             return self.eval(node.body, cst)
         if is_gen and not run_generator:
             cst.returns = []  # a plain generator: collect what it yields
+            cst.yield_regions = []
         try:
             self.exec_block(node.body, cst)
         except _BlockExit:
@@ -107,8 +130,20 @@ class CallsMixin:
                 ctx = ctx.but(grad_enabled=st.grad_enabled)
             st.ctx = ctx
         if is_gen and not run_generator:
-            return SeqVal(tuple(cst.returns))
+            gen = SeqVal(tuple(cst.returns))
+            self._note_yield_regions(gen, cst.yield_regions, st)
+            return gen
         return join_all(cst.returns)
+
+    def _note_yield_regions(self, gen, seen, st):
+        """A generator that yields inside regions it entered itself (every yield in
+        the same ones, none of them a may region): whoever iterates it runs each
+        step of the loop while the generator is suspended in them."""
+        entered = [tuple(r for r in regs if not any(r is o for o in st.regions)) for regs in seen]
+        first = entered[0] if entered else ()
+        if first and all(len(x) == len(first) and all(a is b for a, b in zip(x, first)) for x in entered) \
+                and not any(r.may for r in first):
+            self._gen_regions[id(gen)] = (gen, first)
 
     def bind_args(self, fv, args, kwargs, scope):
         node = fv.node
@@ -252,6 +287,10 @@ class CallsMixin:
             return TVal(frozenset(), region.mode) if region is not None else TVal()
         if isinstance(callee, DecoratorVal):
             return args[0] if args else UNKNOWN
+        if isinstance(callee, AutogradApply):
+            exprs = list(e.args) if len(e.args) == len(args) else [None] * len(args)
+            ops = [(a, x) for a, x in zip(args, exprs) if _is_tensorish(a)]
+            return self.op(e, ops, st) if ops else UNKNOWN
         if isinstance(callee, MaybeVal):
             opts = [o for o in callee.options if not _is_none_const(o)]
             if opts and all(isinstance(o, ModuleVal) for o in opts):
@@ -304,10 +343,24 @@ class CallsMixin:
             if isinstance(a, SeqVal) and not a.is_dict:
                 return SeqVal(a.items, a.elts if name in ("list", "tuple") else None)
             return SeqVal((self.iter_item(a),))
-        if name in ("setattr", "object.__setattr__") and len(args) == 3 and isinstance(args[1], ConstVal):
-            if isinstance(args[0], (InstanceVal, ModuleVal, ClassVal)) and isinstance(args[1].value, str):
-                args[0].attrs[args[1].value] = args[2]  # (a frozen dataclass's __post_init__)
+        if name in ("setattr", "object.__setattr__") and len(args) == 3:
+            # an attribute assignment with the name as data (a frozen dataclass's
+            # __post_init__, "apply these overrides" helpers)
+            names = args[1].options if isinstance(args[1], MaybeVal) and args[1].each else (args[1],)
+            for n in names:
+                if isinstance(n, ConstVal) and isinstance(n.value, str):
+                    val = args[2]
+                    if isinstance(val, MaybeVal) and len(val.options) == len(names) and len(names) > 1:
+                        val = val.options[names.index(n)]
+                    self.set_attribute(e.args[0] if e.args else None, args[0], n.value, val, e, st)
+                elif isinstance(args[0], ModeVal):
+                    args[0].allow = None  # any attribute, maybe the allow flag
             return UNKNOWN
+        if name in ("staticmethod", "classmethod") and len(args) == 1 and isinstance(args[0], FuncVal):
+            # `f = staticmethod(lambda: ...)` in a class body: as the decorator would
+            fv = copy.copy(args[0])
+            fv.kind = "static" if name == "staticmethod" else "class"
+            return fv
         if name == "super":
             fv = st.fv
             cls = args[0] if args and isinstance(args[0], ClassVal) else (fv.cls if fv is not None else None)
@@ -334,6 +387,19 @@ class CallsMixin:
                     items.append(self.iter_item(it))
             items += list(kwargs.values())
             return SeqVal(tuple(items), is_dict=True)
+        if name in ("map", "filter") and len(args) >= 2 and not kwargs:
+            # the function runs on each item (lazily, but whoever consumes the
+            # iterator does so where it is consumed: sum/list/for right here)
+            items = [self.iter_item(a) for a in args[1:]]
+            if name == "filter":
+                items = items[:1]
+            if isinstance(args[0], FuncVal):
+                out = self.call_function(args[0], items, {}, st, site=(e, list(e.args[1:]), items))
+            elif _is_none_const(args[0]):
+                out = UNKNOWN
+            else:
+                out = self.call_value(e, args[0], items, {}, st, func_expr=None)
+            return SeqVal((items[0] if name == "filter" else out,))
         if name == "next" and args:
             return self.iter_item(args[0])
         if name == "enumerate" and args:
@@ -356,3 +422,8 @@ class CallsMixin:
         if name in ("max", "min", "abs") and args and any(_is_tensorish(a) for a in args):
             return self.op(e, [(a, None) for a in args], st, differentiable=name == "abs")
         return UNKNOWN
+
+
+def _const_key(v):
+    """A constant as a cache key (equal as Python's dict keys are; other objects by identity)."""
+    return (v if isinstance(v, (int, float, str, bytes, bool, type(None))) else id(v))

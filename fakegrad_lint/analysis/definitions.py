@@ -64,7 +64,9 @@ class DefinitionsMixin:
         if isinstance(dec, ast.Call):
             callee = self.eval(dec.func, st)
             args, kwargs = self.eval_args(dec, st)
-            if isinstance(callee, ModRef):
+            if isinstance(callee, ModRef) and callee.qualname in N.MEMO_DECORATORS:
+                dv = callee  # `@lru_cache(maxsize=...)`: the options do not change what it keeps
+            elif isinstance(callee, ModRef):
                 dv = self.call_qualname(dec, callee.qualname, args, kwargs, st)
             else:
                 dv = self.call_forced(dec, callee, args, kwargs, st)  # a decorator factory
@@ -88,6 +90,8 @@ class DefinitionsMixin:
                     f.kind = "class"
                 elif q in N.PROPERTY_DECORATORS:
                     f.kind = "property"
+                elif q in N.MEMO_DECORATORS:
+                    f.memo = True
             return f
         if isinstance(dv, CtxVal):
             if dv.kind == "grad_off" and isinstance(f, FuncVal):

@@ -17,7 +17,7 @@ from fakegrad_lint.analysis.state import Scope, YieldReached
 from fakegrad_lint.analysis.valueops import (_NONCONST, _compare, _dict_val, _fold_strings, _FormattedPart,
     _is_tensorish, _truth, _values_of)
 from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, ExportedProgramVal, FieldVal,
-    FuncVal, InstanceVal, LazyImport, MaybeVal, ModeVal, ModRef, ModuleVal, Origin, ProjModVal, SeqVal, SuperVal,
+    FuncVal, InstanceVal, LazyImport, MaybeVal, ModeVal, ModRef, ModuleVal, Origin, AutogradApply, ProjModVal, SeqVal, SuperVal,
     TVal, Value, join, union, union_all)
 
 
@@ -173,6 +173,8 @@ class ExpressionsMixin:
             y.ctx = st.ctx
             raise y
         st.returns.append(v)
+        if st.yield_regions is not None:
+            st.yield_regions.append(st.ctx.regions)
 
     def eval_comprehension(self, e, st):
         scope = Scope(parent=st.scope, module=st.scope.module, func_node=st.scope.func_node)
@@ -214,6 +216,14 @@ class ExpressionsMixin:
             if isinstance(idx, ConstVal):
                 v = obj.lookup(idx.value)
                 return v if v is not None else UNKNOWN  # a KeyError, or a key added later
+            if isinstance(idx, MaybeVal) and idx.options and all(isinstance(o, ConstVal) for o in idx.options):
+                # one of (or each of) several known keys: their values
+                found = [obj.lookup(o.value) for o in idx.options]
+                out = None
+                for v in found:
+                    v = UNKNOWN if v is None else v
+                    out = v if out is None else (union(out, v) if idx.each else join(out, v))
+                return out
             # an unknown key: one of the values
             out = None
             for v in obj.elts or ():
@@ -300,6 +310,8 @@ class ExpressionsMixin:
                 return TVal(frozenset(), obj.mode, may_fake=obj.may_fake)
             return UNKNOWN
         if isinstance(obj, ClassVal):
+            if attr == "apply" and obj.lookup_method("apply") is None and _is_autograd_function(obj):
+                return AutogradApply(obj)
             m = obj.methods.get(attr)
             if m is not None:
                 return BoundMethod(m, obj) if isinstance(m, FuncVal) and m.kind == "class" else m
@@ -324,6 +336,15 @@ class ExpressionsMixin:
                 return ConstVal(obj.allow) if obj.allow is not None else UNKNOWN
             return UNKNOWN
         return UNKNOWN
+
+
+def _is_autograd_function(cls):
+    """A subclass of ``torch.autograd.Function`` (through classes of the file too)."""
+    for c in cls.mro or (cls,):
+        for b in getattr(c, "bases", ()) or ():
+            if isinstance(b, ModRef) and b.qualname in N.AUTOGRAD_FUNCTION_BASES:
+                return True
+    return False
 
 
 # expression type -> the method that evaluates it (types not listed are unknown)

@@ -15,7 +15,7 @@ from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import _disable_module_origins, _fake_copy, _is_meta, _set_requires_grad
 from fakegrad_lint.analysis.valueops import _arg_exprs, _dict_val, _kw_false, _kw_true, _operands, _values_of
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, ExitStackVal,
-    ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModuleVal, OptimizerVal, Origin, PartialVal, SeqVal,
+    ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, PartialVal, SeqVal,
     SuperVal, TVal)
 
 
@@ -312,15 +312,16 @@ class MethodCallsMixin:
             # real (uninitialised) outside it, whatever the module held before
             region = st.active_region()
             if region is not None:
-                mod.mode = region.mode
-                mod.may_fake = region.may or bool(st.may)
-                mod.fake_out = mod.fake_out or (mod.origin is not None and mod.cls is None)
-                # its submodules and tensors are converted with it
-                mod.attrs.update((k, _fake_copy(x, region.mode)) for k, x in list(mod.attrs.items())
-                                 if isinstance(x, (ModuleVal, TVal, SeqVal)))
+                _fakify_in_region(mod, region, st)
             elif mod.meta or (mod.origin is None and mod.mode is not None):
                 _materialize(mod, e.lineno)
             return mod
+        if _is_dtype_cast(name, args, kwargs):
+            # new parameters made from the old ones: an allowing mode's fakes in a region
+            region = st.active_region()
+            if region is not None and st.allow_of(region.mode) is True and not st.may:
+                _fakify_in_region(mod, region, st)
+                return mod
         if name == "requires_grad_":
             # in place, on every parameter: the module (and what was taken from it) is
             # frozen or unfrozen from here on
@@ -379,3 +380,24 @@ class MethodCallsMixin:
         diff = name not in N.NON_DIFFERENTIABLE_METHODS
         operands = [(recv, e.func.value)] + _operands(e, args, kwargs)
         return self.op(e, operands, st, differentiable=diff)
+
+
+def _fakify_in_region(mod, region, st):
+    """Every parameter of ``mod`` replaced by a new tensor made under ``region``'s
+    mode (``to_empty``, a dtype cast): the module holds fakes from here on."""
+    mod.mode = region.mode
+    mod.may_fake = region.may or bool(st.may)
+    mod.fake_out = mod.fake_out or (mod.origin is not None and mod.cls is None)
+    # its submodules and tensors are converted with it
+    mod.attrs.update((k, _fake_copy(x, region.mode)) for k, x in list(mod.attrs.items())
+                     if isinstance(x, (ModuleVal, TVal, SeqVal)))
+
+
+def _is_dtype_cast(name, args, kwargs):
+    """``m.double()``, ``m.half()``, ``m.to(torch.float64)``: a cast away from float32."""
+    if name in N.MODULE_DTYPE_CASTS and not args and not kwargs:
+        return True
+    if name == "to":
+        given = list(args) + [kwargs.get("dtype")]
+        return any(isinstance(a, ModRef) and a.qualname in N.NON_DEFAULT_FLOAT_DTYPES for a in given)
+    return False

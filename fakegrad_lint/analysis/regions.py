@@ -47,6 +47,13 @@ class RegionsMixin:
         """Enter a context manager value: ``st.ctx`` becomes the context inside it; its undo,
         a function of the state that leaves it, goes on ``undo``.
         ``may``: the value is entered on some paths only (its region proves nothing)."""
+        if isinstance(cm, MaybeVal) and cm.each and not st.may:
+            # each of several (a loop over a known list entering every item): all of
+            # them are entered, in order
+            for o in cm.options:
+                if not _is_none_const(o):
+                    self.enter(o, st, undo, None, index, None, None, may=may)
+            return UNKNOWN
         if isinstance(cm, MaybeVal):
             opts = [o for o in cm.options if not _is_none_const(o)]
             modes = [o for o in opts if isinstance(o, ModeVal)]

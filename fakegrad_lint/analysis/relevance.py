@@ -256,6 +256,9 @@ class RelevanceMixin:
         if depth and isinstance(v, FuncVal) and v.node is not node and self._matter.get(v.node, None) is not False:
             return self._may_matter(v.node, self._lines_of(v),
                                     self._scope_ctx.get(getattr(v.scope, "module", None), self.ctx))
+        if depth and isinstance(v, ClassVal) and not v.is_module:
+            # a registry of classes (backends, plugins): one whose methods matter
+            return any(self._registry_matters(m, node, depth) for m in v.methods.values() if isinstance(m, FuncVal))
         return False
 
 

@@ -73,7 +73,7 @@ class State:
     """Where the interpreter is: the scope, the dispatch context (one immutable
     value, ``ctx``) and the call stack."""
 
-    __slots__ = ("scope", "ctx", "returns", "depth", "stack", "self_val", "sites", "cur", "fv")
+    __slots__ = ("scope", "ctx", "returns", "depth", "stack", "self_val", "sites", "cur", "fv", "yield_regions")
 
     def __init__(self, scope):
         self.scope = scope
@@ -85,6 +85,7 @@ class State:
         self.sites: tuple[CallSite, ...] = ()  # one per descent into a function
         self.cur = None  # (block, index) of the statement being executed
         self.fv = None  # the FuncVal being run
+        self.yield_regions = None  # a plain generator's run: the regions active at each yield
 
     def child(self, scope):
         c = State(scope)

@@ -105,7 +105,15 @@ class StatementsMixin:
         self.note_loop_module(s, s.iter, it, st)
         item = self.iter_item(it)
         self.assign(s.target, item, st, None)
-        self.exec_branch(s.body, st)
+        held = self._gen_regions.get(id(it))
+        inside = held[1] if held is not None and held[0] is it else ()
+        for region in inside:
+            st.ctx = st.ctx.entering(region)  # the generator is suspended inside them
+        try:
+            self.exec_branch(s.body, st)
+        finally:
+            for region in reversed(inside):
+                st.ctx = st.ctx.leaving(region)
         if isinstance(it, SeqVal) and isinstance(s.target, ast.Name) and _sets_requires_grad(s, s.target.id):
             # `for t in ts: t.requires_grad_()` changes the tensors in the container
             now = st.scope.lookup(s.target.id)
@@ -311,18 +319,7 @@ class StatementsMixin:
                 # `p.grad = g`: a gradient computed under a fake mode (torch.func.grad)
                 # becomes the real parameter's grad, with no backward (HAZARD 17)
                 self.sink(val, ".grad assignment", target, st)
-            if isinstance(obj, (InstanceVal, ModuleVal, ClassVal)):
-                obj.attrs[target.attr] = val
-            elif isinstance(obj, ModeVal) and target.attr == "allow_non_fake_inputs":
-                if isinstance(val, ConstVal):
-                    obj.allow = bool(val.value)
-            elif target.attr == "requires_grad" and isinstance(obj, TVal) and obj.mode is None:
-                if isinstance(val, ConstVal) and val.value is True:
-                    new = TVal(obj.origins | {Origin(dotted_name(target.value) or "tensor", "tensor", target.lineno)}, None, obj.leaks)
-                    self.rebind(target.value, new, st)
-                elif isinstance(val, ConstVal) and val.value is False:
-                    _disable_module_origins(obj)
-                    self.rebind(target.value, TVal(frozenset(), None, obj.leaks), st)
+            self.set_attribute(target.value, obj, target.attr, val, target, st)
         elif t is ast.Subscript:
             obj = self.eval(target.value, st)
             key = self.eval(target.slice, st)
@@ -334,6 +331,27 @@ class StatementsMixin:
                 self.rebind(target.value, SeqVal(obj.items + (val,), is_dict=obj.is_dict), st)
         elif t is ast.Starred:
             self.assign(target.value, val, st, value_node)
+
+    def set_attribute(self, obj_expr, obj, attr, val, node, st):
+        """``obj.attr = val`` (also ``setattr(obj, "attr", val)``): an object's
+        attribute, a mode's ``allow_non_fake_inputs`` (read when the mode is entered),
+        a tensor's ``requires_grad``."""
+        if isinstance(obj, (InstanceVal, ModuleVal, ClassVal)):
+            obj.attrs[attr] = val
+        elif isinstance(obj, ModeVal) and attr == "allow_non_fake_inputs":
+            if isinstance(val, ConstVal):
+                obj.allow = bool(val.value)
+                if obj.desc.startswith("FakeTensorMode("):
+                    obj.desc = "FakeTensorMode(allow_non_fake_inputs=True)" if obj.allow else "FakeTensorMode()"
+            else:
+                obj.allow = None  # an unknown value: the verdict is unknown
+        elif attr == "requires_grad" and isinstance(obj, TVal) and obj.mode is None:
+            if isinstance(val, ConstVal) and val.value is True:
+                new = TVal(obj.origins | {Origin(dotted_name(obj_expr) or "tensor", "tensor", node.lineno)}, None, obj.leaks)
+                self.rebind(obj_expr, new, st)
+            elif isinstance(val, ConstVal) and val.value is False:
+                _disable_module_origins(obj)
+                self.rebind(obj_expr, TVal(frozenset(), None, obj.leaks), st)
 
     def rebind(self, expr, val, st):
         """A change to the object a name holds (``d[k] = v``, ``x.requires_grad_()``):

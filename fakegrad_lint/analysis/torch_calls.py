@@ -233,6 +233,11 @@ class TorchCallsMixin:
         first = args[0] if args else UNKNOWN
         if q in N.DEEPCOPY or q in N.MODULE_DEEPCOPYING_WRAPPERS:
             return self.deepcopy(e, first, st)
+        if q in N.RETURNS_MODULE_GIVEN:
+            # the same module (made over in a region, its new parameters are mixed: unknown)
+            if isinstance(first, ModuleVal) and (st.active_region() is None or not first.is_real()):
+                return first
+            return UNKNOWN
         if q in N.SHALLOW_COPY:
             return first if isinstance(first, ModuleVal) else UNKNOWN  # the same parameters
         if q in N.IMPORT_MODULE:

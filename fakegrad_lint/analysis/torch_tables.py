@@ -80,6 +80,30 @@ MAKE_FX = frozenset({"torch.fx.experimental.proxy_tensor.make_fx", "torch.fx.exp
 DEEPCOPY = frozenset({"copy.deepcopy"})
 # shallow copies: a new object holding the same parameters
 SHALLOW_COPY = frozenset({"copy.copy"})
+# functions that change a module in place and return that same module (its
+# parameters, old and new, are real when it is): weight and spectral norm,
+# parametrizations, pruning
+RETURNS_MODULE_GIVEN = frozenset(
+    {
+        "torch.nn.utils.weight_norm",
+        "torch.nn.utils.weight_norm.weight_norm",
+        "torch.nn.utils.remove_weight_norm",
+        "torch.nn.utils.spectral_norm",
+        "torch.nn.utils.spectral_norm.spectral_norm",
+        "torch.nn.utils.remove_spectral_norm",
+        "torch.nn.utils.parametrizations.weight_norm",
+        "torch.nn.utils.parametrizations.spectral_norm",
+        "torch.nn.utils.parametrizations.orthogonal",
+        "torch.nn.utils.parametrize.register_parametrization",
+        "torch.nn.utils.parametrize.remove_parametrizations",
+        "torch.nn.utils.prune.identity",
+        "torch.nn.utils.prune.random_unstructured",
+        "torch.nn.utils.prune.l1_unstructured",
+        "torch.nn.utils.prune.random_structured",
+        "torch.nn.utils.prune.ln_structured",
+        "torch.nn.utils.prune.remove",
+    }
+)
 # wrappers that hold a deep copy of the module they are given (its own parameters,
 # real outside a region, fake when copied under an allowing mode)
 MODULE_DEEPCOPYING_WRAPPERS = frozenset({"torch.optim.swa_utils.AveragedModel"})
@@ -286,6 +310,14 @@ TRANSPARENT_DECORATORS = frozenset(
         "torch._dynamo.disable",
     }
 )
+# custom autograd functions: `Cls.apply(*args)` runs `Cls.forward(ctx, *args)` (no ctx
+# when the class defines `setup_context`) and records the class's backward
+AUTOGRAD_FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function",
+                                     "torch.autograd.function.InplaceFunction"})
+
+# decorators (bare or called with options) that memoise: a later call with equal
+# arguments returns the first call's result object
+MEMO_DECORATORS = frozenset({"functools.lru_cache", "functools.cache"})
 STATIC_DECORATORS = frozenset({"builtins.staticmethod"})
 CLASS_DECORATORS = frozenset({"builtins.classmethod"})
 PROPERTY_DECORATORS = frozenset({"builtins.property", "functools.cached_property"})
@@ -322,6 +354,13 @@ MODULE_SELF_METHODS = frozenset(
     }
 )
 TENSOR_SELF_METHODS = frozenset({"requires_grad_"})
+# module casts away from the default float32: every parameter is a new tensor, so
+# under an allowing mode the module's parameters become the mode's fakes (a cast
+# to the dtype it has, `.float()`, `.to("cpu")`, leaves them as they were)
+MODULE_DTYPE_CASTS = frozenset({"double", "half", "bfloat16"})
+NON_DEFAULT_FLOAT_DTYPES = frozenset(
+    {"torch.float64", "torch.double", "torch.float16", "torch.half", "torch.bfloat16"}
+)
 MODULE_PARAM_ATTRS = frozenset(
     {"weight", "bias", "in_proj_weight", "in_proj_bias", "weight_ih_l0", "weight_hh_l0"}
 )

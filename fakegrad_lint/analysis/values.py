@@ -238,6 +238,7 @@ class FuncVal(Value):
     defaults: list = field(default_factory=list)
     kw_defaults: dict = field(default_factory=dict)
     wrapped: "FuncVal | None" = None  # a decorator's wrapper: the function it was given
+    memo: bool = False  # functools.lru_cache / cache: equal arguments give the first result
 
 
 @dataclass(eq=False)
@@ -372,6 +373,15 @@ class PartialVal(Value):
 
     def __init__(self, func, args, kwargs):
         self.func, self.args, self.kwargs = func, args, kwargs
+
+
+class AutogradApply(Value):
+    """``Cls.apply`` of a ``torch.autograd.Function`` subclass: a call is one
+    differentiable op on its tensor arguments (its ``forward`` dispatches on them and
+    its ``backward`` sends gradients back to them)."""
+
+    def __init__(self, cls):
+        self.cls = cls
 
 
 class DecoratorVal(Value):
