@@ -329,17 +329,10 @@ def _check(args) -> int:
         stdout_tty = sys.stdout.isatty()
     except (AttributeError, ValueError):
         stdout_tty = False
-    findings = result.findings
-    ctx = report.ReportContext(
-        findings=findings,
+    ctx = report.ReportContext.from_run(
+        result,
+        options,
         errors=errors,
-        mode=mode,
-        unsafe_fixes=st.unsafe_fixes,
-        fixed=sum(r.fixed for r in result.results),
-        fixed_by_file={r.path: r.fixed for r in result.results if r.fixed},
-        hidden_unsafe_fixes=sum(r.hidden_unsafe for r in result.results),
-        diffs=[r.diff for r in result.results if r.diff],
-        added_noqa=sum(r.added_noqa for r in result.results),
         show_source=(stdout_tty and args.color != "never") or args.color == "always"
         or (args.color == "auto" and bool(os.environ.get("FORCE_COLOR"))),
         color=color,
@@ -347,8 +340,6 @@ def _check(args) -> int:
         quiet=args.quiet,
         show_fixes=args.show_fixes,
         show_trace=args.show_trace,
-        files_checked=result.files_checked,
-        source_provider=report.source_provider_for(result.results),
     )
     text = report.render(st.output_format, ctx)
     if args.show_fixes and st.output_format in ("text", "concise"):
@@ -368,7 +359,7 @@ def _check(args) -> int:
         return EXIT_CLEAN
     if mode == "diff":
         return EXIT_FINDINGS if ctx.diffs else EXIT_CLEAN
-    return EXIT_FINDINGS if findings else EXIT_CLEAN
+    return EXIT_FINDINGS if ctx.findings else EXIT_CLEAN
 
 
 def _emit(args, text: str, fixed_bytes: bytes | None, mode: str) -> None:

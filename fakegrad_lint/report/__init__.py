@@ -108,6 +108,27 @@ class ReportContext:
     source_provider: Callable[[str, int | None], list[str]] | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
+    @classmethod
+    def from_run(cls, result, options, **display) -> ReportContext:
+        """The context of one engine run (``engine.process.run``'s result and the
+        ``Options`` it ran with): the mode and the fix safety are the run's own, so a
+        front end states them once, to the engine; ``display`` holds the rest
+        (errors, color, quiet, ...)."""
+        rs = result.results
+        return cls(
+            findings=result.findings,
+            mode=options.mode,
+            unsafe_fixes=options.unsafe_fixes,
+            fixed=sum(r.fixed for r in rs),
+            fixed_by_file={r.path: r.fixed for r in rs if r.fixed},
+            hidden_unsafe_fixes=sum(r.hidden_unsafe for r in rs),
+            diffs=[r.diff for r in rs if r.diff],
+            added_noqa=sum(r.added_noqa for r in rs),
+            files_checked=result.files_checked,
+            source_provider=source_provider_for(rs),
+            **display,
+        )
+
     def source_lines(self, filename: str, cell: int | None = None) -> list[str]:
         key = (filename, cell)
         if key not in self._cache:
