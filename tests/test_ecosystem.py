@@ -123,7 +123,7 @@ def test_codemod_is_found_through_the_libcst_config(tmp_path, cli_fixed):
     shutil.copyfile(FIXTURES_DIR / name, folder / name)
     (folder / ".libcst.codemod.yaml").write_text(
         "generated_code_marker: '@generated'\nformatter: ['cat']\nblacklist_patterns: []\n"
-        "modules:\n- 'fakegrad_lint'\nrepo_root: '.'\n", encoding="utf-8")
+        "modules:\n- 'fakegrad_lint.integrations'\nrepo_root: '.'\n", encoding="utf-8")
     proc = _run("-m", "libcst.tool", "codemod", "codemod.FixFakeGrad", "--no-format", "--hide-progress", name,
                 cwd=folder)
     assert proc.returncode == 0, proc.stderr

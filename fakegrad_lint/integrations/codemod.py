@@ -5,7 +5,7 @@
     python -m libcst.tool codemod -x fakegrad_lint.integrations.codemod.FixFakeGrad --no-format PATHS
     python -m libcst.tool codemod -x fakegrad_lint.integrations.codemod.FixFakeGrad --no-format --unsafe-fixes PATHS
 
-(``-x`` takes the command as a module path; without it, list ``fakegrad_lint`` under
+(``-x`` takes the command as a module path; without it, list ``fakegrad_lint.integrations`` under
 ``modules`` in ``.libcst.codemod.yaml`` and run ``codemod codemod.FixFakeGrad``.
 ``--no-format`` keeps the file as fixed, as the CLI writes it; without it libcst
 runs the configured formatter, ``black`` by default.)
