@@ -263,6 +263,7 @@ def cli(*args, cwd, env=None):
     )
 
 
+@pytest.mark.slow  # a whole-corpus run: slow tier (CI runs it)
 def test_concurrent_cli_runs_do_not_corrupt(tree, tmp_path):
     cdir = tmp_path / "shared-cache"
     args = ["--isolated", "--output-format", "json", "--cache-dir", str(cdir), "-j", "1", "."]

@@ -126,7 +126,8 @@ def _lint(text: str, name: str):
 
 
 @needs_patch
-@pytest.mark.parametrize("how", ["cr", pytest.param("crlf", marks=pytest.mark.slow), "mixed"])
+@pytest.mark.slow  # every fixture linted and fixed three times over: slow tier (CI runs it)
+@pytest.mark.parametrize("how", ["cr", "crlf", "mixed"])
 def test_every_fixture_in_every_newline(tmp_path, monkeypatch, how):
     monkeypatch.chdir(tmp_path)
     originals, fixed, diffs = {}, {}, []

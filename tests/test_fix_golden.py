@@ -167,6 +167,7 @@ def test_golden_no_longer_has_the_fixed_findings(path):
     assert got <= left, f"{path.name}: the fix introduced findings:\n{show(got - left)}"
 
 
+@pytest.mark.slow  # fixes every fixture twice: slow tier (CI runs it)
 @pytest.mark.parametrize("path", FIXTURES, ids=[p.name for p in FIXTURES])
 def test_safe_only_fix_differs_exactly_for_unsafe_fixes(fixed_safe, applicabilities, path):
     kinds = applicabilities[path.name]
@@ -186,6 +187,7 @@ def test_every_fixability_is_represented(applicabilities):
     assert {"safe", "unsafe"} <= kinds, kinds  # otherwise the test above checks one side only
 
 
+@pytest.mark.slow  # a whole-corpus run: slow tier (CI runs it)
 def test_diff_writes_nothing_and_patch_reproduces_the_goldens(tmp_path):
     if shutil.which("patch") is None:
         pytest.skip("no patch executable")

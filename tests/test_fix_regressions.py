@@ -240,6 +240,7 @@ def test_second_fix_changes_nothing(fixed):
     assert {name: (folder / name).read_bytes() for name in PROGRAMS} == before
 
 
+@pytest.mark.slow  # a whole-corpus run: slow tier (CI runs it)
 def test_huge_line_gets_no_fix_and_says_why(tmp_path):
     """A 1 MB line: no fix is offered, at once (libcst's parser would take half a
     minute on it), and the finding says why."""

@@ -95,6 +95,7 @@ def test_plugin_is_registered_with_flake8():
     assert "fakegrad-lint" in proc.stdout
 
 
+@pytest.mark.slow  # a whole-corpus run: slow tier (CI runs it)
 def test_fixture_corpus_default_selection_matches_cli(fixture_paths):
     _, results, stderr = flake8("-j", "1", *fixture_paths)
     assert "error" not in stderr, stderr

@@ -77,6 +77,7 @@ def check_tree(tree: str, monkeypatch, expect_findings: bool):
     return a["stats"]
 
 
+@pytest.mark.slow  # a whole-corpus run: slow tier (CI runs it)
 def test_fixture_corpus(monkeypatch, tmp_path):
     # the fixtures all pass the prefilter; add look-alikes that must not
     tree = tmp_path / "corpus"

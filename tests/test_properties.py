@@ -313,6 +313,7 @@ safe_args = st.tuples(
 )
 
 
+@pytest.mark.slow  # 200 generated programs: slow tier (CI runs it)
 @settings(PROPS, max_examples=200)
 @given(hazard_args)
 def test_generated_hazards_get_the_right_verdict(args):
@@ -379,6 +380,7 @@ def check_fix_properties(text: str) -> None:
         assert remaining[_key(f)] <= unfixable[_key(f)], (f, outcome.text)
 
 
+@pytest.mark.slow  # generated programs fixed and re-linted: slow tier (CI runs it)
 @PROPS
 @given(hazard_args)
 def test_fix_properties_on_generated_hazards(args):

@@ -63,6 +63,7 @@ def cuda_available():
     return torch.cuda.is_available()
 
 
+@pytest.mark.slow  # a whole-corpus run: slow tier (CI runs it)
 @needs_torch
 def test_confirmed_hazard_missed_helper_and_confirmed_crash_json(tmp_path):
     write(

@@ -46,7 +46,17 @@ def test_corpora_are_there():
     assert counts["fixtures"] >= 48 and counts["tests/data/fix_cases"] >= 30
 
 
-@pytest.mark.parametrize("fixture", FIXTURES, ids=[p.relative_to(snap.REPO_ROOT).as_posix() for p in FIXTURES])
+# the older unseen/held-out corpora's snapshots run in the slow tier (CI runs it);
+# the rule corpus, the fix cases and the notebooks stay in the default run
+_SLOW_FOLDERS = ("fixtures/unseen/", "fixtures/heldout/")
+_PARAMS = [
+    pytest.param(p, id=p.relative_to(snap.REPO_ROOT).as_posix(),
+                 marks=[pytest.mark.slow] if p.relative_to(snap.REPO_ROOT).as_posix().startswith(_SLOW_FOLDERS) else [])
+    for p in FIXTURES
+]
+
+
+@pytest.mark.parametrize("fixture", _PARAMS)
 def test_snapshot(rendered, fixture):
     now = rendered(fixture)
     stored = snap.read(snap.snapshot_path(fixture))
