@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def found(source: str, name: str) -> set[tuple[int, str]]:
     """Every rule's findings after ``# noqa`` (FGL100, unused noqa, is the noqa pass')."""
-    from fakegrad_lint.engine.process import lint_text
+    from fakegrad_lint.engine.lint import lint_source
 
-    return {(f.location.row, f.code) for f in lint_text(source, name, ALL_CODES)}
+    return {(f.location.row, f.code) for f in lint_source(source, name, ALL_CODES)}
 
 
 INVALID = [(r.code, i, src) for r in RULES for i, src in enumerate(r.invalid)]

@@ -584,14 +584,3 @@ def _scan_parallel(paths, codes_for, options: Options, jobs: int, bar: Progress,
             bar.step(len(chunk))
     read_errors.sort(key=lambda t: t[0])
     return RunResult(results, [e for _, e in read_errors], len(paths), st.d if st else None)
-
-
-
-def __getattr__(name: str):
-    """``lint_source`` (also by its former name ``lint_text``) and ``parse`` live in
-    :mod:`fakegrad_lint.engine.lint`, imported on first use (it loads the analyzer)."""
-    if name in ("lint_source", "lint_text", "parse"):
-        from fakegrad_lint.engine import lint
-
-        return getattr(lint, "lint_source" if name == "lint_text" else name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

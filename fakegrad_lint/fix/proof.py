@@ -32,6 +32,7 @@ from typing import Callable
 from fakegrad_lint.findings import Finding, Fix
 from fakegrad_lint.sources.text import NEWLINE_RE as _NEWLINE_RE
 from fakegrad_lint.sources.text import parse_quietly
+from fakegrad_lint.rules import FORWARD_ONLY_CODE
 
 __all__ = ["LONG_LINE", "long_line", "prove", "finding_key"]
 
@@ -39,7 +40,7 @@ __all__ = ["LONG_LINE", "long_line", "prove", "finding_key"]
 LONG_LINE = 10_000
 
 _BUILTINS = frozenset(dir(builtins))
-_FORWARD_ONLY = "FGL004"  # the opt-in forward-only rule: a downgrade, not a new hazard
+_FORWARD_ONLY = FORWARD_ONLY_CODE  # a downgrade to forward-only is not a new hazard
 
 
 def long_line(source: str) -> int | None:

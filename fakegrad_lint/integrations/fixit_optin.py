@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from fakegrad_lint.integrations.fixit import _CODES, _rule
+from fakegrad_lint.rules import FORWARD_ONLY_CODE
 
-RealGradEntersFakeRegion = _rule("RealGradEntersFakeRegion", "FGL004", _CODES | {"FGL004"})
+RealGradEntersFakeRegion = _rule("RealGradEntersFakeRegion", FORWARD_ONLY_CODE, _CODES | {FORWARD_ONLY_CODE})
 
 __all__ = ["RealGradEntersFakeRegion"]

@@ -34,6 +34,8 @@ OPT_IN_CODES: tuple[str, ...] = tuple(r.code for r in RULES if not r.default)
 LEAK_RULES: tuple[Rule, ...] = tuple(r for r in RULES if r.reported_by == "analysis")
 #: The rule code the engine's ``# noqa`` pass reports unused directives under.
 UNUSED_NOQA_CODE: str = fgl100_unused_noqa.RULE.code
+#: The opt-in forward-only rule (a real leaf enters a region, no backward follows).
+FORWARD_ONLY_CODE: str = fgl004_forward_only_leak.RULE.code
 
 
 def rule_for(leak) -> Rule | None:
