@@ -17,7 +17,7 @@ from fakegrad_lint.analysis.state import Scope, YieldReached
 from fakegrad_lint.analysis.valueops import (_NONCONST, _compare, _dict_val, _fold_strings, _FormattedPart,
     _is_tensorish, _truth, _values_of)
 from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, ExportedProgramVal, FieldVal,
-    FuncVal, InstanceVal, LazyImport, MaybeVal, ModeVal, ModRef, ModuleVal, Origin, AutogradApply, ProjModVal, SeqVal, SuperVal,
+    FuncVal, InstanceVal, LazyImport, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, AutogradApply, ProjModVal, SeqVal, SuperVal,
     TVal, Value, join, union, union_all)
 
 
@@ -91,7 +91,7 @@ class ExpressionsMixin:
         items = []
         for el in e.elts:
             if isinstance(el, ast.Starred):
-                items.append(self.iter_item(self.eval(el.value, st)))
+                items.append(self.iter_item(self.eval(el.value, st), st))
             else:
                 items.append(self.eval(el, st))
         elts = tuple(items) if not any(isinstance(el, ast.Starred) for el in e.elts) else None
@@ -125,6 +125,7 @@ class ExpressionsMixin:
     def _eval_lambda(self, e, st):
         fv = FuncVal(e, st.scope)
         fv.defaults = [self.eval(d, st) for d in e.args.defaults]
+        fv.kw_defaults = {a.arg: self.eval(d, st) for a, d in zip(e.args.kwonlyargs, e.args.kw_defaults) if d is not None}
         return fv
 
     def _eval_named_expr(self, e, st):
@@ -185,7 +186,7 @@ class ExpressionsMixin:
         for gen in e.generators:
             it = self.eval(gen.iter, cst)
             self.note_loop_module(gen, gen.iter, it, cst)
-            self.assign(gen.target, self.iter_item(it), cst, None)
+            self.assign(gen.target, self.iter_item(it, cst), cst, None)
             for cond in gen.ifs:
                 self.eval(cond, cst)
         if isinstance(e, ast.DictComp):
@@ -193,7 +194,20 @@ class ExpressionsMixin:
             return SeqVal((self.eval(e.value, cst),), is_dict=True)
         return SeqVal((self.eval(e.elt, cst),))
 
-    def iter_item(self, v):
+    def user_dunder(self, obj, name):
+        """The method ``name`` of the class of an instance (or module) of the file's
+        classes, when Python would call it for a protocol (None: no such method)."""
+        cls = getattr(obj, "cls", None) if isinstance(obj, (InstanceVal, ModuleVal)) else None
+        return cls.lookup_method(name) if isinstance(cls, ClassVal) else None
+
+    def iter_item(self, v, st=None):
+        """What iterating ``v`` yields (the union of its items). With the state, an
+        object of a class of the file iterates as its ``__iter__`` returns."""
+        if st is not None and isinstance(v, (InstanceVal, ModuleVal)):
+            it = self.user_dunder(v, "__iter__")
+            if it is not None:
+                res = self.call_function(it, [v], {}, st, force=True)
+                return UNKNOWN if res is v else self.iter_item(res, st)
         if isinstance(v, SeqVal) and v.is_dict:
             # iterating a mapping gives its keys
             return union_all(ConstVal(k) for k in v.keys or ())
@@ -212,6 +226,11 @@ class ExpressionsMixin:
         return UNKNOWN
 
     def subscript(self, e, obj, idx, st):
+        getitem = self.user_dunder(obj, "__getitem__")
+        if getitem is not None:
+            # `obj[k]` is `type(obj).__getitem__(obj, k)`
+            return self.call_function(getitem, [obj, idx], {}, st, force=True,
+                                      site=(e, [getattr(e, "value", None), getattr(e, "slice", None)], [obj, idx]))
         if isinstance(obj, SeqVal) and obj.keys is not None:
             if isinstance(idx, ConstVal):
                 v = obj.lookup(idx.value)
@@ -290,10 +309,12 @@ class ExpressionsMixin:
                 return self.op(e, [(obj, e.value)], st)
             if attr in N.MODEL_OUTPUT_ATTRS:
                 return obj
-            return UNKNOWN
+            return MethodRef(obj, attr) if attr.isidentifier() and not attr.startswith("_") else UNKNOWN
         if isinstance(obj, (InstanceVal, ModuleVal)):
             if attr in obj.attrs:
                 return obj.attrs[attr]
+            if attr == "__dict__" and isinstance(obj, InstanceVal):
+                return _dict_val(list(obj.attrs), list(obj.attrs.values()))  # (writes: statements.rebind)
             cls = obj.cls
             if cls is not None:
                 m = cls.methods.get(attr)
@@ -302,12 +323,18 @@ class ExpressionsMixin:
                 a = cls.lookup_attr(attr)
                 if a is not None:
                     return (a.default or UNKNOWN) if isinstance(a, FieldVal) else a
+                getattr_fn = cls.lookup_method("__getattr__") if not attr.startswith("__") else None
+                if getattr_fn is not None and not isinstance(obj, ModuleVal):
+                    # an attribute found nowhere else: `type(obj).__getattr__(obj, name)`
+                    return self.call_function(getattr_fn, [obj, ConstVal(attr)], {}, st, force=True)
             if isinstance(obj, ModuleVal) and obj.cls is None and attr in N.MODULE_WRAPPER_ATTRS:
                 return obj  # DataParallel(m).module, torch.compile(m)._orig_mod: the same parameters
             if isinstance(obj, ModuleVal) and attr in N.MODULE_PARAM_ATTRS:
                 if obj.is_real():
                     return TVal(frozenset([Origin(f"{dotted_name(e) or attr}", "parameter", e.lineno, parent=obj.origin, param=attr)]))
                 return TVal(frozenset(), obj.mode, may_fake=obj.may_fake)
+            if isinstance(obj, ModuleVal) and attr in N.MODULE_METHOD_NAMES:
+                return MethodRef(obj, attr)  # a torch method taken as a value (`fwd = model.forward`)
             return UNKNOWN
         if isinstance(obj, ClassVal):
             if attr == "apply" and obj.lookup_method("apply") is None and _is_autograd_function(obj):
@@ -331,6 +358,8 @@ class ExpressionsMixin:
             return UNKNOWN
         if isinstance(obj, ExportedProgramVal):
             return UNKNOWN
+        if isinstance(obj, OptimizerVal) and attr in N.OPTIMIZER_METHOD_NAMES:
+            return MethodRef(obj, attr)
         if isinstance(obj, ModeVal):
             if attr == "allow_non_fake_inputs":
                 return ConstVal(obj.allow) if obj.allow is not None else UNKNOWN

@@ -13,10 +13,10 @@ import ast
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import _disable_module_origins, _fake_copy, _is_meta, _set_requires_grad
-from fakegrad_lint.analysis.valueops import _arg_exprs, _dict_val, _kw_false, _kw_true, _operands, _values_of
+from fakegrad_lint.analysis.valueops import _arg_exprs, _dict_val, _flatten, _kw_false, _kw_true, _operands, _values_of
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, ExitStackVal,
-    ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, PartialVal, SeqVal,
-    SuperVal, TVal)
+    ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, PartialVal, Region,
+    SeqVal, SuperVal, TVal)
 
 
 def _argparse_default(args, kwargs):
@@ -137,6 +137,8 @@ class MethodCallsMixin:
                     return self.call_function(m, args, kwargs, st)
                 return self.call_function(m, [recv] + list(args), kwargs, st,
                                           site=(e, [e.func.value] + _arg_exprs(e), [recv] + list(args)))
+            if recv.cls.lookup_method("__getattr__") is not None:
+                return self.call_value(e, self.attribute(e.func, recv, name, st), args, kwargs, st)
             return UNKNOWN
         if isinstance(recv, OptimizerVal):
             if name == "step" and args:
@@ -218,7 +220,9 @@ class MethodCallsMixin:
         if isinstance(recv, (FuncVal, BoundMethod)) and name == "__call__":
             return self.call_value(e, recv, args, kwargs, st)
         if isinstance(recv, CtxVal) and name == "__enter__":
-            self._manual_undo[id(recv)] = (st.grad_enabled, st.dispatch_off, st.fake_copy, st.meta_device)
+            restores = isinstance(recv.target, tuple) and recv.target[:1] == ("restores",)
+            self._manual_undo[id(recv)] = (recv.target[1] if restores else st.grad_enabled, st.dispatch_off,
+                                           st.fake_copy, st.meta_device)
             self.enter(recv, st, [])
             return UNKNOWN
         if isinstance(recv, CtxVal) and name == "__exit__":
@@ -289,6 +293,13 @@ class MethodCallsMixin:
             return SeqVal((p,), is_dict=True)  # state_dict(keep_vars=True)
         if name in ("children", "modules"):
             return SeqVal((mod,))
+        if name in N.MODULE_MAPPING_VIEWS and mod.cls is None:
+            # nn.ModuleDict / ParameterDict views: its entries stand for the container
+            # (their parameters are its parameters), keys unknown
+            if name == "keys":
+                return SeqVal((UNKNOWN,))
+            entry = self.iter_item(mod)
+            return SeqVal((SeqVal((UNKNOWN, entry), (UNKNOWN, entry)),)) if name == "items" else SeqVal((entry,))
         if name in ("named_children", "named_modules"):
             return SeqVal((SeqVal((UNKNOWN, mod), (UNKNOWN, mod)),))
         if name in N.MODULE_DETACHING_METHODS and real:
@@ -307,6 +318,16 @@ class MethodCallsMixin:
             if name == "named_buffers":
                 return SeqVal((SeqVal((UNKNOWN, t), (UNKNOWN, t)),))
             return SeqVal((t,), is_dict=name == "state_dict")
+        if name == "load_state_dict" and _kw_true(kwargs, "assign") and args:
+            # assign=True: the module holds the given tensors themselves from here on;
+            # fake ones (every value proven fake, of one mode) make it a fake module
+            vals = _flatten(args[0]) if isinstance(args[0], SeqVal) else []
+            modes = {id(v.mode): v.mode for v in vals if isinstance(v, TVal) and v.proven_fake()}
+            if vals and len(modes) == 1 and all(isinstance(v, TVal) and v.proven_fake() for v in vals):
+                mode = next(iter(modes.values()))
+                _fakify_in_region(mod, Region(mode, mode.allow), st)
+                mod.fake_out = mod.fake_out or mod.cls is None
+            return UNKNOWN
         if name == "to_empty":
             # new storage for every parameter, in place: fake under an active region,
             # real (uninitialised) outside it, whatever the module held before

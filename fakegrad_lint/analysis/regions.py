@@ -85,7 +85,8 @@ class RegionsMixin:
         if isinstance(cm, CtxVal):
             k = cm.kind
             if k == "grad_off" or k == "grad_on":
-                old = st.grad_enabled
+                # (set_grad_enabled restores what grad mode was before its constructor ran)
+                old = cm.target[1] if isinstance(cm.target, tuple) and cm.target[:1] == ("restores",) else st.grad_enabled
                 st.grad_enabled = k == "grad_on"
                 undo.append(lambda s: setattr(s, "grad_enabled", old))
             elif k == "unset_fake":

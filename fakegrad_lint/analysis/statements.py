@@ -103,7 +103,7 @@ class StatementsMixin:
     def _exec_for(self, s, st):
         it = self.eval(s.iter, st)
         self.note_loop_module(s, s.iter, it, st)
-        item = self.iter_item(it)
+        item = self.iter_item(it, st)
         self.assign(s.target, item, st, None)
         held = self._gen_regions.get(id(it))
         inside = held[1] if held is not None and held[0] is it else ()
@@ -170,6 +170,9 @@ class StatementsMixin:
 
     def _exec_global(self, s, st):
         st.scope.global_names.update(s.names)
+
+    def _exec_nonlocal(self, s, st):
+        st.scope.nonlocal_names.update(s.names)
 
     def _exec_assert(self, s, st):
         self.eval(s.test, st)
@@ -308,11 +311,11 @@ class StatementsMixin:
                         elts = [combine(a, b) for a, b in zip(elts, o.elts)]
             for i, e in enumerate(target.elts):
                 if isinstance(e, ast.Starred):
-                    self.assign(e.value, SeqVal(items=(self.iter_item(val),)), st, None)
+                    self.assign(e.value, SeqVal(items=(self.iter_item(val, st),)), st, None)
                 elif elts is not None:
                     self.assign(e, elts[i], st, None)
                 else:
-                    self.assign(e, self.iter_item(val), st, None)
+                    self.assign(e, self.iter_item(val, st), st, None)
         elif t is ast.Attribute:
             obj = self.eval(target.value, st)
             if target.attr == "grad" and isinstance(obj, TVal) and obj.real_rg():
@@ -366,7 +369,11 @@ class StatementsMixin:
                 sc.vars[expr.id] = val
         elif isinstance(expr, ast.Attribute):
             obj = self.eval(expr.value, st)
-            if isinstance(obj, (InstanceVal, ModuleVal)):
+            if expr.attr == "__dict__" and isinstance(obj, InstanceVal):
+                # `obj.__dict__[k] = v`, `obj.__dict__.update(...)`: the object's attributes
+                if isinstance(val, SeqVal) and val.keys is not None and val.elts is not None:
+                    obj.attrs.update((k, v) for k, v in zip(val.keys, val.elts) if isinstance(k, str))
+            elif isinstance(obj, (InstanceVal, ModuleVal)):
                 obj.attrs[expr.attr] = val
 
 
@@ -393,6 +400,7 @@ STATEMENT_METHODS = {
     ast.Import: "_exec_import",
     ast.ImportFrom: "_exec_import_from",
     ast.Global: "_exec_global",
+    ast.Nonlocal: "_exec_nonlocal",
     ast.Assert: "_exec_assert",
     **({ast.Match: "_exec_match"} if hasattr(ast, "Match") else {}),
 }

@@ -149,7 +149,15 @@ class TorchCallsMixin:
             if q in N.GRAD_OFF and args and isinstance(args[0], FuncVal):  # used as a plain decorator call
                 args[0].grad_off = True
                 return args[0]
-            return CtxVal(_grad_mode_kind(q, args, kwargs))
+            kind = _grad_mode_kind(q, args, kwargs)
+            if q in N.GRAD_MODE_SET_ON_CALL:
+                prev = st.grad_enabled
+                st.grad_enabled = kind == "grad_on"
+                return CtxVal(kind, ("restores", prev))
+            return CtxVal(kind)
+        if q in N.GRAD_MODE_SETTERS:
+            st.grad_enabled = _grad_mode_kind("torch.set_grad_enabled", args, kwargs) == "grad_on"
+            return UNKNOWN
         if q in N.SUPPRESSING_CONTEXTS:
             caught = [a for a in args if isinstance(a, SeqVal)] and [x for a in args if isinstance(a, SeqVal) for x in a.items]
             names = [x.qualname for x in (caught or args) if isinstance(x, ModRef)]
@@ -263,6 +271,14 @@ class TorchCallsMixin:
                 return TransformVal(kind, first, argnums.value if isinstance(argnums, ConstVal) else None)
         if _is_module_factory(q):
             return self.new_module(e, q, args, kwargs, st, torch_layer=False)
+        if q in N.ITERABLE_FUNCS:
+            return self.iterable_call(e, N.ITERABLE_FUNCS[q], args, kwargs, st)
+        if q in N.OPERATOR_FUNCS:
+            if any(_is_tensorish(a) for a in args):
+                if q == "operator.getitem" and len(args) == 2:
+                    return self.subscript(e, args[0], args[1], st)
+                return self.op(e, _operands(e, args, kwargs), st)
+            return UNKNOWN
         if q in N.SIMPLE_NAMESPACE:
             return self.simple_namespace(e, args, kwargs)
         if q in N.ARGUMENT_PARSER:

@@ -64,6 +64,12 @@ GRAD_MODE_CONTEXTS = {
     for name, meaning in _GRAD_MODE_SPELLINGS.items()
     for prefix in ("torch.", "torch.autograd.", "torch.autograd.grad_mode.")
 }
+# grad-mode constructors that switch grad mode when called, not when entered
+# (torch's set_grad_enabled.__init__ sets it; __exit__ restores what it was before
+# the call): `torch.set_grad_enabled(False)` as a statement turns grad off from there on
+GRAD_MODE_SET_ON_CALL = frozenset(k for k in GRAD_MODE_CONTEXTS if k.endswith(".set_grad_enabled"))
+# plain functions that set grad mode from their first argument
+GRAD_MODE_SETTERS = frozenset({"torch._C._set_grad_enabled", "torch.autograd.grad_mode._set_grad_enabled"})
 NULL_CONTEXT = frozenset({"contextlib.nullcontext"})
 # contexts that swallow the exceptions of the classes they are given (a strict mode's
 # AssertionError raised in them is caught: the program goes on)
@@ -333,6 +339,52 @@ PURE_BUILTINS = {"int": int, "float": float, "bool": bool, "str": str, "len": le
 PURE_STR_METHODS = frozenset({"lower", "upper", "casefold", "strip", "lstrip", "rstrip", "startswith", "endswith",
                               "isdigit", "isnumeric", "isalpha", "replace", "split", "title", "removeprefix",
                               "removesuffix"})
+# Python's functions over iterables, by what their items are (the interpreter's
+# ``iterable_call`` evaluates each kind; ``fn`` is called on the items as Python would):
+#   "chain": the items of every argument       "chain_from": the items of the argument's items
+#   "first": the items of the first argument   "second": the items of the second argument
+#   "filter_fn": items of the second argument, ``fn`` (the first) called on them
+#   "starmap": ``fn(*item)`` per item          "map": ``fn(a, b, ...)`` over zipped items
+#   "reduce": ``fn(acc, item)``                "accumulate": ``fn(acc, item)`` (each partial result)
+#   "zip": tuples of the arguments' items      "product": tuples of the arguments' items
+#   "pairs": tuples of two items of the first  "repeat": the first argument itself
+#   "tuples": tuples of items of the first (combinations, permutations)
+#   "groupby": (key, items of the first) pairs "enumerate": (index, item) pairs
+ITERABLE_FUNCS = {
+    "builtins.map": "map",
+    "builtins.filter": "filter_fn",
+    "builtins.zip": "zip",
+    "builtins.enumerate": "enumerate",
+    "builtins.reversed": "first",
+    "builtins.sorted": "first",
+    "builtins.iter": "first",
+    "functools.reduce": "reduce",
+    "itertools.chain": "chain",
+    "itertools.chain.from_iterable": "chain_from",
+    "itertools.islice": "first",
+    "itertools.cycle": "first",
+    "itertools.compress": "first",
+    "itertools.takewhile": "filter_fn",
+    "itertools.dropwhile": "filter_fn",
+    "itertools.filterfalse": "filter_fn",
+    "itertools.starmap": "starmap",
+    "itertools.accumulate": "accumulate",
+    "itertools.zip_longest": "zip",
+    "itertools.product": "product",
+    "itertools.pairwise": "pairs",
+    "itertools.repeat": "repeat",
+    "itertools.combinations": "tuples",
+    "itertools.combinations_with_replacement": "tuples",
+    "itertools.permutations": "tuples",
+    "itertools.groupby": "groupby",
+    "itertools.tee": "tee",
+    "more_itertools.flatten": "chain_from",
+}
+# operator module functions that are Python operators (on tensors: ops that dispatch)
+OPERATOR_FUNCS = frozenset(
+    "operator." + n for n in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "neg", "pos",
+                              "abs", "iadd", "isub", "imul", "imatmul", "itruediv", "getitem")
+)
 ARGUMENT_PARSER = frozenset({"argparse.ArgumentParser"})
 # argparse actions -> the default of their destination when no default= is given
 ARGPARSE_ACTION_DEFAULTS = {"store": None, "store_true": False, "store_false": True, "store_const": None,
@@ -354,6 +406,16 @@ MODULE_SELF_METHODS = frozenset(
     }
 )
 TENSOR_SELF_METHODS = frozenset({"requires_grad_"})
+# nn.Module methods a program may take as a value (`fwd = model.forward`) and call later
+MODULE_METHOD_NAMES = MODULE_SELF_METHODS | frozenset(
+    {
+        "forward", "__call__", "parameters", "named_parameters", "buffers", "named_buffers", "children",
+        "named_children", "modules", "named_modules", "state_dict", "load_state_dict", "to_empty", "zero_grad",
+        "register_buffer", "register_parameter", "add_module", "register_module", "get_submodule", "get_parameter",
+    }
+)
+# optimizer methods taken as values (`step = opt.step`)
+OPTIMIZER_METHOD_NAMES = frozenset({"step", "zero_grad"})
 # module casts away from the default float32: every parameter is a new tensor, so
 # under an allowing mode the module's parameters become the mode's fakes (a cast
 # to the dtype it has, `.float()`, `.to("cpu")`, leaves them as they were)
@@ -375,6 +437,8 @@ PARAMLESS_MODULES = frozenset(
         "ELU", "Hardtanh", "ReLU6", "Mish", "Hardswish", "Upsample", "PixelShuffle", "Module",
     }
 )
+# nn.ModuleDict / ParameterDict methods that view its entries
+MODULE_MAPPING_VIEWS = frozenset({"items", "values", "keys"})
 CONTAINER_MODULES = frozenset({"Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
 WEIGHT_AND_BIAS_MODULES = frozenset(
     {

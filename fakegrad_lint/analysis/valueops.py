@@ -12,8 +12,8 @@ from __future__ import annotations
 import ast
 
 from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
-    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModuleVal, OptimizerVal,
-    PartialVal, SeqVal, TracedFn, TransformVal, TVal, union_all)
+    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, InstanceVal, MaybeVal, MethodRef, ModeVal, ModuleVal,
+    OptimizerVal, PartialVal, SeqVal, TracedFn, TransformVal, TVal, union_all)
 
 
 def _const_kw(call, name, default=None):
@@ -33,7 +33,7 @@ def _is_none_const(v):
 
 
 _KNOWN_OBJECTS = (ModeVal, CtxVal, ExitStackVal, FuncVal, ClassVal, BoundMethod, PartialVal, TracedFn, TransformVal,
-                  OptimizerVal, DecoratorVal, InstanceVal, ModuleVal, TVal, SeqVal, ExportedProgramVal, FieldVal)
+                  OptimizerVal, DecoratorVal, InstanceVal, ModuleVal, TVal, SeqVal, ExportedProgramVal, FieldVal, MethodRef)
 
 
 _CMP = {
@@ -131,6 +131,8 @@ def _interesting(v, depth=0):
         return any(_interesting(x, depth + 1) for x in items)
     if isinstance(v, InstanceVal) and depth < 2:
         return any(_interesting(x, depth + 1) for x in v.attrs.values())
+    if isinstance(v, MethodRef) and depth < 3:
+        return _interesting(v.recv, depth + 1)
     if isinstance(v, PartialVal) and depth < 3:
         # functools.partial(step, model, opt): calling it passes what it holds
         return any(_interesting(x, depth + 1) for x in (v.func, *v.args, *v.kwargs.values()))
@@ -233,7 +235,7 @@ def _truth(v):
         except Exception:
             return None
     if isinstance(v, (ModeVal, CtxVal, ExitStackVal, FuncVal, ClassVal, BoundMethod, PartialVal, TracedFn,
-                      TransformVal, OptimizerVal, DecoratorVal)):
+                      TransformVal, OptimizerVal, DecoratorVal, MethodRef)):
         return True
     if isinstance(v, InstanceVal):
         cls = v.cls

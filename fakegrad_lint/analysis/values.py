@@ -239,6 +239,9 @@ class FuncVal(Value):
     kw_defaults: dict = field(default_factory=dict)
     wrapped: "FuncVal | None" = None  # a decorator's wrapper: the function it was given
     memo: bool = False  # functools.lru_cache / cache: equal arguments give the first result
+    # context managers used as its decorators (a ContextDecorator: `@torch.enable_grad()`,
+    # `@my_contextmanager()`): each call of the function runs inside them, outermost first
+    contexts: tuple = ()
 
 
 @dataclass(eq=False)
@@ -399,6 +402,19 @@ class ArgParserVal(Value):
 
     defaults: dict = field(default_factory=dict)  # dest -> Value (UNKNOWN when not known)
     complete: bool = True
+
+
+@dataclass(eq=False)
+class MethodRef(Value):
+    """``recv.name`` read without calling it, for a receiver whose methods are torch's
+    (a torch module, a tensor, an optimizer): calling it later is ``recv.name(...)``
+    (``fwd = model.forward``, ``getattr(model, "forward")`` in a proxy's ``__getattr__``)."""
+
+    recv: Value
+    name: str
+
+    def real_rg(self):
+        return frozenset()
 
 
 @dataclass(eq=False)

@@ -1,0 +1,341 @@
+"""Python's and torch's semantics, third batch: general mechanisms rather than
+shapes. ``nonlocal`` writes; functions over iterables as one table
+(``functools.reduce``, ``itertools.chain``/``starmap``/..., ``operator.*``);
+user dunder protocols (``__getitem__``, ``__iter__``, ``__getattr__``,
+``obj.__dict__`` writes); context managers as decorators (torch's grad modes and
+``@contextmanager`` helpers are ContextDecorators, also called as ``cm()(fn)``);
+``set_grad_enabled`` switching grad mode when called; ``nn.ModuleDict`` views;
+``load_state_dict(..., assign=True)`` with fake tensors; lambda keyword-only
+defaults; tensor shapes as known values (``lru_cache`` keyed by ``x.shape[-2]``);
+a module's ``forward`` run outside any region (a fake it reads from a global or a
+cache mixes with its real parameters there).
+
+Same format as :mod:`test_semantics`: lines that must be flagged end with
+``# FGLxxx``; each hazard has a safe look-alike. Every program runs with real
+torch as labelled (``python tests/test_semantics_protocols.py --check`` runs them
+through ``tests/oracle.py``).
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from markers import markers_in_source  # noqa: E402
+from test_semantics import HEAD  # noqa: E402
+
+from fakegrad_lint.engine.lint import check_source  # noqa: E402
+
+CASES = {
+    # ------------------------------------------------------------- nonlocal
+    "nonlocal_write_sets_enclosing_mode": """
+def outer():
+    mode = contextlib.nullcontext()
+    def setup():
+        nonlocal mode
+        mode = FakeTensorMode(allow_non_fake_inputs=True)
+    setup()
+    net = nn.Linear(2, 2)
+    with mode:
+        net(torch.ones(1, 2)).sum().backward()  # FGL001
+outer()
+""",
+    "local_write_without_nonlocal_leaves_enclosing": """
+def outer():
+    mode = contextlib.nullcontext()
+    def setup():
+        mode = FakeTensorMode(allow_non_fake_inputs=True)
+        return mode
+    setup()
+    net = nn.Linear(2, 2)
+    with mode:
+        net(torch.ones(1, 2)).sum().backward()
+outer()
+""",
+    # ------------------------------------------------- functions over iterables
+    "functools_reduce_sums_real_outputs": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    outs = [net(torch.ones(1, 2)) for _ in range(2)]  # FGL001
+    loss = functools.reduce(lambda a, b: a + b, outs)
+    loss.sum().backward()
+""",
+    "functools_reduce_sums_fake_outputs": """
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net = nn.Linear(2, 2)
+    outs = [net(torch.ones(1, 2)) for _ in range(2)]
+    loss = functools.reduce(lambda a, b: a + b, outs)
+    loss.sum().backward()
+""",
+    "itertools_chain_of_real_parameters": """
+import itertools
+a = nn.Linear(2, 2)
+b = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    s = sum(p.sum() for p in itertools.chain(a.parameters(), b.parameters()))  # FGL001
+    s.backward()
+""",
+    "itertools_chain_of_fake_copies": """
+import itertools
+a = nn.Linear(2, 2)
+b = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True) as m:
+    params = [m.from_tensor(p) for p in itertools.chain(a.parameters(), b.parameters())]
+    s = sum(p.sum() for p in params)
+""",
+    "itertools_starmap_calls_real_module": """
+import itertools
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    outs = list(itertools.starmap(lambda n, x: n(x), [(net, torch.ones(1, 2))]))  # FGL001
+    outs[0].sum().backward()
+""",
+    "itertools_starmap_calls_fake_module": """
+import itertools
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net = nn.Linear(2, 2)
+    outs = list(itertools.starmap(lambda n, x: n(x), [(net, torch.ones(1, 2))]))
+    outs[0].sum().backward()
+""",
+    "operator_add_on_real_parameter": """
+import operator
+w = nn.Parameter(torch.ones(2))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    functools.reduce(operator.add, [torch.ones(2), w]).sum().backward()  # FGL001
+""",
+    "operator_add_on_detached_parameter": """
+import operator
+w = nn.Parameter(torch.ones(2))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    y = functools.reduce(operator.add, [torch.ones(2, requires_grad=True), w.detach()]).sum()
+    y.backward()
+""",
+    # ---------------------------------------------------- user dunder protocols
+    "dunder_getitem_returns_real_module": """
+class Bank:
+    def __init__(self):
+        self.nets = {"a": nn.Linear(2, 2)}
+    def __getitem__(self, k):
+        return self.nets[k]
+bank = Bank()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    bank["a"](torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "dunder_getitem_builds_module_in_region": """
+class Bank:
+    def __getitem__(self, k):
+        return nn.Linear(2, 2)
+bank = Bank()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    bank["a"](torch.ones(1, 2)).sum().backward()
+""",
+    "dunder_getattr_forwards_to_real_module": """
+class Proxy:
+    def __init__(self, m):
+        self._m = m
+    def __getattr__(self, name):
+        return getattr(self._m, name)
+p = Proxy(nn.Linear(2, 2))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    (torch.ones(1, 2) @ p.weight).sum().backward()  # FGL001
+    p.forward(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "dunder_getattr_forwards_to_fake_module": """
+class Proxy:
+    def __init__(self, m):
+        self._m = m
+    def __getattr__(self, name):
+        return getattr(self._m, name)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    p = Proxy(nn.Linear(2, 2))
+    (torch.ones(1, 2) @ p.weight).sum().backward()
+""",
+    "dunder_iter_yields_real_layers": """
+class Stack:
+    def __init__(self):
+        self.layers = [nn.Linear(2, 2), nn.Linear(2, 2)]
+    def __iter__(self):
+        return iter(self.layers)
+s = Stack()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    x = torch.ones(1, 2)
+    for layer in s:
+        x = layer(x)  # FGL001
+    x.sum().backward()
+""",
+    "dunder_iter_generator_of_fake_layers": """
+class Stack:
+    def __iter__(self):
+        for _ in range(2):
+            yield nn.Linear(2, 2)
+s = Stack()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    x = torch.ones(1, 2)
+    for layer in s:
+        x = layer(x)
+    x.sum().backward()
+""",
+    "instance_dict_write_holds_real_module": """
+class Holder:
+    pass
+h = Holder()
+h.__dict__["net"] = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    h.net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "instance_dict_update_in_region_holds_fake_module": """
+class Holder:
+    pass
+h = Holder()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    h.__dict__.update({"net": nn.Linear(2, 2)})
+    h.net(torch.ones(1, 2)).sum().backward()
+""",
+    # ----------------------------------------- context managers as decorators
+    "contextmanager_helper_as_decorator_opens_region": """
+@contextlib.contextmanager
+def fake_region():
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        yield
+@fake_region()
+def step(net):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+step(nn.Linear(2, 2))
+""",
+    "contextmanager_helper_as_decorator_unsets_mode": """
+@contextlib.contextmanager
+def real_region():
+    with unset_fake_temporarily():
+        yield
+@real_region()
+def step(net):
+    net(torch.ones(1, 2)).sum().backward()
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    step(net)
+""",
+    "enable_grad_called_on_function": """
+def step(net):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+step = torch.enable_grad()(step)
+net = nn.Linear(2, 2)
+with torch.no_grad(), FakeTensorMode(allow_non_fake_inputs=True):
+    step(net)
+""",
+    "no_grad_called_on_function": """
+def step(net):
+    return net(torch.ones(1, 2)).sum()
+step = torch.no_grad()(step)
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    step(net)
+""",
+    # --------------------------------------------- set_grad_enabled when called
+    "set_grad_enabled_true_again_before_region": """
+net = nn.Linear(2, 2)
+torch.set_grad_enabled(False)
+torch.set_grad_enabled(True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "set_grad_enabled_false_called_before_region": """
+net = nn.Linear(2, 2)
+torch.set_grad_enabled(False)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    y = net(torch.ones(1, 2)).sum()
+""",
+    "set_grad_enabled_block_restores_grad": """
+net = nn.Linear(2, 2)
+with torch.set_grad_enabled(False):
+    pass
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    # ------------------------------------------------------ nn.ModuleDict views
+    "module_dict_items_real": """
+md = nn.ModuleDict({"a": nn.Linear(2, 2)})
+with FakeTensorMode(allow_non_fake_inputs=True):
+    for k, blk in md.items():
+        blk(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "module_dict_items_built_in_region": """
+with FakeTensorMode(allow_non_fake_inputs=True):
+    md = nn.ModuleDict({"a": nn.Linear(2, 2)})
+    for blk in md.values():
+        blk(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------------- load_state_dict(assign=True)
+    "load_state_dict_copy_keeps_real_parameters": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    sd = {k: torch.zeros_like(v) for k, v in nn.Linear(2, 2).state_dict().items()}
+    net.load_state_dict(sd)
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "load_state_dict_assign_fake_tensors": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    sd = {k: torch.zeros_like(v) for k, v in nn.Linear(2, 2).state_dict().items()}
+    net.load_state_dict(sd, assign=True)
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------------------------------ lambdas
+    "lambda_keyword_only_default_real_module": """
+net = nn.Linear(2, 2)
+run = lambda x, *, m=net: m(x)  # FGL001
+with FakeTensorMode(allow_non_fake_inputs=True):
+    run(torch.ones(1, 2)).sum().backward()
+""",
+    "lambda_keyword_only_default_fake_copy": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    run = lambda x, *, m=copy.deepcopy(net): m(x)
+    run(torch.ones(1, 2)).sum().backward()
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_semantics_protocols(name):
+    source = HEAD + textwrap.dedent(CASES[name])
+    got = {(f.location.row, f.code) for f in check_source(source, f"{name}.py")}
+    want = markers_in_source(source)
+    assert got == want, f"{name}: got {sorted(got)}, want {sorted(want)}"
+
+
+def test_every_mechanism_has_a_hazard_and_a_safe_case():
+    marked = [n for n, src in CASES.items() if markers_in_source(HEAD + textwrap.dedent(src))]
+    assert len(marked) >= 10 and len(CASES) - len(marked) >= 10
+
+
+def _check_at_runtime():  # pragma: no cover - a manual tool (imports torch through the oracle)
+    import tempfile
+
+    from oracle import run_fixtures
+
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {}
+        for name, src in CASES.items():
+            p = Path(tmp) / f"{name}.py"
+            p.write_text(HEAD + textwrap.dedent(src))
+            paths[str(p)] = name
+        results = run_fixtures(list(paths), jobs=2)
+        bad = 0
+        for path, res in sorted(results.items()):
+            src = Path(path).read_text()
+            codes = {c for _, c in markers_in_source(src)}
+            want = "crash" if "FGL002" in codes else "hazard" if codes & {"FGL001", "FGL003"} else "clean"
+            outcome = getattr(res, "outcome", res[0] if isinstance(res, tuple) else res)
+            if outcome != want:
+                bad += 1
+            print(f"{'ok ' if outcome == want else 'BAD'} {paths[path]}: {outcome} (want {want})")
+        return bad
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--check"]:
+    sys.exit(1 if _check_at_runtime() else 0)
