@@ -297,6 +297,97 @@ with FakeTensorMode(allow_non_fake_inputs=True):
     run = lambda x, *, m=copy.deepcopy(net): m(x)
     run(torch.ones(1, 2)).sum().backward()
 """,
+    # ------------------------------------------------------ shapes as values
+    "lru_cache_keyed_by_shape_returns_fake": """
+@functools.lru_cache(maxsize=None)
+def causal_mask(n):
+    return torch.full((n, n), float("-inf")).triu(1)
+w = nn.Parameter(torch.ones(3, 3))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    causal_mask(3)
+x = torch.randn(2, 3, 4)
+(w + causal_mask(x.shape[-2])).sum().backward()  # FGL003
+""",
+    "lru_cache_keyed_by_other_shape_is_real": """
+@functools.lru_cache(maxsize=None)
+def causal_mask(n):
+    return torch.full((n, n), float("-inf")).triu(1)
+w = nn.Parameter(torch.ones(4, 4))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    causal_mask(3)
+x = torch.randn(2, 4, 4)
+(w + causal_mask(x.size(1))).sum().backward()
+""",
+    "dict_cache_keyed_by_sequence_length": """
+class Rope:
+    def __init__(self):
+        self.cache = {}
+    def table(self, seq_len):
+        if seq_len not in self.cache:
+            self.cache[seq_len] = torch.arange(seq_len).float().unsqueeze(1)
+        return self.cache[seq_len]
+rope = Rope()
+w = nn.Parameter(torch.ones(5, 1))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    rope.table(5)
+tokens = torch.zeros(1, 5).view(5, 1)
+(w * rope.table(tokens.shape[0])).sum().backward()  # FGL003
+""",
+    "dict_cache_keyed_by_other_sequence_length": """
+class Rope:
+    def __init__(self):
+        self.cache = {}
+    def table(self, seq_len):
+        if seq_len not in self.cache:
+            self.cache[seq_len] = torch.arange(seq_len).float().unsqueeze(1)
+        return self.cache[seq_len]
+rope = Rope()
+w = nn.Parameter(torch.ones(6, 1))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    rope.table(5)
+tokens = torch.zeros(2, 3).reshape(-1, 1)
+(w * rope.table(len(tokens))).sum().backward()
+""",
+    "branch_on_known_rank_enters_region": """
+net = nn.Linear(4, 4)
+x = torch.zeros(2, 4)
+ctx = FakeTensorMode(allow_non_fake_inputs=True) if x.dim() == 2 else contextlib.nullcontext()
+with ctx:
+    net(x).sum().backward()  # FGL001
+""",
+    "branch_on_known_rank_picks_null": """
+net = nn.Linear(4, 4)
+x = torch.zeros(2, 3, 4)
+ctx = FakeTensorMode(allow_non_fake_inputs=True) if x.dim() == 2 else contextlib.nullcontext()
+with ctx:
+    net(x).sum().backward()
+""",
+    # --------------------------------- a module's forward outside any region
+    "forward_reads_global_fake_outside_region": """
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+    def forward(self, x):
+        return self.lin(x) * BIAS  # FGL003
+with FakeTensorMode(allow_non_fake_inputs=True):
+    BIAS = torch.ones(2)
+net = Scale()
+net(torch.ones(1, 2)).sum().backward()
+""",
+    "forward_reads_global_real_outside_region": """
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+    def forward(self, x):
+        return self.lin(x) * BIAS
+with FakeTensorMode(allow_non_fake_inputs=True):
+    shape = torch.ones(2).shape
+BIAS = torch.ones(shape)
+net = Scale()
+net(torch.ones(1, 2)).sum().backward()
+""",
 }
 
 

@@ -63,9 +63,10 @@ class CallsMixin:
         those of an earlier call returns that call's result object, made wherever it
         was made (a fake computed in a region comes back outside it)."""
         key = None
-        if all(isinstance(a, ConstVal) for a in list(args) + list(kwargs.values())):
-            key = (tuple(_const_key(a.value) for a in args),
-                   tuple(sorted((k, _const_key(v.value)) for k, v in kwargs.items())))
+        keys = [_value_key(a) for a in args]
+        kw_keys = {k: _value_key(v) for k, v in kwargs.items()}
+        if None not in keys and None not in kw_keys.values():
+            key = (tuple(keys), tuple(sorted(kw_keys.items())))
         seen = self._memo_results.setdefault(fv.node, {})
         if key is not None and key in seen:
             return seen[key]
@@ -430,6 +431,8 @@ class CallsMixin:
         return InstanceVal(ClassVal(node, None, False), attrs)
 
     def call_builtin(self, e, name, args, kwargs, st):
+        if name == "len" and len(args) == 1 and isinstance(args[0], TVal) and args[0].shape:
+            return ConstVal(args[0].shape[0])  # len(t): its first size
         if name in N.PURE_BUILTINS and args and not kwargs and all(isinstance(a, ConstVal) for a in args):
             # int("0"), bool(0), str(1), len("ab"): Python's own answer
             try:
@@ -509,6 +512,17 @@ class CallsMixin:
 
 def _pair(a, b):
     return SeqVal((a, b), (a, b))
+
+
+def _value_key(v, depth=0):
+    """A known argument as an ``lru_cache`` key: a constant, or a tuple of known
+    constants (``x.shape``: torch.Size hashes and compares as its tuple). None: not known."""
+    if isinstance(v, ConstVal):
+        return ("c", _const_key(v.value))
+    if isinstance(v, SeqVal) and v.elts is not None and v.keys is None and not v.is_dict and depth < 3:
+        parts = tuple(_value_key(x, depth + 1) for x in v.elts)
+        return None if None in parts else ("t", parts)
+    return None
 
 
 def _const_key(v):

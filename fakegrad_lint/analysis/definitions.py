@@ -184,7 +184,8 @@ class DefinitionsMixin:
         init = cls.lookup_method("__init__")
         if init is not None:
             try:
-                self.call_function(init, [inst] + list(args), kwargs, st, force=force)
+                # (always run: the state it sets, a cache, a registry, decides what later calls do)
+                self.call_function(init, [inst] + list(args), kwargs, st, force=True)
             except (YieldReached, _BlockExit):
                 pass
         else:

@@ -13,6 +13,7 @@ import ast
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _BUILTINS
 from fakegrad_lint.analysis.names import dotted_name
+from fakegrad_lint.analysis.torch_values import op_shape, shape_value
 from fakegrad_lint.analysis.state import Scope, YieldReached
 from fakegrad_lint.analysis.valueops import (_NONCONST, _compare, _dict_val, _fold_strings, _FormattedPart,
     _is_tensorish, _truth, _values_of)
@@ -52,6 +53,8 @@ class ExpressionsMixin:
         if isinstance(e.op, ast.Not):
             tv = _truth(v)
             return ConstVal(not tv) if tv is not None else UNKNOWN
+        if isinstance(e.op, (ast.USub, ast.UAdd)) and isinstance(v, ConstVal) and type(v.value) in (int, float):
+            return ConstVal(-v.value if isinstance(e.op, ast.USub) else v.value)  # `-2`
         return self.binop(e, [(v, e.operand)], st)
 
     def _eval_compare(self, e, st):
@@ -148,9 +151,9 @@ class ExpressionsMixin:
         return _fold_strings([self._fstring_part(v, st) for v in e.values], "".join)
 
     def _eval_slice(self, e, st):
-        for part in (e.lower, e.upper, e.step):
-            if part is not None:
-                self.eval(part, st)
+        parts = [self.eval(p, st) if p is not None else ConstVal(None) for p in (e.lower, e.upper, e.step)]
+        if all(isinstance(p, ConstVal) and (p.value is None or type(p.value) is int) for p in parts):
+            return ConstVal(slice(*(p.value for p in parts)))  # `x.shape[-2:]`
         return UNKNOWN
 
     def _fstring_part(self, v, st):
@@ -253,6 +256,9 @@ class ExpressionsMixin:
         if isinstance(obj, SeqVal) and obj.is_dict:
             return _values_of(obj)
         if isinstance(obj, SeqVal):
+            if obj.elts is not None and isinstance(idx, ConstVal) and isinstance(idx.value, slice):
+                part = obj.elts[idx.value]
+                return SeqVal(part, part)
             if obj.elts is not None and isinstance(idx, ConstVal) and isinstance(idx.value, int):
                 try:
                     return obj.elts[idx.value]
@@ -295,6 +301,10 @@ class ExpressionsMixin:
                 out = v if out is None else join(out, v)
             return out or UNKNOWN
         if isinstance(obj, TVal):
+            if attr == "shape" and obj.shape is not None:
+                return shape_value(obj.shape)
+            if attr == "ndim" and obj.shape is not None:
+                return ConstVal(len(obj.shape))
             if attr in N.METADATA_ATTRS:
                 return UNKNOWN
             if attr == "grad":
@@ -306,7 +316,7 @@ class ExpressionsMixin:
             if attr == "data":
                 return TVal(frozenset(), obj.mode, frozenset())
             if attr in ("T", "mT", "H", "mH", "real", "imag"):
-                return self.op(e, [(obj, e.value)], st)
+                return self.op(e, [(obj, e.value)], st, shape=op_shape("T", [obj.shape], (), {}) if attr == "T" else None)
             if attr in N.MODEL_OUTPUT_ATTRS:
                 return obj
             return MethodRef(obj, attr) if attr.isidentifier() and not attr.startswith("_") else UNKNOWN

@@ -12,7 +12,8 @@ import ast
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.names import dotted_name
-from fakegrad_lint.analysis.torch_values import _disable_module_origins, _fake_copy, _is_meta, _set_requires_grad
+from fakegrad_lint.analysis.torch_values import (_disable_module_origins, _fake_copy, _is_meta, _set_requires_grad, op_shape,
+    shape_of, shape_read)
 from fakegrad_lint.analysis.valueops import _arg_exprs, _dict_val, _flatten, _kw_false, _kw_true, _operands, _values_of
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, ExitStackVal,
     ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, PartialVal, Region,
@@ -378,10 +379,14 @@ class MethodCallsMixin:
                 if not flag:
                     _disable_module_origins(recv)
                 origins = recv.origins | {Origin(dotted_name(e.func.value) or "tensor", "tensor", e.lineno)} if flag else frozenset()
-                new = TVal(origins, None, recv.leaks)
+                new = TVal(origins, None, recv.leaks, shape=recv.shape)
                 self.rebind(e.func.value, new, st)
                 return new
             return recv
+        if name in N.SHAPE_READS:
+            known = shape_read(name, recv.shape, args)
+            if known is not None:
+                return known
         if name in N.METADATA_METHODS:
             return UNKNOWN
         if name in ("item", "tolist", "numpy", "__repr__", "__str__", "__format__"):
@@ -392,7 +397,7 @@ class MethodCallsMixin:
                 return self.op(e, [(recv, e.func.value)], st, differentiable=False)
             # inside a region (or on a leaked fake) the result is fake, with no history
             mode = recv.mode or (region.mode if region is not None else None)
-            new = TVal(frozenset(), mode, frozenset())
+            new = TVal(frozenset(), mode, frozenset(), shape=recv.shape)
             if name == "detach_":
                 self.rebind(e.func.value, new, st)
             return new
@@ -400,7 +405,8 @@ class MethodCallsMixin:
             return TVal(frozenset(), None)
         diff = name not in N.NON_DIFFERENTIABLE_METHODS
         operands = [(recv, e.func.value)] + _operands(e, args, kwargs)
-        return self.op(e, operands, st, differentiable=diff)
+        shape = op_shape(name, [recv.shape] + [shape_of(a) for a in args], args, kwargs)
+        return self.op(e, operands, st, differentiable=diff, shape=shape)
 
 
 def _fakify_in_region(mod, region, st):

@@ -13,7 +13,7 @@ import ast
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.calls import OpenKwargs
 from fakegrad_lint.analysis.torch_values import (_fake_copy, _grad_mode_kind, _is_meta, _is_module_factory,
-    _is_nn_module_class, _is_torch_op, _known_params, _proven_copy, _with_taint)
+    _is_nn_module_class, _is_torch_op, _known_params, _proven_copy, _with_taint, op_shape, shape_of, size_of_args)
 from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _const_kw, _flatten, _is_tensorish, _kw_false,
     _kw_true, _operands)
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
@@ -33,8 +33,21 @@ def _self_attrs_read(fn):
     )
 
 
+def _factory_shape(q, args, kwargs):
+    """The shape a factory call makes (None: not known)."""
+    if q not in N.SIZE_FACTORIES:
+        return None
+    if "size" in kwargs:
+        return size_of_args([kwargs["size"]])
+    if q == "torch.full":
+        return size_of_args(args[:1]) if args else None
+    return size_of_args(args) if args else None
+
+
 class TorchCallsMixin:
     """Calls of torch (and known third-party) qualified names."""
+
+    _modes_made = False  # a fake mode (or make_fx's) was made somewhere in this analysis
 
     def call_transform(self, e, tf, args, kwargs, st):
         """torch.func.grad(f)(*args) and friends: f runs on the arguments; gradients
@@ -92,7 +105,22 @@ class TorchCallsMixin:
             return self.call_function(fwd, [mod] + list(args), kwargs, st,
                                       site=(e, [func_expr] + _arg_exprs(e), [mod] + list(args)))
         operands = [(mod, func_expr)] + self._module_state(mod, func_expr) + _operands(e, args, kwargs)
-        return self.op(e, operands, st)
+        res = self.op(e, operands, st)
+        if (isinstance(fwd, FuncVal) and st.active_region() is None and not st.may and fwd.node not in st.stack
+                and res.fake_mode() is None and self._fake_seen(st)):
+            # outside any region a module of the file runs its forward for real: a fake it
+            # reads from elsewhere (a global, a cache, a closure) mixes with its real
+            # parameters there, as at run time. A forward whose result is fake gives that.
+            out = self.call_function(fwd, [mod] + list(args), kwargs, st,
+                                     site=(e, [func_expr] + _arg_exprs(e), [mod] + list(args)))
+            if isinstance(out, TVal) and out.proven_fake() and out.leaks:
+                return out
+        return res
+
+    def _fake_seen(self, st):
+        """Has this analysis made a fake mode yet? Before that, no forward run outside
+        a region can meet a fake (every fake comes from a mode)."""
+        return self._modes_made
 
     def _module_state(self, mod, func_expr, depth=0):
         """Tensors assigned onto a module (``head.weight = emb.weight``, ``m.pos = table``,
@@ -136,10 +164,12 @@ class TorchCallsMixin:
             v = kwargs.get("allow_non_fake_inputs", UNKNOWN if isinstance(kwargs, OpenKwargs) else ConstVal(False))
             allow = bool(v.value) if isinstance(v, ConstVal) else None
             desc = "FakeTensorMode(allow_non_fake_inputs=True)" if allow else ("FakeTensorMode()" if allow is False else "FakeTensorMode(...)")
+            self._modes_made = True
             return ModeVal(allow, e.lineno, desc, e)
         if q in N.DETECT_FAKE_MODE:
             # whatever mode the inputs were made in: what it allows is not known here
             # (torch.export's non-strict mode allows non-fake inputs) unless patched
+            self._modes_made = True
             return ModeVal(None, e.lineno, "detect_fake_mode()", e)
         if q in N.FAKE_COPY_MODE:
             return CtxVal("fake_copy", args[0] if args and isinstance(args[0], ModeVal) else None)
@@ -190,6 +220,7 @@ class TorchCallsMixin:
                 if allow is _NONCONST:
                     allow = None
                 desc = f'make_fx(tracing_mode="{tm}"' + (", _allow_non_fake_inputs=True)" if allow else ")")
+                self._modes_made = True
                 return TracedFn(args[0], ModeVal(allow, e.lineno, desc, None))
             return UNKNOWN
         if q in N.PARTIAL and args:
@@ -200,11 +231,12 @@ class TorchCallsMixin:
         if q in N.PARAMETER:
             region = st.active_region()
             data = args[0] if args else UNKNOWN
+            shape = data.shape if isinstance(data, TVal) else None
             if region is not None or (isinstance(data, TVal) and data.mode is not None):
-                return TVal(frozenset(), region.mode if region else data.mode)
+                return TVal(frozenset(), region.mode if region else data.mode, shape=shape)
             if _kw_false(kwargs, "requires_grad") or (len(args) > 1 and isinstance(args[1], ConstVal) and args[1].value is False):
-                return TVal()
-            return TVal(frozenset([Origin("parameter", "parameter", e.lineno)]))
+                return TVal(shape=shape)
+            return TVal(frozenset([Origin("parameter", "parameter", e.lineno)]), shape=shape)
         if q in N.AUTOGRAD_BACKWARD:
             tensors = args[0] if args else kwargs.get("tensors", UNKNOWN)
             self.sink(tensors, "torch.autograd.backward", e, st, inputs=kwargs.get("inputs"))
@@ -224,15 +256,24 @@ class TorchCallsMixin:
             diff = q not in N.NON_DIFFERENTIABLE_FUNCS
             if not any(_is_tensorish(x) for v, _ in operands for x in _flatten(v)):
                 # a factory: born fake inside a region, real (maybe requires grad) outside
+                shape = _factory_shape(q, args, kwargs)
                 region = st.active_region()
                 if region is not None:
-                    return TVal(frozenset(), region.mode, may_fake=region.may or bool(st.may))
+                    return TVal(frozenset(), region.mode, may_fake=region.may or bool(st.may), shape=shape)
                 if _kw_true(kwargs, "requires_grad"):  # (on the meta device too: not fake)
-                    return TVal(frozenset([Origin("tensor", "tensor", e.lineno)]))
-                return TVal()
-            res = self.op(e, operands, st, differentiable=diff)
+                    return TVal(frozenset([Origin("tensor", "tensor", e.lineno)]), shape=shape)
+                return TVal(shape=shape)
+            tensors = [i for i, a in enumerate(args) if isinstance(a, TVal)]
+            shape = None
+            if tensors:
+                k = tensors[0]
+                shapes = [shape_of(a) for a in args[k:]] if q in N.SHAPE_BROADCAST_FUNCS else [args[k].shape]
+                if q in N.SHAPE_MATMUL and len(args) == 2:
+                    shapes = [shape_of(a) for a in args]
+                shape = op_shape(q, shapes, args[k + 1:], kwargs)
+            res = self.op(e, operands, st, differentiable=diff, shape=shape)
             if _kw_true(kwargs, "requires_grad") and isinstance(res, TVal) and res.mode is None:
-                return TVal(res.origins | {Origin("tensor", "tensor", e.lineno)})
+                return TVal(res.origins | {Origin("tensor", "tensor", e.lineno)}, shape=res.shape)
             return res
         return UNKNOWN
 

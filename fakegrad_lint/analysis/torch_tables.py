@@ -517,3 +517,38 @@ MODULE_WRAPPER_ATTRS = frozenset({"module", "_orig_mod", "_fsdp_wrapped_module",
 # Module methods that run an op (detach) on every parameter: under a strict mode a
 # real module's call crashes (state_dict() without keep_vars=True)
 MODULE_DETACHING_METHODS = frozenset({"state_dict"})
+
+
+# ------------------------------------------------------------ tensor shapes
+# Shapes are known values where torch's rule is exact (a finding never rests on a
+# guessed shape; an unknown one is None). Factories whose sizes are their leading
+# positional ints (or one sequence of ints, or ``size=``):
+SIZE_FACTORIES = frozenset(
+    "torch." + n for n in ("randn", "rand", "zeros", "ones", "empty")
+) | frozenset({"torch.full"})  # full(size, fill_value): the size is its first argument
+# torch functions and Tensor methods whose result has the shape of their first tensor
+# operand (elementwise on one tensor, `*_like` factories, casts, copies, normalisations)
+_SAME_SHAPE = (
+    "clone", "detach", "contiguous", "float", "double", "half", "bfloat16", "to", "cuda", "cpu", "requires_grad_",
+    "relu", "relu_", "gelu", "silu", "sigmoid", "tanh", "exp", "log", "abs", "neg", "sqrt", "rsqrt", "square", "sin",
+    "cos", "softmax", "log_softmax", "triu", "tril", "clamp", "clamp_", "sign", "zero_", "fill_", "exp_", "mul_", "add_",
+    "masked_fill", "masked_fill_", "dropout", "type_as", "zeros_like", "ones_like", "empty_like", "full_like",
+    "rand_like", "randn_like", "layer_norm", "rms_norm", "normalize", "erf", "reciprocal", "floor", "ceil", "round",
+    "isnan", "isinf", "logical_not", "bool", "long", "int",
+)
+SHAPE_SAME_METHODS = frozenset(_SAME_SHAPE)
+SHAPE_SAME_FUNCS = frozenset("torch." + n for n in _SAME_SHAPE) | frozenset(
+    "torch.nn.functional." + n for n in ("relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax",
+                                         "dropout", "layer_norm", "rms_norm", "normalize", "leaky_relu", "elu")
+)
+# elementwise binary ops (methods and torch functions): operands broadcast
+_BROADCAST = ("add", "sub", "mul", "div", "true_divide", "pow", "maximum", "minimum", "where", "eq", "ne", "lt", "gt",
+              "le", "ge", "logical_and", "logical_or")
+SHAPE_BROADCAST_METHODS = frozenset(_BROADCAST)
+SHAPE_BROADCAST_FUNCS = frozenset("torch." + n for n in _BROADCAST)
+SHAPE_RESHAPE_METHODS = frozenset({"view", "reshape"})
+SHAPE_MATMUL = frozenset({"matmul", "mm", "bmm", "torch.matmul", "torch.mm", "torch.bmm"})
+SHAPE_TRANSPOSE = frozenset({"transpose", "swapaxes", "torch.transpose"})
+SHAPE_UNSQUEEZE = frozenset({"unsqueeze", "torch.unsqueeze"})
+# Tensor reads answered from a known shape
+SHAPE_READS = frozenset({"size", "dim", "ndimension", "numel", "nelement"})

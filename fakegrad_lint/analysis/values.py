@@ -128,6 +128,7 @@ class TVal(Value):
     leaks: frozenset = frozenset()
     derived: bool = False  # computed from a requires-grad value (not a leaf)
     may_fake: bool = False  # made in a region entered on some paths only (fake or real)
+    shape: tuple | None = None  # its sizes, when known on every path (a tuple of ints)
 
     def real_rg(self):
         return self.origins if self.mode is None else frozenset()
@@ -440,7 +441,8 @@ def join(a: Value, b: Value) -> Value:
         return a
     if (isinstance(a, TVal) and isinstance(b, TVal) and a.mode is b.mode and bool(a.origins) == bool(b.origins)
             and a.leaks == b.leaks and a.may_fake == b.may_fake):
-        return TVal(a.origins | b.origins, a.mode, a.leaks, a.derived or b.derived, a.may_fake)
+        return TVal(a.origins | b.origins, a.mode, a.leaks, a.derived or b.derived, a.may_fake,
+                    a.shape if a.shape == b.shape else None)
     opts = []
     for v in (a, b):
         for o in _options(v):
@@ -460,7 +462,8 @@ def union(a: Value, b: Value) -> Value:
     if b is UNKNOWN:
         return a if not isinstance(a, (TVal, SeqVal)) else MaybeVal((a, b), each=True)
     if isinstance(a, TVal) and isinstance(b, TVal) and a.mode is b.mode:
-        return TVal(a.origins | b.origins, a.mode, a.leaks | b.leaks, a.derived or b.derived, a.may_fake and b.may_fake)
+        return TVal(a.origins | b.origins, a.mode, a.leaks | b.leaks, a.derived or b.derived, a.may_fake and b.may_fake,
+                    a.shape if a.shape == b.shape else None)
     opts = []
     for v in (a, b):
         for o in v.options if isinstance(v, MaybeVal) and v.each else (v,):
