@@ -388,6 +388,113 @@ BIAS = torch.ones(shape)
 net = Scale()
 net(torch.ones(1, 2)).sum().backward()
 """,
+    # --------------------------------------------------------- try / except
+    "import_error_fallback_never_runs": """
+try:
+    from torch._subclasses.fake_tensor import FakeTensorMode as FTM
+except ImportError:
+    FTM = None
+net = nn.Linear(2, 2)
+with FTM(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "handler_that_may_run_picks_the_mode": """
+import json
+net = nn.Linear(2, 2)
+ctx = contextlib.nullcontext()
+try:
+    cfg = json.loads("{}")
+except ValueError:
+    ctx = FakeTensorMode(allow_non_fake_inputs=True)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "handler_after_strict_crash_runs": """
+net = nn.Linear(2, 2)
+try:
+    with FakeTensorMode():
+        net(torch.ones(1, 2))
+except AssertionError:
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "handler_of_unknown_error_in_region_is_may": """
+import json
+net = nn.Linear(2, 2)
+try:
+    cfg = json.loads("{}")
+except ValueError:
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        net(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------------------- constants of the platform
+    "type_checking_is_false_at_run_time": """
+from typing import TYPE_CHECKING
+if TYPE_CHECKING:
+    ctx = contextlib.nullcontext()
+else:
+    ctx = FakeTensorMode(allow_non_fake_inputs=True)
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "type_checking_branch_only_for_checkers": """
+import typing
+if typing.TYPE_CHECKING:
+    ctx = FakeTensorMode(allow_non_fake_inputs=True)
+else:
+    ctx = contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "version_info_known_for_every_supported_python": """
+import sys
+ctx = FakeTensorMode(allow_non_fake_inputs=True) if sys.version_info >= (3, 8) else contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "version_info_not_known_across_pythons": """
+import sys
+ctx = FakeTensorMode(allow_non_fake_inputs=True) if sys.version_info >= (3, 12) else contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    # ----------------------------------------------------------- yield from
+    "yield_from_generator_suspended_in_region": """
+def inner(net):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        yield net(torch.ones(1, 2))  # FGL001
+def outer(net):
+    yield from inner(net)
+net = nn.Linear(2, 2)
+for y in outer(net):
+    y.sum().backward()
+""",
+    "yield_from_generator_of_fake_module": """
+def inner():
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        net = nn.Linear(2, 2)
+        yield net(torch.ones(1, 2))
+def outer():
+    yield from inner()
+for y in outer():
+    y.sum().backward()
+""",
+    "enumerate_with_start_of_real_modules": """
+nets = [nn.Linear(2, 2)]
+with FakeTensorMode(allow_non_fake_inputs=True):
+    for i, n in enumerate(nets, start=1):
+        n(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "enumerate_with_start_of_fake_modules": """
+with FakeTensorMode(allow_non_fake_inputs=True):
+    nets = [nn.Linear(2, 2)]
+    for i, n in enumerate(nets, start=1):
+        n(torch.ones(1, 2)).sum().backward()
+""",
 }
 
 

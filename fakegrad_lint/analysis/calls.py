@@ -364,7 +364,7 @@ class CallsMixin:
         """A function over iterables (``ITERABLE_FUNCS``): what its items are, with the
         function it is given called on them where Python calls it (lazily, but whoever
         consumes the iterator does so where it is consumed: sum/list/for right here)."""
-        if kwargs and kind not in ("reduce", "accumulate", "zip", "product", "groupby"):
+        if kwargs and kind not in ("reduce", "accumulate", "zip", "product", "groupby", "enumerate"):
             return UNKNOWN
         items = [self.iter_item(a, st) for a in args]
         exprs = list(e.args) if isinstance(e, ast.Call) and len(e.args) == len(args) else [None] * len(args)

@@ -36,6 +36,8 @@ class ExpressionsMixin:
             return ModRef("builtins." + e.id) if e.id in _BUILTINS else UNKNOWN
         if type(v) is LazyImport:
             return self._force(v)
+        if type(v) is ModRef and v.qualname in N.KNOWN_CONSTANTS:
+            return ConstVal(N.KNOWN_CONSTANTS[v.qualname])  # `from typing import TYPE_CHECKING`
         return v
 
     def _eval_constant(self, e, st):
@@ -141,6 +143,21 @@ class ExpressionsMixin:
 
     def _eval_await(self, e, st):
         return self.eval(e.value, st) if e.value is not None else UNKNOWN
+
+    def _eval_yield_from(self, e, st):
+        """``yield from g``: each item of ``g`` is yielded here, inside the regions ``g``
+        is suspended in when it yields them."""
+        v = self.eval(e.value, st)
+        held = self._gen_regions.get(id(v))
+        inside = held[1] if held is not None and held[0] is v else ()
+        for region in inside:
+            st.ctx = st.ctx.entering(region)
+        try:
+            self.on_yield(self.iter_item(v, st), st)
+        finally:
+            for region in reversed(inside):
+                st.ctx = st.ctx.leaving(region)
+        return UNKNOWN
 
     def _eval_yield(self, e, st):
         v = self.eval(e.value, st) if e.value is not None else UNKNOWN
@@ -291,7 +308,8 @@ class ExpressionsMixin:
 
     def attribute(self, e, obj, attr, st):
         if isinstance(obj, ModRef):
-            return ModRef(f"{obj.qualname}.{attr}")
+            q = f"{obj.qualname}.{attr}"
+            return ConstVal(N.KNOWN_CONSTANTS[q]) if q in N.KNOWN_CONSTANTS else ModRef(q)
         if isinstance(obj, ProjModVal):
             return self._module_attr(obj, attr)
         if isinstance(obj, MaybeVal):
@@ -410,7 +428,7 @@ EXPRESSION_METHODS = {
     ast.NamedExpr: "_eval_named_expr",
     ast.Starred: "_eval_starred",
     ast.Await: "_eval_await",
-    ast.YieldFrom: "_eval_await",
+    ast.YieldFrom: "_eval_yield_from",
     ast.Yield: "_eval_yield",
     ast.JoinedStr: "_eval_joined_str",
     ast.Slice: "_eval_slice",

@@ -8,6 +8,7 @@ test is unknown, ``try``, imports, ``return``/``raise`` ending the block.
 from __future__ import annotations
 
 import ast
+import sys
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _FUNCTION_DEFS, _is_main_guard, _sets_requires_grad
@@ -35,6 +36,31 @@ def _catches_assertion(t):
         return any(_catches_assertion(x) for x in t.elts)
     name = dotted_name(t)
     return name is not None and name.rsplit(".", 1)[-1] in N.CATCHES_ASSERTION and name.count(".") <= 1
+
+
+def _dead_import_handler(s, h):
+    """``except ImportError:`` (or ModuleNotFoundError) around a body of imports that
+    succeed wherever the program runs: torch's and the standard library's modules."""
+    if h.type is None:
+        return False
+    types = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
+    if not all((dotted_name(t) or "").rsplit(".", 1)[-1] in N.IMPORT_ERRORS for t in types):
+        return False
+    for stmt in s.body:
+        if isinstance(stmt, ast.Import):
+            names = [a.name for a in stmt.names]
+        elif isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module:
+            names = [stmt.module]
+        else:
+            return False
+        if not all(_always_importable(n) for n in names):
+            return False
+    return True
+
+
+def _always_importable(module):
+    top = module.split(".", 1)[0]
+    return top in N.ALWAYS_IMPORTABLE or top in sys.stdlib_module_names
 
 
 class StatementsMixin:
@@ -259,9 +285,15 @@ class StatementsMixin:
             raise Crashed()
 
     def exec_try(self, s, st):
-        # (a handler that re-raises lets the crash through)
+        """``try``: the body runs; after a strict mode's crash the handlers that catch
+        its AssertionError run (a handler that re-raises lets the crash through).
+        Otherwise no handler is known to run: each may (an exception the analysis does
+        not see), so each runs as a path that only may be taken, joined with the
+        path through ``else``. Handlers of an ``ImportError`` around imports that
+        succeed (torch's, the standard library's) never run."""
         catches = any(_catches_assertion(h.type) and not any(isinstance(x, ast.Raise) for x in h.body) for h in s.handlers)
         before = set(self.records) if catches else None
+        crashed = False
         try:
             try:
                 self.exec_block(s.body, st)
@@ -270,19 +302,57 @@ class StatementsMixin:
             except Crashed:
                 if not s.handlers:
                     raise
+                crashed = True
             finally:
                 if catches:
                     self.crashes_caught(before)
-            for h in s.handlers:
-                if h.name:
-                    st.scope.assign(h.name, UNKNOWN)
-                self.exec_branch(h.body, st)
-            self.exec_branch(s.orelse, st)
+            if crashed:
+                for h in s.handlers:
+                    if h.name:
+                        st.scope.assign(h.name, UNKNOWN)
+                    self.exec_branch(h.body, st)
+            else:
+                live = [h for h in s.handlers if not _dead_import_handler(s, h)]
+                self._may_handlers(live, s.orelse, st)
         finally:
             try:
                 self.exec_block(s.finalbody, st)
             except _BlockExit:
                 pass
+
+    def _may_handlers(self, handlers, orelse, st):
+        """The ``else`` path and each handler's path (one that only may be taken), run
+        from the state after the body and joined as branches are."""
+        scope = st.scope
+        start = dict(scope.vars)
+        ends = []
+        try:
+            self.exec_block(orelse, st)
+            ends.append(scope.vars)
+        except _BlockExit:
+            pass
+        for h in handlers:
+            scope.vars = dict(start)
+            st.may += 1
+            try:
+                if h.name:
+                    st.scope.assign(h.name, UNKNOWN)
+                self.exec_block(h.body, st)
+                ends.append(scope.vars)
+            except (_BlockExit, Crashed):
+                pass  # (re-raised, returned: the code after the try is not reached this way)
+            finally:
+                st.may -= 1
+        if not ends:
+            scope.vars = start
+            return
+        merged = ends[0]
+        for other in ends[1:]:
+            for k in set(merged) | set(other):
+                a, b = merged.get(k), other.get(k)
+                if a is not b:
+                    merged[k] = b if a is None else a if b is None else join(a, b)
+        scope.vars = merged
 
     def crashes_caught(self, before):
         """A strict mode's AssertionError raised since ``before`` (the record keys then)

@@ -76,6 +76,15 @@ NULL_CONTEXT = frozenset({"contextlib.nullcontext"})
 SUPPRESSING_CONTEXTS = frozenset({"contextlib.suppress", "pytest.raises"})
 NULL_CONTEXT_ENTER_RESULT = frozenset({"contextlib.nullcontext"})  # its first argument is what `as` binds
 EXIT_STACK = frozenset({"contextlib.ExitStack"})
+# `except ImportError:` around imports of these (and the standard library) never runs:
+# the program is analysed as it runs, with torch installed
+IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
+ALWAYS_IMPORTABLE = frozenset({"torch", "functorch", "torchgen"})  # (the torch wheel ships all three)
+# names whose value is known wherever the program runs
+KNOWN_CONSTANTS = {"typing.TYPE_CHECKING": False, "typing_extensions.TYPE_CHECKING": False}
+# the Pythons the linted program can run on (the linter's own range): a comparison of
+# `sys.version_info` with a tuple is known when it holds (or fails) over all of them
+PYTHON_VERSIONS = ((3, 10, 0), (3, 99, 99))
 # exception classes whose handler catches the AssertionError a strict mode raises
 CATCHES_ASSERTION = frozenset({"AssertionError", "Exception", "BaseException"})
 # ExitStack methods that unwind what it entered (its callbacks run, the contexts are left)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import ast
 
+from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
-    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, InstanceVal, MaybeVal, MethodRef, ModeVal, ModuleVal,
+    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, InstanceVal, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal,
     OptimizerVal, PartialVal, SeqVal, TracedFn, TransformVal, TVal, union_all)
 
 
@@ -69,6 +70,11 @@ def _compare(ops, vals):
             if r is None:
                 return None
             r = r if t is ast.Is else not r
+        elif t in _CMP and _is_version_info(a) and _int_tuple(b) is not None:
+            answers = {bool(_CMP[t](v, _int_tuple(b))) for v in N.PYTHON_VERSIONS}
+            if len(answers) != 1:
+                return None
+            r = answers.pop()
         elif t in _CMP and isinstance(a, ConstVal) and isinstance(b, ConstVal):
             try:
                 r = bool(_CMP[t](a.value, b.value))
@@ -88,6 +94,19 @@ def _compare(ops, vals):
             return None
         result = result and r
     return result
+
+
+def _is_version_info(v):
+    return isinstance(v, ModRef) and v.qualname == "sys.version_info"
+
+
+def _int_tuple(v):
+    """A tuple of known ints (``(3, 10)``), else None."""
+    if not (isinstance(v, SeqVal) and v.elts is not None and v.keys is None):
+        return None
+    if not all(isinstance(x, ConstVal) and type(x.value) is int for x in v.elts):
+        return None
+    return tuple(x.value for x in v.elts)
 
 
 def _is_module_value(v):
