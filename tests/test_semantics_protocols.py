@@ -495,6 +495,169 @@ with FakeTensorMode(allow_non_fake_inputs=True):
     for i, n in enumerate(nets, start=1):
         n(torch.ones(1, 2)).sum().backward()
 """,
+    # --------------------------------------------------------- module hooks
+    "forward_hook_closes_over_real_parameter": """
+temperature = nn.Parameter(torch.tensor(2.0))
+store = {}
+def hook(module, inputs, output):
+    store["aux"] = (output / temperature).sum()  # FGL001
+net = nn.Linear(2, 2)
+net.register_forward_hook(hook)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    shadow = copy.deepcopy(net)
+    (shadow(torch.ones(1, 2)).sum() + store["aux"]).backward()
+""",
+    "forward_hook_removed_before_region": """
+temperature = nn.Parameter(torch.tensor(2.0))
+store = {}
+def hook(module, inputs, output):
+    store["aux"] = (output / temperature).sum()
+net = nn.Linear(2, 2)
+handle = net.register_forward_hook(hook)
+handle.remove()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    shadow = copy.deepcopy(net)
+    shadow(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------- a list or dict object is shared
+    "dict_filled_through_an_alias": """
+def fill(registry):
+    registry["net"] = nn.Linear(2, 2)
+models = {}
+fill(models)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    models["net"](torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "dict_copy_filled_leaves_the_original": """
+models = {"net": None}
+staged = dict(models)
+staged["net"] = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    if models["net"] is not None:
+        models["net"](torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------- a fake given to a module of the file, outside regions
+    "leaked_fake_given_to_forward_mixes_inside": """
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+    def forward(self, x, bias):
+        return self.lin(x) + bias  # FGL003
+with FakeTensorMode(allow_non_fake_inputs=True):
+    bias = torch.zeros(2)
+net = Scale()
+net(torch.ones(1, 2), bias).sum().backward()  # FGL003
+""",
+    "leaked_fake_given_to_forward_unused": """
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+    def forward(self, x, bias):
+        return self.lin(x) + torch.zeros(bias.shape)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    bias = torch.zeros(2)
+net = Scale()
+net(torch.ones(1, 2), bias).sum().backward()
+""",
+    # --------------------------------------------------- stack_module_state
+    "stack_module_state_of_real_models": """
+from torch.func import functional_call, stack_module_state, vmap
+models = [nn.Linear(2, 2) for _ in range(3)]
+params, buffers = stack_module_state(models)
+base = copy.deepcopy(models[0]).to("meta")
+def one(p, b, x):
+    return functional_call(base, (p, b), (x,))  # FGL001
+with FakeTensorMode(allow_non_fake_inputs=True):
+    vmap(one, in_dims=(0, 0, None))(params, buffers, torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "stack_module_state_of_frozen_models": """
+from torch.func import functional_call, stack_module_state, vmap
+models = [nn.Linear(2, 2).requires_grad_(False) for _ in range(3)]
+params, buffers = stack_module_state(models)
+base = copy.deepcopy(models[0]).to("meta")
+def one(p, b, x):
+    return functional_call(base, (p, b), (x,))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    y = vmap(one, in_dims=(0, 0, None))(params, buffers, torch.ones(1, 2)).sum()
+""",
+    # ------------------------------------------------------ threads and pools
+    "thread_pool_worker_opens_region": """
+from concurrent.futures import ThreadPoolExecutor
+def profile(model):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        model(torch.ones(1, 2)).sum().backward()  # FGL001
+net = nn.Linear(2, 2)
+with ThreadPoolExecutor(max_workers=1) as pool:
+    pool.submit(profile, net).result()
+""",
+    "thread_pool_worker_outside_callers_region": """
+from concurrent.futures import ThreadPoolExecutor
+def step(model):
+    model(torch.ones(1, 2)).sum().backward()
+net = nn.Linear(2, 2)
+with ThreadPoolExecutor(max_workers=1) as pool:
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        pool.submit(step, net).result()
+""",
+    "thread_target_opens_region": """
+import threading
+def profile(model):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        model(torch.ones(1, 2)).sum().backward()  # FGL001
+net = nn.Linear(2, 2)
+t = threading.Thread(target=profile, args=(net,))
+t.start()
+t.join()
+""",
+    "thread_target_outside_callers_region": """
+import threading
+def step(model):
+    model(torch.ones(1, 2)).sum().backward()
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    t = threading.Thread(target=step, args=(net,))
+    t.start()
+    t.join()
+""",
+    # ------------------------------------ children replaced by setattr
+    "lora_children_injected_into_frozen_model": """
+class Adapter(nn.Module):
+    def __init__(self, base):
+        super().__init__()
+        self.base = base
+        self.a = nn.Parameter(torch.zeros(2, 2))
+    def forward(self, x):
+        return self.base(x) + x @ self.a
+def inject(model):
+    for name, child in list(model.named_children()):
+        if isinstance(child, nn.Linear):
+            setattr(model, name, Adapter(child))
+net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+net.requires_grad_(False)
+inject(net)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "lora_children_injected_frozen_too": """
+class Adapter(nn.Module):
+    def __init__(self, base):
+        super().__init__()
+        self.base = base
+        self.a = nn.Parameter(torch.zeros(2, 2))
+    def forward(self, x):
+        return self.base(x) + x @ self.a
+def inject(model):
+    for name, child in list(model.named_children()):
+        if isinstance(child, nn.Linear):
+            setattr(model, name, Adapter(child))
+net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+inject(net)
+net.requires_grad_(False)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    y = net(torch.ones(1, 2)).sum()
+""",
 }
 
 

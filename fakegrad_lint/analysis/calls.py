@@ -17,7 +17,7 @@ from fakegrad_lint.analysis.context import CallSite
 from fakegrad_lint.analysis.state import MAX_DEPTH, Scope, _BlockExit
 from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, _arg_exprs, _dict_val, _interesting, _is_none_const,
     _is_tensorish)
-from fakegrad_lint.analysis.values import (UNKNOWN, AutogradApply, BoundMethod, ClassVal, ConstVal, CtxVal, ModeVal, DecoratorVal,
+from fakegrad_lint.analysis.values import (UNKNOWN, AutogradApply, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal, ModeVal, DecoratorVal,
     ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, MethodRef, ModRef, ModuleVal, PartialVal, ProjModVal, SeqVal,
     SuperVal, TracedFn, TransformVal, TVal, join, join_all, union)
 
@@ -456,6 +456,9 @@ class CallsMixin:
                     if isinstance(val, MaybeVal) and len(val.options) == len(names) and len(names) > 1:
                         val = val.options[names.index(n)]
                     self.set_attribute(e.args[0] if e.args else None, args[0], n.value, val, e, st)
+                elif isinstance(n, ChildName) and n.module is args[0] and isinstance(args[0], ModuleVal):
+                    # a child of the module, replaced by the value (LoRA-style injection)
+                    args[0].attrs[f"<child {id(e)}>"] = args[2]
                 elif isinstance(args[0], ModeVal):
                     args[0].allow = None  # any attribute, maybe the allow flag
             return UNKNOWN
@@ -479,7 +482,8 @@ class CallsMixin:
         if name == "dict" and not args and kwargs:
             return _dict_val(list(kwargs), list(kwargs.values()))
         if name == "dict" and len(args) == 1 and isinstance(args[0], SeqVal) and args[0].is_dict and not kwargs:
-            return args[0]
+            a = args[0]
+            return SeqVal(a.items, a.elts, a.keys, True)  # a new dict with the same items
         if name == "dict":
             items = []
             for a in args:

@@ -11,13 +11,15 @@ from __future__ import annotations
 import ast
 
 from fakegrad_lint.analysis import torch_tables as N
+from fakegrad_lint.analysis.context import DispatchContext
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import (_disable_module_origins, _fake_copy, _is_meta, _set_requires_grad, op_shape,
     shape_of, shape_read)
 from fakegrad_lint.analysis.valueops import _arg_exprs, _dict_val, _flatten, _kw_false, _kw_true, _operands, _values_of
-from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, ExitStackVal,
-    ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, PartialVal, Region,
-    SeqVal, SuperVal, TVal)
+from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal,
+    ExitStackVal,
+    ExportedProgramVal, FuncVal, HookHandle, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, PartialVal, Region,
+    SeqVal, SuperVal, TVal, WorkerVal)
 
 
 def _argparse_default(args, kwargs):
@@ -141,6 +143,14 @@ class MethodCallsMixin:
             if recv.cls.lookup_method("__getattr__") is not None:
                 return self.call_value(e, self.attribute(e.func, recv, name, st), args, kwargs, st)
             return UNKNOWN
+        if isinstance(recv, WorkerVal):
+            return self.worker_method(e, recv, name, args, kwargs, st)
+        if isinstance(recv, HookHandle):
+            if name == "remove":
+                held = recv.module.attrs.get(recv.key)
+                if isinstance(held, SeqVal):
+                    recv.module.attrs[recv.key] = SeqVal(tuple(h for h in held.items if h is not recv.fn))
+            return UNKNOWN
         if isinstance(recv, OptimizerVal):
             if name == "step" and args:
                 return self.call_value(e, args[0], [], {}, st, func_expr=None)  # step(closure) runs the closure
@@ -184,7 +194,7 @@ class MethodCallsMixin:
                 if got is not None:
                     return got
                 default = args[1] if len(args) > 1 else ConstVal(None)
-                self.rebind(e.func.value, _dict_val(list(recv.keys) + [args[0].value], list(recv.elts) + [default]), st)
+                self.mutate_container(e.func.value, recv, _dict_val(list(recv.keys) + [args[0].value], list(recv.elts) + [default]), st)
                 return default
             if name in ("append", "add", "insert", "extend", "update", "setdefault"):
                 new_items = list(recv.items)
@@ -194,14 +204,14 @@ class MethodCallsMixin:
                     else:
                         new_items.append(self.iter_item(a) if name == "extend" else a)
                 new_items.extend(kwargs.values())
-                self.rebind(e.func.value, SeqVal(tuple(new_items), is_dict=recv.is_dict), st)
+                self.mutate_container(e.func.value, recv, SeqVal(tuple(new_items), is_dict=recv.is_dict), st)
                 return UNKNOWN
             if name in ("items",):
                 if recv.keys is not None:
                     return SeqVal(tuple(SeqVal((ConstVal(k), v), (ConstVal(k), v)) for k, v in zip(recv.keys, recv.elts)))
                 return SeqVal(tuple(SeqVal((UNKNOWN, v), (UNKNOWN, v)) for v in recv.items))
             if name == "copy":
-                return recv
+                return SeqVal(recv.items, recv.elts, recv.keys, recv.is_dict)  # a new object, the same items
             if name == "keys":
                 return SeqVal(tuple(ConstVal(k) for k in recv.keys)) if recv.keys is not None else UNKNOWN
             if name == "values":
@@ -242,6 +252,37 @@ class MethodCallsMixin:
         if isinstance(recv, InstanceVal) and name in ("__enter__", "__exit__"):
             return UNKNOWN
         return UNKNOWN
+
+    def worker_method(self, e, w, name, args, kwargs, st):
+        """Thread pools and threads: the function runs where it is started, in a thread
+        of its own: torch's dispatch modes and grad mode are thread-local, so it starts
+        outside every region, with grad on (``Thread.run()`` runs in the caller's thread)."""
+        if w.kind == "executor":
+            if name == "__enter__":
+                return w
+            if name == "submit" and args:
+                res = self._in_new_thread(lambda: self.call_value(e, args[0], list(args[1:]), kwargs, st,
+                                                                  func_expr=e.args[0] if e.args else None), st)
+                return WorkerVal("future", result=res)
+            if name == "map" and len(args) >= 2:
+                return self._in_new_thread(lambda: self.iterable_call(e, "map", args, {}, st), st)
+            return UNKNOWN
+        if w.kind == "future" and name == "result":
+            return w.result if w.result is not None else UNKNOWN
+        if w.kind == "thread" and name in ("start", "run") and w.target is not None:
+            fn, targs, tkw = w.target
+            call = lambda: self.call_value(e, fn, list(targs), dict(tkw), st, func_expr=None)  # noqa: E731
+            w.result = self._in_new_thread(call, st) if name == "start" else call()
+            return UNKNOWN
+        return UNKNOWN
+
+    def _in_new_thread(self, run, st):
+        saved = st.ctx
+        st.ctx = DispatchContext(may=saved.may)
+        try:
+            return run()
+        finally:
+            st.ctx = saved
 
     def parser_method(self, e, parser, name, args, kwargs, st):
         """argparse: ``add_argument`` declares a destination and its default; parsing a
@@ -301,7 +342,10 @@ class MethodCallsMixin:
                 return SeqVal((UNKNOWN,))
             entry = self.iter_item(mod)
             return SeqVal((SeqVal((UNKNOWN, entry), (UNKNOWN, entry)),)) if name == "items" else SeqVal((entry,))
-        if name in ("named_children", "named_modules"):
+        if name == "named_children":
+            key = ChildName(mod)  # (setattr(mod, name, m) with it replaces a child)
+            return SeqVal((SeqVal((key, mod), (key, mod)),))
+        if name == "named_modules":
             return SeqVal((SeqVal((UNKNOWN, mod), (UNKNOWN, mod)),))
         if name in N.MODULE_DETACHING_METHODS and real:
             region = st.active_region()
@@ -356,6 +400,11 @@ class MethodCallsMixin:
             if name == "apply" and args:
                 self.call_value(e, args[0], [mod], {}, st, func_expr=None)  # fn(m) for every submodule m
             return mod
+        if name in N.MODULE_HOOK_REGISTRARS and args and not kwargs.get("with_kwargs"):
+            key = N.MODULE_HOOK_REGISTRARS[name]
+            held = mod.attrs.get(key)
+            mod.attrs[key] = SeqVal((held.items if isinstance(held, SeqVal) else ()) + (args[0],))
+            return HookHandle(mod, key, args[0])
         if name in ("register_parameter", "register_buffer") and len(args) >= 2 and isinstance(args[0], ConstVal):
             mod.attrs[str(args[0].value)] = args[1]
             return UNKNOWN

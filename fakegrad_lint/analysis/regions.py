@@ -15,7 +15,7 @@ from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import Crashed, PseudoWith, YieldReached, _BlockExit
 from fakegrad_lint.analysis.valueops import _is_none_const
 from fakegrad_lint.analysis.values import (UNKNOWN, ConstVal, CtxVal, ExitStackVal, InstanceVal, MaybeVal, ModeVal,
-    Region)
+    Region, WorkerVal)
 
 
 class RegionsMixin:
@@ -71,6 +71,8 @@ class RegionsMixin:
             return UNKNOWN
         if isinstance(cm, InstanceVal):
             return self.enter_instance(cm, st, undo, may)
+        if isinstance(cm, WorkerVal):
+            return cm  # `with ThreadPoolExecutor() as pool:` (leaving it waits for the work)
         if isinstance(cm, ModeVal):
             name = bound
             if name is None and expr is not None:

@@ -399,9 +399,9 @@ class StatementsMixin:
             if isinstance(obj, SeqVal) and obj.keys is not None and isinstance(key, ConstVal):
                 keys = [k for k in obj.keys if not (k == key.value and type(k) is type(key.value))]
                 elts = [v for k, v in zip(obj.keys, obj.elts) if not (k == key.value and type(k) is type(key.value))]
-                self.rebind(target.value, _dict_val(keys + [key.value], elts + [val]), st)
+                self.mutate_container(target.value, obj, _dict_val(keys + [key.value], elts + [val]), st)
             elif isinstance(obj, SeqVal):
-                self.rebind(target.value, SeqVal(obj.items + (val,), is_dict=obj.is_dict), st)
+                self.mutate_container(target.value, obj, SeqVal(obj.items + (val,), is_dict=obj.is_dict), st)
         elif t is ast.Starred:
             self.assign(target.value, val, st, value_node)
 
@@ -425,6 +425,16 @@ class StatementsMixin:
             elif isinstance(val, ConstVal) and val.value is False:
                 _disable_module_origins(obj)
                 self.rebind(obj_expr, TVal(frozenset(), None, obj.leaks), st)
+
+    def mutate_container(self, expr, obj, new, st):
+        """``d[k] = v``, ``xs.append(v)``...: the list or dict object itself changes, so
+        every name and attribute that holds it (an argument, ``store`` in a hook, a
+        registry) sees ``new``'s contents, as Python's aliasing does."""
+        if isinstance(obj, SeqVal) and isinstance(new, SeqVal):
+            for f in ("items", "elts", "keys", "is_dict"):
+                object.__setattr__(obj, f, getattr(new, f))
+            new = obj
+        self.rebind(expr, new, st)
 
     def rebind(self, expr, val, st):
         """A change to the object a name holds (``d[k] = v``, ``x.requires_grad_()``):

@@ -18,7 +18,7 @@ from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _const_kw, _
     _kw_true, _operands)
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
     ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal,
-    OptimizerVal, Origin, PartialVal, Region, SeqVal, TracedFn, TransformVal, TVal)
+    OptimizerVal, Origin, PartialVal, Region, SeqVal, TracedFn, TransformVal, TVal, WorkerVal)
 
 
 def _self_attrs_read(fn):
@@ -99,28 +99,52 @@ class TorchCallsMixin:
 
     def module_call(self, e, mod, func_expr, args, kwargs, st):
         fwd = mod.cls.lookup_method("forward") if isinstance(mod, ModuleVal) and mod.cls is not None else None
-        if (isinstance(fwd, FuncVal) and st.active_region() is None and fwd.node not in st.stack
-                and self._forward_opens_region(fwd)):
+        outside = isinstance(fwd, FuncVal) and st.active_region() is None and fwd.node not in st.stack
+        site = (e, [func_expr] + _arg_exprs(e), [mod] + list(args))
+        if outside and self._forward_opens_region(fwd):
             # outside any region, a module of the file whose forward opens one: calling it runs forward
-            return self.call_function(fwd, [mod] + list(args), kwargs, st,
-                                      site=(e, [func_expr] + _arg_exprs(e), [mod] + list(args)))
+            return self.call_function(fwd, [mod] + list(args), kwargs, st, site=site)
+        if outside and not st.may and self._modes_made:
+            # outside any region a module of the file runs its forward for real: a fake it
+            # is given, or reads from elsewhere (a global, a cache, a closure), meets its
+            # real parameters where the forward mixes them, as at run time (no fake was
+            # made yet: nothing to meet)
+            before = len(self.records)
+            out = self.call_function(fwd, [mod] + list(args), kwargs, st, site=site)
+            operands = [(mod, func_expr)] + self._module_state(mod, func_expr) + _operands(e, args, kwargs)
+            if isinstance(out, TVal) and (len(self.records) > before or out.proven_fake()):
+                # (a fake given to it is also an operand of the call itself: both lines
+                # are where the real values meet it, as a runtime checker sees the frames)
+                res = self.op(e, operands, st)
+                res = _with_taint(out, res.taint()) if res.taint() - out.taint() else out
+                self._run_hooks(e, mod, args, res, st, children=False)  # (its forward ran theirs)
+                return res
+            if isinstance(out, TVal):
+                # its forward ran and mixed no fake it was given with a real value: the
+                # call is an op on the rest (a fake read for its shape only is no operand)
+                res = self.op(e, [(v, x) for v, x in operands if v.fake_mode() is None], st)
+                self._run_hooks(e, mod, args, res, st, children=False)
+                return res
         operands = [(mod, func_expr)] + self._module_state(mod, func_expr) + _operands(e, args, kwargs)
         res = self.op(e, operands, st)
-        if (isinstance(fwd, FuncVal) and st.active_region() is None and not st.may and fwd.node not in st.stack
-                and res.fake_mode() is None and self._fake_seen(st)):
-            # outside any region a module of the file runs its forward for real: a fake it
-            # reads from elsewhere (a global, a cache, a closure) mixes with its real
-            # parameters there, as at run time. A forward whose result is fake gives that.
-            out = self.call_function(fwd, [mod] + list(args), kwargs, st,
-                                     site=(e, [func_expr] + _arg_exprs(e), [mod] + list(args)))
-            if isinstance(out, TVal) and out.proven_fake() and out.leaks:
-                return out
+        self._run_hooks(e, mod, args, res, st)
         return res
 
-    def _fake_seen(self, st):
-        """Has this analysis made a fake mode yet? Before that, no forward run outside
-        a region can meet a fake (every fake comes from a mode)."""
-        return self._modes_made
+    def _run_hooks(self, e, mod, args, out, st, depth=0, children=True):
+        """The forward (pre) hooks of ``mod`` and of its submodules run with the call,
+        as torch runs them: ``fn(module, args)`` and ``fn(module, args, output)`` (the
+        output of a submodule is taken to be like the call's own)."""
+        if not isinstance(mod, ModuleVal) or depth > 4:
+            return
+        inputs = SeqVal(tuple(args), tuple(args))
+        for key in N.MODULE_HOOK_REGISTRARS.values():
+            held = mod.attrs.get(key)
+            for fn in held.items if isinstance(held, SeqVal) else ():
+                hook_args = [mod, inputs] + ([out] if key == "_forward_hooks" else [])
+                self.call_value(e, fn, hook_args, {}, st, func_expr=None)
+        for v in list(mod.attrs.values()) if children else ():
+            if isinstance(v, ModuleVal) and v is not mod:
+                self._run_hooks(e, v, [out], out, st, depth + 1)
 
     def _module_state(self, mod, func_expr, depth=0):
         """Tensors assigned onto a module (``head.weight = emb.weight``, ``m.pos = table``,
@@ -131,13 +155,17 @@ class TorchCallsMixin:
         if mod.cls is None:
             used = N.MODULE_STATE_ATTRS  # a torch layer's forward reads its parameters and buffers
             kinds = (TVal,)
+            if mod.container:
+                # a container's forward runs every child, those set by name included
+                used = used | frozenset(k for k, v in mod.attrs.items() if isinstance(v, ModuleVal))
+                kinds = (TVal, ModuleVal)
         else:
             fwd = mod.cls.lookup_method("forward")
             used = _self_attrs_read(fwd.node) if isinstance(fwd, FuncVal) else frozenset()
             kinds = (TVal, ModuleVal)  # (its submodules too: `self.body(x)`)
-        real = mod.is_real()
+        real = mod.is_real() and not mod.origin.disabled
         # a real module brings its own parameters; what matters is a fake set on it, and
-        # on a fake one a real tensor or module set on it
+        # on a fake (or frozen) one a real tensor or module set on it
         out = []
         for a, v in mod.attrs.items():
             if a not in used or not isinstance(v, kinds):
@@ -320,6 +348,19 @@ class TorchCallsMixin:
                     return self.subscript(e, args[0], args[1], st)
                 return self.op(e, _operands(e, args, kwargs), st)
             return UNKNOWN
+        if q in N.STACK_MODULE_STATE:
+            return self.stack_module_state(e, first, args, kwargs, st)
+        if q in N.EXECUTORS:
+            return WorkerVal("executor")
+        if q in N.THREADS:
+            target = kwargs.get("target", args[1] if len(args) > 1 else UNKNOWN)
+            targs = kwargs.get("args", SeqVal((), ()))
+            tkw = kwargs.get("kwargs")
+            spread = list(targs.elts) if isinstance(targs, SeqVal) and targs.elts is not None and targs.keys is None else None
+            kw = dict(zip(tkw.keys, tkw.elts)) if isinstance(tkw, SeqVal) and tkw.keys is not None and tkw.elts is not None else {}
+            if spread is None or (tkw is not None and not kw):
+                return UNKNOWN
+            return WorkerVal("thread", (target, spread, kw))
         if q in N.SIMPLE_NAMESPACE:
             return self.simple_namespace(e, args, kwargs)
         if q in N.ARGUMENT_PARSER:
@@ -339,6 +380,25 @@ class TorchCallsMixin:
         if q in N.UPDATE_WRAPPER:
             return first
         return None
+
+    def stack_module_state(self, e, models, args, kwargs, st):
+        """``torch.func.stack_module_state(models)``: (params, buffers), new leaves that
+        require grad when every model's parameters are real and do (in a region: the
+        models' tensors are operands, the stacks fake)."""
+        mods = [m for m in (_flatten(models) if isinstance(models, SeqVal) else [models])]
+        if not mods or not all(isinstance(m, ModuleVal) for m in mods):
+            return UNKNOWN
+        if st.active_region() is not None:
+            res = self.op(e, _operands(e, args, kwargs), st, differentiable=False)
+            params = buffers = TVal(frozenset(), res.fake_mode(), res.taint())
+        elif all(m.is_real() and not m.origin.disabled for m in mods):
+            params, buffers = TVal(frozenset([Origin("params", "tensor", e.lineno)])), TVal()
+        elif all(m.origin is None or m.origin.disabled for m in mods) and not any(m.mode for m in mods):
+            params = buffers = TVal()
+        else:
+            return UNKNOWN
+        stacks = (SeqVal((params,), is_dict=True), SeqVal((buffers,), is_dict=True))
+        return SeqVal(stacks, stacks)
 
     def deepcopy(self, e, src, st):
         """copy.deepcopy: under an active allow-mode region (or FakeCopyMode) the copy
@@ -381,6 +441,7 @@ class TorchCallsMixin:
             return mod
         last = q.rsplit(".", 1)[-1]
         mod.origin.param_names = _known_params(last, kwargs)
+        mod.container = last in N.CONTAINER_MODULES
         if last in N.CONTAINER_MODULES:
             children = [x for a in list(args) + list(kwargs.values()) for x in _flatten(a)]
             if not any(x.real_rg() or (isinstance(x, ModuleVal) and x.meta) for x in children):

@@ -394,6 +394,11 @@ OPERATOR_FUNCS = frozenset(
     "operator." + n for n in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "neg", "pos",
                               "abs", "iadd", "isub", "imul", "imatmul", "itruediv", "getitem")
 )
+# executors and threads run the function they are given (a worker opening a region
+# runs it with the caller's objects): submit(fn, *args) / map(fn, *its) / Thread(target=fn,
+# args=...).start() call fn right there; a future's result() is fn's return value
+EXECUTORS = frozenset({"concurrent.futures.ThreadPoolExecutor", "concurrent.futures.thread.ThreadPoolExecutor"})
+THREADS = frozenset({"threading.Thread"})
 ARGUMENT_PARSER = frozenset({"argparse.ArgumentParser"})
 # argparse actions -> the default of their destination when no default= is given
 ARGPARSE_ACTION_DEFAULTS = {"store": None, "store_true": False, "store_false": True, "store_const": None,
@@ -415,6 +420,10 @@ MODULE_SELF_METHODS = frozenset(
     }
 )
 TENSOR_SELF_METHODS = frozenset({"requires_grad_"})
+# nn.Module hook registration -> the attribute torch keeps them in; a module call runs
+# the pre hooks as fn(module, args) and the forward hooks as fn(module, args, output)
+# (on the module and on each submodule its forward calls)
+MODULE_HOOK_REGISTRARS = {"register_forward_pre_hook": "_forward_pre_hooks", "register_forward_hook": "_forward_hooks"}
 # nn.Module methods a program may take as a value (`fwd = model.forward`) and call later
 MODULE_METHOD_NAMES = MODULE_SELF_METHODS | frozenset(
     {
@@ -478,6 +487,9 @@ EXPORTED_PROGRAM_SELF_METHODS = frozenset({"run_decompositions"})
 # skip_init(cls, *args, **kwargs) builds cls(*args, **kwargs) with real storage
 SKIP_INIT = frozenset({"torch.nn.utils.skip_init", "torch.nn.utils.init.skip_init"})
 
+# torch.func.stack_module_state(models) -> (params, buffers): new leaves stacked from the
+# models' parameters, requiring grad as theirs do (an ensemble trained through vmap)
+STACK_MODULE_STATE = frozenset({"torch.func.stack_module_state", "torch._functorch.functional_call.stack_module_state"})
 # torch.func transforms: kind -> qualified names
 FUNC_TRANSFORMS = {
     "grad": frozenset({"torch.func.grad", "functorch.grad", "torch._functorch.apis.grad", "torch._functorch.eager_transforms.grad"}),

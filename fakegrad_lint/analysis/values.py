@@ -155,6 +155,7 @@ class ModuleVal(Value):
     # treats them as non-fake inputs: a strict one crashes, an allowing one fakes their .grad)
     may_fake: bool = False  # made in a region entered on some paths only (fake or real)
     fake_out: bool = False  # its forward is known to use fake parameters: calling it, anywhere, gives fakes
+    container: bool = False  # a torch container (Sequential, ModuleList, ModuleDict): its forward runs every child
 
     def is_real(self):
         return self.origin is not None and self.mode is None
@@ -416,6 +417,34 @@ class MethodRef(Value):
 
     def real_rg(self):
         return frozenset()
+
+
+@dataclass(eq=False)
+class ChildName(Value):
+    """A name ``module.named_children()`` yields: ``setattr(module, name, m)`` replaces
+    one of its children with ``m`` (which one is not known)."""
+
+    module: Value
+
+
+@dataclass(eq=False)
+class WorkerVal(Value):
+    """A thread pool (``kind="executor"``) or a ``threading.Thread`` (``kind="thread"``,
+    with its target call): the functions given to it run where they are started."""
+
+    kind: str
+    target: object = None  # thread: (fn, args, kwargs)
+    result: object = None  # a future: the function's return value
+
+
+@dataclass(eq=False)
+class HookHandle(Value):
+    """What ``module.register_forward_hook(fn)`` returns: ``remove()`` takes ``fn`` off
+    the module's hooks (``key``: the attribute that holds them)."""
+
+    module: Value
+    key: str
+    fn: Value
 
 
 @dataclass(eq=False)
