@@ -658,6 +658,49 @@ net.requires_grad_(False)
 with FakeTensorMode(allow_non_fake_inputs=True):
     y = net(torch.ones(1, 2)).sum()
 """,
+    # ------------- objects whose class can open a region are followed into calls
+    "callback_in_a_list_opens_region_through_getattr": """
+class Sizing:
+    def __init__(self):
+        self.stack = None
+    def on_start(self):
+        self.stack = contextlib.ExitStack()
+        self.stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+    def on_end(self):
+        self.stack.close()
+class Trainer:
+    def __init__(self, callbacks):
+        self.callbacks = list(callbacks)
+    def call(self, hook):
+        for cb in self.callbacks:
+            getattr(cb, hook)()
+    def fit(self, model):
+        self.call("on_start")
+        model(torch.ones(1, 2)).sum().backward()  # FGL001
+        self.call("on_end")
+Trainer([Sizing()]).fit(nn.Linear(2, 2))
+""",
+    "callback_in_a_list_closes_region_before_step": """
+class Sizing:
+    def __init__(self):
+        self.stack = None
+    def on_start(self):
+        self.stack = contextlib.ExitStack()
+        self.stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+    def on_end(self):
+        self.stack.close()
+class Trainer:
+    def __init__(self, callbacks):
+        self.callbacks = list(callbacks)
+    def call(self, hook):
+        for cb in self.callbacks:
+            getattr(cb, hook)()
+    def fit(self, model):
+        self.call("on_start")
+        self.call("on_end")
+        model(torch.ones(1, 2)).sum().backward()
+Trainer([Sizing()]).fit(nn.Linear(2, 2))
+""",
 }
 
 
