@@ -701,6 +701,21 @@ class Trainer:
         model(torch.ones(1, 2)).sum().backward()
 Trainer([Sizing()]).fit(nn.Linear(2, 2))
 """,
+    # ---------------------------------------------- unfreezing parameter by parameter
+    "frozen_model_unfrozen_by_a_parameter_loop": """
+net = nn.Sequential(nn.Linear(2, 2), nn.Tanh()).requires_grad_(False)
+for p in net.parameters():
+    p.requires_grad_(True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "frozen_model_unfrozen_after_region": """
+net = nn.Sequential(nn.Linear(2, 2), nn.Tanh()).requires_grad_(False)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    y = net(torch.ones(1, 2, requires_grad=True)).sum()
+for p in net.parameters():
+    p.requires_grad_(True)
+""",
 }
 
 
