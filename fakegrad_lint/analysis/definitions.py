@@ -168,6 +168,14 @@ class DefinitionsMixin:
                 cv.attrs[name] = v
         for c in reversed(cv.mro):
             cv.methods.update(c.own)
+        hook = next((c.own["__init_subclass__"] for c in cv.mro[1:] if "__init_subclass__" in c.own), None)
+        if isinstance(hook, FuncVal):
+            # a base's __init_subclass__ runs on the new class (implicitly a class method)
+            keywords = {k.arg: self.eval(k.value, st) for k in node.keywords if k.arg is not None and k.arg != "metaclass"}
+            try:
+                self.call_function(hook, [cv], keywords, st, force=True)
+            except (YieldReached, _BlockExit):
+                pass
         out = cv
         for dec in reversed(node.decorator_list):
             dv = self.eval(dec.func if isinstance(dec, ast.Call) else dec, st)
