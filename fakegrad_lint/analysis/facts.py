@@ -11,7 +11,7 @@ import ast
 import os
 
 from fakegrad_lint.analysis.code_text import _constant_subscripts, _defined_in, _free_in
-from fakegrad_lint.analysis.leaks import Leak, Route, Step, Verdict
+from fakegrad_lint.analysis.leaks import Leak, Route, Step, Verdict, describe_container
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import PseudoWith
 from fakegrad_lint.analysis.torch_values import _owns
@@ -207,6 +207,8 @@ class FactsMixin:
             if isinstance(value, MaybeVal):
                 return None  # one of several values: no single conversion is proven to fit
             kind = "module" if isinstance(value, ModuleVal) else None
+            if kind == "module" and _deepcopy_of(node, expr):
+                kind = "module-deepcopy"  # `copy.deepcopy(model)` in a strict region: copy it as fakes
             if kind == "module" and not (isinstance(node, ast.Call) and (node.func is expr or getattr(node.func, "value", None) is expr)):
                 return None
         if expr is None:
@@ -235,15 +237,18 @@ class FactsMixin:
         if kind is None:
             kind = "container" if isinstance(value, SeqVal) else "tensor"
         # every expression in the block that leaks this value: the fix converts them all
-        target = node if kind == "module" else (base if kind == "container" else expr)
-        if kind == "module-copy" and dotted is None:
+        target = node if kind in ("module", "module-deepcopy") else (base if kind == "container" else expr)
+        if kind in ("module-copy", "module-deepcopy") and dotted is None:
             return None
         uses = region.uses.setdefault((kind, dotted), [])
         if not any(u is target for u in uses):
             uses.append(target)
+        contents = describe_container(st.scope.lookup(dotted)) if kind == "container" and "." not in dotted \
+            and region.func_node is st.scope.func_node else None
         return FixPlan(kind=kind, value=dotted, with_node=region.with_node, item_index=region.item_index,
                        mode_name=region.bound_name, uses=uses, module_tree=self.tree, loop_modules=self.loop_modules,
-                       derived=isinstance(value, TVal) and value.derived, conditional=region.mode.conditional)
+                       derived=isinstance(value, TVal) and value.derived, conditional=region.mode.conditional,
+                       contents=contents)
 
     def _leaked_fix_plan(self, node, expr, value, fake_ex):
         """Mixing with a leaked fake: convert the real operand with the fake's own mode."""
@@ -269,3 +274,9 @@ class FactsMixin:
             return "value"
         seg = " ".join(seg.split())
         return seg if len(seg) <= 40 else seg[:37] + "..."
+
+
+def _deepcopy_of(node, expr) -> bool:
+    """Is ``node`` the call ``copy.deepcopy(expr)`` (the copy a fix can make fake)?"""
+    return isinstance(node, ast.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] == "deepcopy" \
+        and len(node.args) == 1 and node.args[0] is expr and not node.keywords

@@ -25,6 +25,29 @@ class FixPlan:
     grad_reads: list = field(default_factory=list)
     # id(For node) -> expression of the real module the loop draws from (see the analysis)
     loop_modules: dict = field(default_factory=dict)
+    # what a container holds, as the analysis proved it (see ``describe_container``)
+    contents: object = None
+
+
+def describe_container(value, depth: int = 0):
+    """What a container value holds, as plain data for the fix builders: ``"tensor"``
+    (a leaf), ``"derived"`` (a tensor computed from a requires-grad one), ``("dict", x)``,
+    ``("seq", x)`` (``x`` describing every element), ``"any"`` (not only tensors, or not
+    known: converted behind an ``isinstance`` check) or None (no container)."""
+    from fakegrad_lint.analysis.values import SeqVal, TVal
+
+    if isinstance(value, TVal):
+        return "derived" if value.derived else "tensor"
+    if not isinstance(value, SeqVal) or depth > 3:
+        return "any" if depth else None
+    parts = {describe_container(v, depth + 1) for v in value.items} or {"any"}
+    if len(parts) == 1:
+        inner = parts.pop()
+    elif parts <= {"tensor", "derived"}:
+        inner = "derived"
+    else:
+        inner = "any"
+    return ("dict" if value.is_dict else "seq", inner)
 
 
 class Verdict(str, enum.Enum):

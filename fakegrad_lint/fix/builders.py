@@ -12,7 +12,7 @@ never reach a fake op (``history.append(x)``, ``x.shape``) keep the real value.
   where ``x`` leaked. Shapes in the region are unchanged and the real tensor is
   never touched: **safe**. (A non-leaf is copied as a fake leaf of its own:
   ``from_tensor(x).detach().requires_grad_()``.)
-- container: the same with ``torch.utils._pytree.tree_map_only`` over its tensors.
+- container: the same with a generated comprehension over its tensors (``fix/containers.py``).
 - module: ``model(args)`` becomes ``torch.func.functional_call(model, state,
   args)`` over ``from_tensor`` copies of its parameters and buffers, hoisted once.
   The module and its real parameters are untouched and every shape is the same,
@@ -40,6 +40,7 @@ from fakegrad_lint.analysis.leaks import FixPlan
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.positions import PositionMap
 from fakegrad_lint.findings import Applicability, Fix
+from fakegrad_lint.fix import containers, modules
 from fakegrad_lint.fix.cst import CstError, CstFile, Ops
 
 
@@ -102,7 +103,8 @@ def _build_fix(leak, source: str) -> Fix | None:
         raise NoFix("the region's body shares its line with other code")
     # every expression the fix rewrites in the block: the hoist goes right above the
     # statement with the first of them (after whatever the block does to the value first)
-    rewritten = list(plan.uses) if plan.kind == "module" else _with_gradient_reads(plan.uses, w.body, plan.value)
+    rewritten = list(plan.uses) if plan.kind in ("module", "module-deepcopy") else \
+        _with_gradient_reads(plan.uses, w.body, plan.value)
     first_stmt = _first_use_stmt(w, rewritten)
     if _rebound_before_use(w, plan, first_stmt.lineno if not one_line else 0) and not one_line:
         loop_root = _loop_module(w, plan)
@@ -111,6 +113,16 @@ def _build_fix(leak, source: str) -> Fix | None:
             # the loop draws from a fake copy of the module instead
             plan = replace(plan, kind="module-copy", value=dotted_name(loop_root) or "", uses=[loop_root])
             rewritten = [loop_root]
+            first_stmt = _first_use_stmt(w, rewritten)
+    copy_all = False
+    if plan.kind == "module" and not one_line and _reads_grads_in_region_only(leak, plan, w):
+        # the region reads the gradients it makes (`p.grad` for `p` in `model.parameters()`):
+        # the region runs on a fake deep copy, every read of the module included
+        loads = modules.module_loads(w.body, plan.value, 0)
+        later = modules.grad_read_roots(_following(plan.module_tree, w), plan.value)
+        if loads and later is not None:
+            loads = loads + later  # the reads of the gradients after the block read the copy's
+            plan, rewritten, copy_all = replace(plan, kind="module-copy", uses=loads), loads, True
             first_stmt = _first_use_stmt(w, rewritten)
     if _rebound_before_use(w, plan, first_stmt.lineno if not one_line else 0):
         # the name means something else by the time it leaks
@@ -151,32 +163,41 @@ def _build_fix(leak, source: str) -> Fix | None:
     base = re.sub(r"\W+", "_", plan.value.rsplit(".", 1)[-1]).strip("_") or "value"
     base = base.lower() if base.isupper() else base
 
-    if plan.kind == "module-copy":
-        if leak.verdict.value == "crash":
-            raise NoFix("a method of a real module called under a strict mode: a fake copy needs "
-                        "allow_non_fake_inputs=True to be made inside the region")
+    if plan.kind in ("module-copy", "module-deepcopy"):
+        if "id" in taken:
+            raise NoFix("`id` names something else in this scope")
         names = _bound_imports(plan.module_tree, _first_line(w))
         copy_name = names.get(("copy", None))
-        fcm_name = names.get(("torch._subclasses.fake_tensor", "FakeCopyMode"))
         wanted = []
-        if copy_name is None:
-            copy_name = "copy" if "copy" not in taken else None
+        if copy_name is None and plan.kind == "module-copy":
+            if "copy" in taken:
+                raise NoFix("`copy` names something else in this scope")
+            copy_name = "copy"
             wanted.append(("copy", None))
-        if fcm_name is None:
-            fcm_name = "FakeCopyMode" if "FakeCopyMode" not in taken else None
-            wanted.append(("torch._subclasses.fake_tensor", "FakeCopyMode"))
-        if copy_name is None or fcm_name is None:
-            raise NoFix("`copy` or `FakeCopyMode` names something else in this scope")
-        fake = _unique(f"{base}_fake", taken)
-        hoist(f"with {fcm_name}({mode}):\n{indent}{nodes.file.indent}{fake} = "
-              f"{copy_name}.deepcopy({plan.value})")
-        for node in plan.uses:
-            ops.replace(nodes.expr(node), fake)
+        if plan.kind == "module-deepcopy":
+            layout = _Layout(pos)
+            for call in plan.uses:
+                line = pos.lines[call.lineno - 1]
+                new_call = modules.fake_copy(pos.segment(call.func), plan.value, mode)
+                if call.lineno == call.end_lineno:
+                    new_call = modules.wrapped_call(new_call, line, len(pos.segment(call)), _indent_of(line),
+                                                    layout.unit, layout.limit)
+                ops.replace(nodes.expr(call), new_call)
+            applicability = Applicability.SAFE
+            message = (f"Copy `{plan.value}` as fakes: `copy.deepcopy` with its parameters and buffers "
+                       f"replaced by `{mode}.from_tensor` copies")
+        else:
+            fake = _unique(f"{base}_fake", taken)
+            layout = _Layout(pos)
+            hoist(modules.wrapped(f"{fake} = ", modules.fake_copy(f"{copy_name}.deepcopy", plan.value, mode),
+                                  indent, layout.unit, layout.limit))
+            for node in plan.uses:
+                ops.replace(nodes.expr(node), fake)
+            applicability = Applicability.UNSAFE
+            message = (f"Run `{plan.value}` as a fake copy (`copy.deepcopy` over `{mode}.from_tensor` copies of its "
+                       f"parameters and buffers): gradients and state changes land on the copy")
         for module, obj in wanted:
             ops.add_import(module, obj)
-        applicability = Applicability.UNSAFE
-        message = (f"Call `{plan.value}`'s method on a fake copy (`copy.deepcopy` under `FakeCopyMode`): "
-                   f"gradients and state changes land on the copy")
     elif plan.kind == "module":
         torch_name, needs_import = _torch_module_name(plan.module_tree, pos, _first_line(w))
         rhs = (f"{{name: {mode}.from_tensor(t) for name, t in "
@@ -209,8 +230,11 @@ def _build_fix(leak, source: str) -> Fix | None:
         needs_import = False
         if plan.kind == "container":
             torch_name, needs_import = _torch_module_name(plan.module_tree, pos, _first_line(w))
-            rhs = (f"{torch_name}.utils._pytree.tree_map_only({torch_name}.Tensor, lambda t: "
-                   f"{mode}.from_tensor(t).detach().requires_grad_(t.requires_grad), {plan.value})")
+            try:
+                rhs, reads_torch = containers.conversion(plan, mode, torch_name, taken)
+            except containers.NoConversion as exc:
+                raise NoFix(str(exc)) from None
+            needs_import = needs_import and reads_torch
         elif plan.derived:
             # from_tensor of a non-leaf keeps a fake history that backward cannot walk:
             # make the fake copy a leaf of its own
@@ -231,7 +255,7 @@ def _build_fix(leak, source: str) -> Fix | None:
 
     body_lines = (w.body[0].lineno, w.body[-1].end_lineno)
     if plan.kind in ("module", "module-copy"):
-        read = _module_grad_read(list(w.body) + _following(plan.module_tree, w), plan.value)
+        read = None if copy_all else _module_grad_read(list(w.body) + _following(plan.module_tree, w), plan.value)
         if read is not None:
             # the gradients land on the fake copies: what the code reads there changes
             return Fix(f"{message} (not applied: line {read} reads the gradients of `{plan.value}`'s parameters)",
@@ -263,6 +287,24 @@ def _build_fix(leak, source: str) -> Fix | None:
         applicability = Applicability.UNSAFE
         message += " (right for the current value of the condition that picks the mode)"
     return Fix(message, applicability, ops.edits())
+
+
+def _reads_grads_in_region_only(leak, plan, w) -> bool:
+    """Does the function read the gradients of the module's parameters, in the region or
+    after it in the same block, only through the module's name (and no
+    ``torch.autograd.grad`` may name the real parameters)? Then a fake copy made in the
+    region serves every such read."""
+    following = _following(plan.module_tree, w)
+    if leak.sink == "torch.autograd.grad" or not modules.grad_reads_in(w.body + following, plan.value):
+        return False
+    lines = (w.body[0].lineno, (following or w.body)[-1].end_lineno)
+    if any(not lines[0] <= ln <= lines[1] for ln in plan.grad_reads):
+        return False
+    roots = modules.grad_read_roots(following, plan.value)
+    loads = modules.module_loads(following, plan.value, 0)
+    # after the block the module is only read for those gradients (no real step that
+    # would make real ones: those reads must stay on the real module)
+    return roots is not None and loads is not None and {id(n) for n in loads} <= {id(n) for n in roots}
 
 
 def _first_use_stmt(w, nodes):
