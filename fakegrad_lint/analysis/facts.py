@@ -169,7 +169,7 @@ class FactsMixin:
         """How to convert the real value at the region's boundary, when that is
         expressible in the ``with`` block that opened the region."""
         if region.with_node is None:
-            return None
+            return _traced_fix_plan(self, node, expr, value, region, st)
         if isinstance(value, ModuleVal) and value.meta:
             return None  # fake copies of meta parameters stay on the meta device: not proven to run
         from fakegrad_lint.analysis.leaks import FixPlan
@@ -280,3 +280,34 @@ def _deepcopy_of(node, expr) -> bool:
     """Is ``node`` the call ``copy.deepcopy(expr)`` (the copy a fix can make fake)?"""
     return isinstance(node, ast.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] == "deepcopy" \
         and len(node.args) == 1 and node.args[0] is expr and not node.keywords
+
+
+def _traced_fix_plan(an, node, expr, value, region, st):
+    """A real value used in a function traced by ``make_fx(f, tracing_mode="fake")``:
+    convert it at the op with the tracer's own mode, named through a parameter of ``f``
+    that holds one of the traced (fake) inputs (``x.fake_mode``). The builder
+    (``fix/traced.py``) checks that ``f`` is only traced."""
+    fn = st.scope.func_node
+    if not (region.mode.desc or "").startswith("make_fx(") or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    if expr is None or dotted_name(expr) is None or getattr(value, "meta", False):
+        return None
+    params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+    name = next((p for p in params if isinstance(v := st.scope.vars.get(p), TVal) and v.mode is region.mode
+                 and not v.origins), None)
+    if name is None or any(dotted_name(t) == name for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AugAssign))
+                           for t in (n.targets if isinstance(n, ast.Assign) else [n.target])):
+        return None
+    from fakegrad_lint.analysis.leaks import FixPlan
+
+    if isinstance(value, ModuleVal):
+        if not (isinstance(node, ast.Call) and node.func is expr):
+            return None
+        kind = "traced-module"
+    elif isinstance(value, TVal):
+        kind = "traced-tensor"
+    else:
+        return None
+    return FixPlan(kind=kind, value=dotted_name(expr), with_node=fn, item_index=-1, mode_name=f"{name}.fake_mode",
+                   uses=[node if kind == "traced-module" else expr], module_tree=an.tree,
+                   derived=isinstance(value, TVal) and value.derived)

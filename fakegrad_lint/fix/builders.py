@@ -40,7 +40,7 @@ from fakegrad_lint.analysis.leaks import FixPlan
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.positions import PositionMap
 from fakegrad_lint.findings import Applicability, Fix
-from fakegrad_lint.fix import containers, modules
+from fakegrad_lint.fix import containers, modules, traced
 from fakegrad_lint.fix.cst import CstError, CstFile, Ops
 
 
@@ -92,6 +92,11 @@ def _build_fix(leak, source: str) -> Fix | None:
     plan: FixPlan = leak.fix
     if plan.kind.startswith("leaked-"):
         return _leaked_fix(plan, _Nodes(source))
+    if plan.kind.startswith("traced-"):
+        try:
+            return traced.build(plan, _Nodes(source), _leaked_fix)
+        except traced.NotTracedOnly as exc:
+            raise NoFix(str(exc)) from None
     w = plan.with_node
     if not w.body or not plan.uses:
         raise NoFix("the region has no statement to convert the value in")
@@ -189,7 +194,8 @@ def _build_fix(leak, source: str) -> Fix | None:
         else:
             fake = _unique(f"{base}_fake", taken)
             layout = _Layout(pos)
-            hoist(modules.wrapped(f"{fake} = ", modules.fake_copy(f"{copy_name}.deepcopy", plan.value, mode),
+            each = not copy_all and modules.iterated(w.body, plan.uses[0])
+            hoist(modules.wrapped(f"{fake} = ", modules.fake_copy(f"{copy_name}.deepcopy", plan.value, mode, each),
                                   indent, layout.unit, layout.limit))
             for node in plan.uses:
                 ops.replace(nodes.expr(node), fake)

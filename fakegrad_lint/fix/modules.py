@@ -29,10 +29,21 @@ from fakegrad_lint.analysis.names import dotted_name
 __all__ = ["fake_copy", "module_loads", "grad_reads_in"]
 
 
-def fake_copy(copy_fn: str, module: str, mode: str) -> str:
-    """The expression of a fake deep copy of ``module`` made by ``mode``."""
+def fake_copy(copy_fn: str, module: str, mode: str, each: bool = False) -> str:
+    """The expression of a fake deep copy of ``module`` made by ``mode`` (``each``: of a
+    list of modules, or the children a container module iterates over)."""
+    if each:
+        return (f"{copy_fn}({module}, {{id(t): {mode}.from_tensor(t) for m in {module} for t in "
+                f"[*m.parameters(), *m.buffers()]}})")
     return (f"{copy_fn}({module}, {{id(t): {mode}.from_tensor(t) for t in "
             f"[*{module}.parameters(), *{module}.buffers()]}})")
+
+
+def iterated(stmts, expr) -> bool:
+    """Is ``expr`` the iterable of a loop or comprehension in ``stmts`` itself (``for blk
+    in blocks``), not the receiver of ``.children()``/``.parameters()``?"""
+    return any(isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension)) and n.iter is expr
+               for s in stmts for n in ast.walk(s))
 
 
 def wrapped(stmt_head: str, call: str, indent: str, unit: str, limit: int) -> str:
