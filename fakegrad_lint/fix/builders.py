@@ -119,14 +119,14 @@ def _build_fix(leak, source: str) -> Fix | None:
             plan = replace(plan, kind="module-copy", value=dotted_name(loop_root) or "", uses=[loop_root])
             rewritten = [loop_root]
             first_stmt = _first_use_stmt(w, rewritten)
-    copy_all = False
+    copy_all, after_roots, later = False, None, []
     if plan.kind == "module" and not one_line and _reads_grads_in_region_only(leak, plan, w):
         # the region reads the gradients it makes (`p.grad` for `p` in `model.parameters()`):
         # the region runs on a fake deep copy, every read of the module included
         loads = modules.module_loads(w.body, plan.value, 0)
-        later = modules.grad_read_roots(_following(plan.module_tree, w), plan.value)
-        if loads and later is not None:
-            loads = loads + later  # the reads of the gradients after the block read the copy's
+        after_roots = modules.grad_read_roots(_following(plan.module_tree, w), plan.value)
+        if loads and after_roots is not None:
+            loads = loads + after_roots  # the reads of the gradients after the block read the copy's
             plan, rewritten, copy_all = replace(plan, kind="module-copy", uses=loads), loads, True
             first_stmt = _first_use_stmt(w, rewritten)
     if _rebound_before_use(w, plan, first_stmt.lineno if not one_line else 0):
@@ -272,6 +272,11 @@ def _build_fix(leak, source: str) -> Fix | None:
             return Fix(f"{message} (not applied: `torch.autograd.grad` on line {leak.sink_line} may differentiate "
                        f"with respect to `{plan.value}`'s real parameters)",
                        Applicability.DISPLAY_ONLY, ops.edits())
+    if copy_all:
+        # every read of the gradients, in the block and after it, reads the copy's
+        if after_roots:
+            message += ", and read the copy's gradients after the block"
+        return Fix(message, applicability, ops.edits())
     outside_grad = [ln for ln in plan.grad_reads if not body_lines[0] <= ln <= body_lines[1]]
     outside_sink = leak.sink == "torch.autograd.grad" and leak.sink_line is not None and not (
         body_lines[0] <= leak.sink_line <= body_lines[1]
