@@ -169,7 +169,8 @@ class FactsMixin:
         """How to convert the real value at the region's boundary, when that is
         expressible in the ``with`` block that opened the region."""
         if region.with_node is None:
-            return _traced_fix_plan(self, node, expr, value, region, st)
+            return _traced_fix_plan(self, node, expr, value, region, st) or \
+                _op_mode_fix_plan(self, node, expr, value, region, st)
         if isinstance(value, ModuleVal) and value.meta:
             return None  # fake copies of meta parameters stay on the meta device: not proven to run
         from fakegrad_lint.analysis.leaks import FixPlan
@@ -186,7 +187,7 @@ class FactsMixin:
             # that carries the real value at the call in the block
             site = next((x for x in reversed(st.sites) if x.caller is region.func_node), None)
             if site is None:
-                return None
+                return _op_mode_fix_plan(self, node, expr, value, region, st)
             _, call, exprs, values = site
             kind = None
             for ex, val in zip(exprs, values):
@@ -310,4 +311,43 @@ def _traced_fix_plan(an, node, expr, value, region, st):
         return None
     return FixPlan(kind=kind, value=dotted_name(expr), with_node=fn, item_index=-1, mode_name=f"{name}.fake_mode",
                    uses=[node if kind == "traced-module" else expr], module_tree=an.tree,
+                   derived=isinstance(value, TVal) and value.derived)
+
+
+def _op_mode_fix_plan(an, node, expr, value, region, st):
+    """The region's ``with`` block is not where the leak is (a generator that yields inside
+    its region, a mode entered by a helper): convert the real value at the op with the mode
+    of a fake operand of that op, named by a plain name (``model(x)`` ->
+    ``functional_call(model, {... x.fake_mode.from_tensor(t) ...}, (x,))``). Allow modes
+    only: under a strict mode the op's other real inputs raise too."""
+    if region.allow is not True or expr is None or dotted_name(expr) is None or getattr(value, "meta", False):
+        return None
+    if isinstance(node, ast.Call):
+        operands = [*node.args, *(kw.value for kw in node.keywords)]
+        if isinstance(node.func, ast.Attribute):
+            operands.append(node.func.value)
+    elif isinstance(node, ast.BinOp):
+        operands = [node.left, node.right]
+    else:
+        return None
+    name = None
+    for op in operands:
+        v = st.scope.lookup(op.id) if isinstance(op, ast.Name) and op is not expr else None
+        if isinstance(v, TVal) and v.mode is region.mode and not v.origins and not v.may_fake:
+            name = op.id
+            break
+    if name is None:
+        return None
+    from fakegrad_lint.analysis.leaks import FixPlan
+
+    if isinstance(value, ModuleVal):
+        if node.func is not expr:
+            return None
+        kind = "leaked-module"
+    elif isinstance(value, TVal):
+        kind = "leaked-tensor"
+    else:
+        return None
+    return FixPlan(kind=kind, value=dotted_name(expr), with_node=None, item_index=-1, mode_name=f"{name}.fake_mode",
+                   uses=[node if kind == "leaked-module" else expr], module_tree=an.tree,
                    derived=isinstance(value, TVal) and value.derived)

@@ -91,7 +91,16 @@ class _Nodes:
 def _build_fix(leak, source: str) -> Fix | None:
     plan: FixPlan = leak.fix
     if plan.kind.startswith("leaked-"):
-        return _leaked_fix(plan, _Nodes(source))
+        reason = modules.leaked_refusal(leak, plan)
+        if reason is not None:
+            raise NoFix(reason)
+        fix = _leaked_fix(plan, _Nodes(source))
+        read = next(iter(sorted(plan.grad_reads)), None)
+        if read is not None:
+            # the real value's gradient is read later: with a fake operand it has none
+            return Fix(f"{fix.message} (not applied: line {read} reads the real gradient of `{plan.value}`)",
+                       Applicability.DISPLAY_ONLY, fix.edits)
+        return fix
     if plan.kind.startswith("traced-"):
         try:
             return traced.build(plan, _Nodes(source), _leaked_fix)
@@ -120,7 +129,8 @@ def _build_fix(leak, source: str) -> Fix | None:
             rewritten = [loop_root]
             first_stmt = _first_use_stmt(w, rewritten)
     copy_all, after_roots, later = False, None, []
-    if plan.kind == "module" and not one_line and _reads_grads_in_region_only(leak, plan, w):
+    if plan.kind == "module" and not one_line and (_reads_grads_in_region_only(leak, plan, w) or
+                                                   modules.uses_own_methods(w.body, plan.value, plan.uses)):
         # the region reads the gradients it makes (`p.grad` for `p` in `model.parameters()`):
         # the region runs on a fake deep copy, every read of the module included
         loads = modules.module_loads(w.body, plan.value, 0)

@@ -26,7 +26,18 @@ import ast
 
 from fakegrad_lint.analysis.names import dotted_name
 
-__all__ = ["fake_copy", "module_loads", "grad_reads_in"]
+__all__ = ["fake_copy", "module_loads", "grad_reads_in", "uses_own_methods", "leaked_refusal"]
+
+# nn.Module's own methods: calling one of them in the region is no reason for a copy
+_NN_MODULE_METHODS = frozenset({
+    "forward", "train", "eval", "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type",
+    "requires_grad_", "zero_grad", "apply", "parameters", "named_parameters", "buffers",
+    "named_buffers", "children", "named_children", "modules", "named_modules", "state_dict",
+    "load_state_dict", "extra_repr", "get_submodule", "get_parameter", "get_buffer", "share_memory",
+    "to_empty", "register_buffer", "register_parameter", "register_module", "add_module",
+    "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
+    "register_backward_hook", "register_full_backward_pre_hook",
+})
 
 
 def fake_copy(copy_fn: str, module: str, mode: str, each: bool = False) -> str:
@@ -81,6 +92,31 @@ def module_loads(stmts, module: str, from_line: int):
                 if node.lineno >= from_line:
                     out.append(node)
     return out
+
+
+def uses_own_methods(stmts, module: str, calls) -> bool:
+    """Does the region call a method of the module's own class (``ddp.all_reduce_grads()``,
+    not one of ``nn.Module``'s) besides the leaking calls? Such a method reads the state the
+    fake run makes (gradients, statistics): the region then runs on a fake copy, which the
+    method reads too."""
+    own = {id(c) for c in calls}
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and id(node) not in own and isinstance(node.func, ast.Attribute) \
+                    and dotted_name(node.func.value) == module and node.func.attr not in _NN_MODULE_METHODS \
+                    and not node.func.attr.startswith("__"):
+                return True
+    return False
+
+
+def leaked_refusal(leak, plan) -> str | None:
+    """Why a leaked fake mixed with a real value (FGL003) gets no fix, or None. Under a
+    strict mode every other real input of the op raises too: converting the one
+    requires-grad value does not make the op run."""
+    if getattr(leak.verdict, "value", None) == "crash":
+        return ("the leaked fake's mode is strict: the op's other real inputs would still raise "
+                "(compute the value outside the fake region instead)")
+    return None
 
 
 def grad_read_roots(stmts, module: str):
