@@ -13,7 +13,10 @@ class FixPlan:
     """How a leak can be fixed at its region: a fact of the analysis, which the fix
     builders (``fakegrad_lint.fix``) turn into edits; the analysis never imports fix code."""
 
-    kind: str  # "tensor" | "container" | "module" | "leaked-tensor" | "leaked-module"
+    # "tensor" | "container" | "module" | "module-copy" | "module-deepcopy" | "leaked-tensor" |
+    # "leaked-module" (also: converted at the op with a fake operand's mode) | "traced-tensor" |
+    # "traced-module" (in a function traced by make_fx)
+    kind: str
     value: str  # "x", "self.w", "model"
     with_node: object  # ast.With or analysis.state.PseudoWith (None for leaked-*)
     item_index: int

@@ -18,6 +18,10 @@ never reach a fake op (``history.append(x)``, ``x.shape``) keep the real value.
   The module and its real parameters are untouched and every shape is the same,
   but gradients and in-place buffer updates land on the fake copies and the call
   skips ``model.__call__`` hooks: **unsafe**.
+- a method other than forward, a loop over a module, a region that reads the gradients
+  or calls the module's own methods, ``copy.deepcopy(model)`` under a strict mode: a fake
+  deep copy over a ``from_tensor`` memo (``fix/modules.py``, where the forms are measured).
+- a function traced by ``make_fx``: converted at the op with the tracer's mode (``fix/traced.py``).
 - leaked fake (FGL003): the real operand becomes ``f.fake_mode.from_tensor(w)``,
   made by the leaked tensor's own mode: **unsafe** (which side should be real is
   the author's call).
