@@ -111,9 +111,10 @@ def uses_own_methods(stmts, module: str, calls) -> bool:
 
 def leaked_refusal(leak, plan) -> str | None:
     """Why a leaked fake mixed with a real value (FGL003) gets no fix, or None. Under a
-    strict mode every other real input of the op raises too: converting the one
-    requires-grad value does not make the op run."""
-    if getattr(leak.verdict, "value", None) == "crash":
+    strict mode every other real input of the op raises too: converting the module's
+    parameters does not make a call with real inputs run (a tensor mixed with the fake in
+    one op is converted: the fake is the other operand)."""
+    if getattr(leak.verdict, "value", None) == "crash" and plan.kind == "leaked-module":
         return ("the leaked fake's mode is strict: the op's other real inputs would still raise "
                 "(compute the value outside the fake region instead)")
     return None
