@@ -176,7 +176,12 @@ def _hot_word_re(roots):
             _hot.pop(path, None)  # computed with fewer possible modules: again
         words = set()
         for path in possible:
-            words |= hot_names_of(path, 0)
+            names = hot_names_of(path, 0)
+            if names:
+                # a module that holds a hot name is imported by its name (`import
+                # backends`, `from . import fake`, `from app.engine import loop`)
+                words |= names | set(module_name_of(path)[0].split("."))
+
         if not words:
             break
         words = frozenset(words)
