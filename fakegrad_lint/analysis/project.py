@@ -175,12 +175,24 @@ def _hot_word_re(roots):
         for path in possible:
             _hot.pop(path, None)  # computed with fewer possible modules: again
         words = set()
+        fed = set()
         for path in possible:
             names = hot_names_of(path, 0)
+            words |= names
             if names:
-                # a module that holds a hot name is imported by its name (`import
-                # backends`, `from . import fake`, `from app.engine import loop`)
-                words |= names | set(module_name_of(path)[0].split("."))
+                fed |= _feeds(path, names)
+        # a registry filled by hot code (`@register("fake")` on a class that opens a
+        # region, in another module): the module that holds it is possible too
+        for target, name in fed:
+            if name not in _fed.setdefault(target, set()):
+                _fed[target].add(name)
+                _summaries.pop(target, None)
+                _hot.pop(target, None)
+            if target not in possible:
+                possible.add(target)
+                _possible.add(target)
+                _hot.pop(target, None)
+                words |= hot_names_of(target, 0)
 
         if not words:
             break
@@ -343,6 +355,10 @@ def _hot_imports(text: str, path: str, project: "Project", me: str, depth: int =
 
 
 _hot: dict = {}
+# module -> its names that hot code of another module calls or reads (`register`
+# of a registry, used by `@register("fake")` on a class that opens a region): what
+# they touch at the module's top level (the registry dict) is hot there
+_fed: dict = {}
 _summaries: dict = {}  # path -> (import bindings, statements, names a fake mode)
 # a top-level statement starts at column 0 (decorators join the def that follows)
 _TOP_RE = re.compile(r"^(?=[@A-Za-z_])", re.MULTILINE)
@@ -386,7 +402,7 @@ def _summary(path: str, text: str | None):
     bindings = _import_bindings(text, path, Project(roots_for(path)), os.path.abspath(path))
     entry = any(w in text for w in ENTRY_WORDS)
     info = []  # (names a statement binds, words it uses)
-    if entry or bindings:
+    if entry or bindings or path in _fed:
         starts = [m.start() for m in _TOP_RE.finditer(text)]
         chunks: list = []
         joined = False
@@ -419,6 +435,18 @@ def _summary(path: str, text: str | None):
     return hit
 
 
+def _feeds(path: str, hot) -> set:
+    """(module file, name) for each name this module imports from another project
+    module and uses in a statement that binds one of its ``hot`` names."""
+    bindings, info, _entry = _summary(path, None)
+    used = set()
+    for bound, words in info:
+        if not bound.isdisjoint(hot):
+            used |= words
+    return {(target, name) for local, target, name, _sub in bindings
+            if target is not None and name not in (None, "*") and local in used}
+
+
 def hot_names(path: str, text: str | None, depth: int = 0) -> frozenset:
     """Names bound at the top level of a module that can reach a fake region: hot
     names it imports from other project modules, and the names bound by a
@@ -429,10 +457,18 @@ def hot_names(path: str, text: str | None, depth: int = 0) -> frozenset:
 
     bindings, info, entry = _summary(path, text)
     imported = _hot_imports("", path, None, "", depth, bindings)
-    if not imported and not entry:
+    fed = _fed.get(path)
+    if not imported and not entry and not fed:
         return frozenset()
     entries = set(ENTRY_WORDS)
     hot = set(imported)
+    if fed:
+        # a name hot code of another module uses: it and the top-level names its
+        # code touches (`BACKENDS[name] = cls` in `register`) hold hot values
+        top = set().union(*(bound for bound, _w in info)) if info else set()
+        for bound, words in info:
+            if not bound.isdisjoint(fed):
+                hot |= bound | (words & top)
     changed = True
     while changed:
         changed = False

@@ -25,7 +25,7 @@ from fakegrad_lint.engine.prefilter import (  # noqa: F401  (may_reach_region, p
     may_reach_region,
     project_for,
 )
-from fakegrad_lint.findings import Finding, Location, TraceStep
+from fakegrad_lint.findings import HELPER_OF, Finding, Location, TraceStep
 from fakegrad_lint.rules import UNUSED_NOQA_CODE, rule_for
 from fakegrad_lint.sources.text import ParserLimit, parse_quietly
 
@@ -200,9 +200,6 @@ def check_source(source: str, filename: str = "<string>", *, tree: ast.Module | 
         findings = _with_fixes(source, filename, findings, planned)
     findings.sort(key=lambda f: f.sort_key)
     return findings
-
-
-HELPER_OF = "helper_of"  # extra key of a finding made at a helper's line by the analysis of its caller
 
 
 def helper_findings(finding: Finding, leak=None, rule=None) -> list[Finding]:

@@ -31,7 +31,7 @@ from typing import Callable
 
 from fakegrad_lint.engine.prefilter import may_contain_fake_region, needs_work, prefilter  # noqa: F401
 from fakegrad_lint.engine.subprocs import FileTimeout, disarm_alarm, time_limit
-from fakegrad_lint.findings import Finding, ToolError, hidden_unsafe
+from fakegrad_lint.findings import HELPER_OF, Finding, ToolError, hidden_unsafe
 from fakegrad_lint.sources.kind import PythonSource, SourceKind, open_source
 from fakegrad_lint.sources.sourcefile import SourceError, SourceFile, read_source, write_atomic
 from fakegrad_lint.sources.text import ParserLimit
@@ -163,8 +163,6 @@ def cache_lookup(src: SourceKind, codes: frozenset[str], options: Options, cache
     hit = cache.get(key)
     if hit is None:
         return None, key
-    from fakegrad_lint.engine.lint import HELPER_OF
-
     own = [f for f in hit[0] if HELPER_OF not in f.extra]
     result = FileResult(src.path, findings=own, errors=hit[1], cached=True,
                         foreign=[f for f in hit[0] if HELPER_OF in f.extra] if len(own) < len(hit[0]) else [])
