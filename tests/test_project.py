@@ -502,3 +502,126 @@ def test_star_reexport_through_a_namespace_package_passes_the_prefilter(tmp_path
     )
     got = {(os.path.basename(d["filename"]), d["location"]["row"], d["code"]) for d in json.loads(proc.stdout)}
     assert ("main.py", 5, "FGL001") in got, proc.stdout + proc.stderr
+
+
+# ----------------------------------------------- a leak inside a helper: also at its own line there
+
+
+def _json_findings(proj, *paths):
+    r = cli("--isolated", "--no-cache", "--output-format", "json", *paths, cwd=proj)
+    assert r.returncode in (0, 1), r.stderr
+    return {(os.path.relpath(d["filename"], proj).replace(os.sep, "/"), d["location"]["row"], d["code"])
+            for d in json.loads(r.stdout)}, json.loads(r.stdout)
+
+
+def test_leak_in_a_checked_helper_is_also_reported_at_its_line(tmp_path):
+    second = "import torch\nfrom models import Net\nfrom utils.memory import estimate\n\nestimate(Net(), torch.ones(1, 4))\n"
+    proj = make(tmp_path / "p", {"models.py": NET, "utils/__init__.py": "", "utils/memory.py": MEM,
+                                  "train.py": TRAIN, "again.py": second})
+    got, raw = _json_findings(proj, ".")
+    # the call sites stay; the helper's line is reported once for both callers
+    assert got == {("train.py", 6, "FGL001"), ("again.py", 5, "FGL001"), ("utils/memory.py", 7, "FGL001")}, got
+    (h,) = [d for d in raw if d["filename"].endswith("memory.py")]
+    assert [t["kind"] for t in h["trace"]] == ["source", "call", "region", "leak", "sink"]
+    assert h["trace"][1]["filename"].endswith(("train.py", "again.py")) and h["fix"] is None
+    assert "the real value comes from the call at ../" in h["message"] and "utils/memory.py" not in h["message"]
+    # only when the helper is one of the files checked; linting the helper alone proves nothing
+    assert _json_findings(proj, "train.py")[0] == {("train.py", 6, "FGL001")}
+    assert _json_findings(proj, "utils")[0] == set()
+    # the helper's own `# noqa` silences the finding at its line, not the call's
+    mem = proj / "utils" / "memory.py"
+    mem.write_text(MEM.replace("out = model(batch)", "out = model(batch)  # noqa: FGL001"))
+    assert _json_findings(proj, ".")[0] == {("train.py", 6, "FGL001"), ("again.py", 5, "FGL001")}
+
+
+def test_safe_caller_of_a_checked_helper_reports_nowhere(tmp_path):
+    safe = TRAIN.replace("model = Net()\n", "model = Net().requires_grad_(False)\n").replace("  # FGL001", "")
+    proj = make(tmp_path / "p", {"models.py": NET, "utils/__init__.py": "", "utils/memory.py": MEM, "train.py": safe})
+    assert _json_findings(proj, ".")[0] == set()
+
+
+def test_helper_line_findings_survive_the_cache(tmp_path):
+    proj = make(tmp_path / "p", {"models.py": NET, "utils/__init__.py": "", "utils/memory.py": MEM, "train.py": TRAIN})
+    cache = str(tmp_path / "cache")
+    runs = []
+    for _ in range(2):
+        r = cli("--isolated", "--cache-dir", cache, "--output-format", "json", ".", cwd=proj)
+        runs.append(sorted((os.path.basename(d["filename"]), d["location"]["row"]) for d in json.loads(r.stdout)))
+    assert runs[0] == runs[1] == [("memory.py", 7), ("train.py", 6)], runs
+
+
+# ----------------------------------------------- registries filled by import side effects
+
+REGISTRY = """\
+BACKENDS = {}
+
+
+def register(name):
+    def deco(cls):
+        BACKENDS[name] = cls
+        return cls
+
+    return deco
+
+
+def get_backend(name, **kwargs):
+    return BACKENDS[name](**kwargs)
+"""
+
+FAKE_BACKEND = """\
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from registry import register
+
+
+@register("fake")
+class FakeBackend:
+    def run_step(self, step_fn, *args):
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return step_fn(*args)
+"""
+
+EAGER_BACKEND = """\
+from registry import register
+
+
+@register("eager")
+class EagerBackend:
+    def run_step(self, step_fn, *args):
+        return step_fn(*args)
+"""
+
+
+def _plugin_main(key_expr):
+    return f"""\
+import torch
+from torch import nn
+
+import backends  # noqa: F401  (registers the backends)
+from registry import get_backend
+
+
+def step(model):
+    loss = model(torch.randn(2, 3)).sum()  # MARK
+    loss.backward()
+
+
+model = nn.Linear(3, 1)
+get_backend({key_expr}).run_step(step, model)
+"""
+
+
+@pytest.mark.parametrize("key, hazard", [('"fake"', True), ('"eager"', False), ("input()", False)])
+def test_registry_filled_by_a_package_init_side_effect(tmp_path, key, hazard):
+    """``backends/__init__.py`` imports its submodules, whose decorators fill
+    ``registry.BACKENDS``; main.py names no fake mode and imports only
+    ``get_backend``. The "eager" look-alike and an unknown key (a may-value: one
+    candidate is safe) report nothing."""
+    from fakegrad_lint.analysis.project import reaches_region
+
+    main = _plugin_main(key).replace("# MARK", "# FGL001" if hazard else "")
+    proj = make(tmp_path / "p", {"registry.py": REGISTRY, "backends/__init__.py": "from . import eager, fake  # noqa: F401\n",
+                                  "backends/fake.py": FAKE_BACKEND, "backends/eager.py": EAGER_BACKEND, "main.py": main})
+    assert reaches_region(str(proj / "main.py"), main)  # the prefilter lets it through
+    got = _json_findings(proj, ".")[0]
+    assert got == ({("main.py", 9, "FGL001")} if hazard else set()), got
