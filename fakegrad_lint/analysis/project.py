@@ -186,7 +186,9 @@ def _hot_word_re(roots):
         for target, name in fed:
             if name not in _fed.setdefault(target, set()):
                 _fed[target].add(name)
-                _summaries.pop(target, None)
+                old = _summaries.get(target)
+                if old is not None and not old[1]:
+                    _summaries.pop(target)  # made without its statements: again
                 _hot.pop(target, None)
             if target not in possible:
                 possible.add(target)
@@ -386,8 +388,10 @@ def hot_names_of(target: str, depth: int) -> frozenset:
 
 
 def _summary(path: str, text: str | None):
-    """A module's import bindings and top-level statements (names bound, words
-    used), computed once per process from its text."""
+    """A module's import bindings, top-level statements (names bound, words used)
+    and registrations (a decorator or a top-level call, subscript store or method
+    call on a name: that name, the names the statement binds, its words),
+    computed once per process from its text."""
     hit = _summaries.get(path) if text is None else None
     if hit is not None:
         return hit
@@ -402,6 +406,7 @@ def _summary(path: str, text: str | None):
     bindings = _import_bindings(text, path, Project(roots_for(path)), os.path.abspath(path))
     entry = any(w in text for w in ENTRY_WORDS)
     info = []  # (names a statement binds, words it uses)
+    regs = []  # (name it registers with, names the statement binds, words it uses)
     if entry or bindings or path in _fed:
         starts = [m.start() for m in _TOP_RE.finditer(text)]
         chunks: list = []
@@ -427,22 +432,36 @@ def _summary(path: str, text: str | None):
                     bound.add(m.group(1))
                 elif m.group(2):
                     bound.update(x.strip() for x in m.group(2).split(",") if x.strip().isidentifier())
+            words = None
             if bound:
-                info.append((frozenset(bound), frozenset(map(sys.intern, _WORD.findall(chunk)))))
-    hit = (bindings, info, entry)
+                words = frozenset(map(sys.intern, _WORD.findall(chunk)))
+                info.append((frozenset(bound), words))
+            if bindings:
+                m = _REG_RE.match(chunk)
+                if m is not None and (m.group(1) or not bound):
+                    if words is None:
+                        words = frozenset(_WORD.findall(chunk))
+                    regs.append((m.group(1) or m.group(2), frozenset(bound), words))
+    hit = (bindings, info, entry, regs)
     if len(_summaries) < 50_000:
         _summaries[path] = hit
     return hit
 
 
+# a registration: `@register("fake")` / `@registry.register` before a def or class,
+# or a top-level `register("fake", FakeBackend)`, `REGISTRY["fake"] = FakeBackend`,
+# `REGISTRY.update(...)`
+_REG_RE = re.compile(r"@[ \t]*([A-Za-z_]\w*)|([A-Za-z_]\w*)[ \t]*[(\[.]")
+
+
 def _feeds(path: str, hot) -> set:
     """(module file, name) for each name this module imports from another project
-    module and uses in a statement that binds one of its ``hot`` names."""
-    bindings, info, _entry = _summary(path, None)
-    used = set()
-    for bound, words in info:
-        if not bound.isdisjoint(hot):
-            used |= words
+    module and registers a hot value with (a decorator on a hot def or class, a
+    top-level call or store that names a hot name)."""
+    bindings, _info, _entry, regs = _summary(path, None)
+    used = {name for name, bound, words in regs if not bound.isdisjoint(hot) or (not bound and not words.isdisjoint(hot))}
+    if not used:
+        return set()
     return {(target, name) for local, target, name, _sub in bindings
             if target is not None and name not in (None, "*") and local in used}
 
@@ -455,7 +474,7 @@ def hot_names(path: str, text: str | None, depth: int = 0) -> frozenset:
     only, a superset."""
     from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
 
-    bindings, info, entry = _summary(path, text)
+    bindings, info, entry, _regs = _summary(path, text)
     imported = _hot_imports("", path, None, "", depth, bindings)
     fed = _fed.get(path)
     if not imported and not entry and not fed:
