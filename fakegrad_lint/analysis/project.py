@@ -304,34 +304,51 @@ def _under(path, roots) -> bool:
     return path is not None and any((path + os.sep).startswith(r.rstrip(os.sep) + os.sep) for r in _outer_roots(roots))
 
 
-def _import_bindings(text: str, path: str, project: "Project", me: str) -> list:
-    """What each import statement of a module binds: (local name, module file,
-    imported name or None for a module, submodule file or None); "*" for a star."""
-    own, is_pkg = module_name_of(path)
+def _import_specs(text: str) -> tuple:
+    """The import statements of a module's text, layout-free (so they keep by
+    content): ("import", dotted name, local name) or ("from", level, module,
+    ((name, local name), ...))."""
     out: list = []
     for m in _import_statements(text):
         if m.group(4) is not None:  # import a.b [as m]
             for part in m.group(4).split(","):
                 bits = part.split()
-                if not bits:
-                    continue
-                target = project.find(bits[0])
-                if target is not None and os.path.abspath(target) != me:
-                    out.append((bits[2] if len(bits) >= 3 and bits[1] == "as" else bits[0].split(".")[0],
-                                target, None, None))
+                if bits:
+                    out.append(("import", bits[0],
+                                bits[2] if len(bits) >= 3 and bits[1] == "as" else bits[0].split(".")[0]))
             continue
-        base = absolute_name(own, is_pkg, m.group(2) or None, len(m.group(1)))
+        names = []
+        for part in m.group(3).strip("()").split(","):
+            bits = part.split()
+            if bits:
+                names.append((bits[0], bits[2] if len(bits) >= 3 and bits[1] == "as" else bits[0]))
+        out.append(("from", len(m.group(1)), m.group(2) or "", tuple(names)))
+    return tuple(out)
+
+
+def _import_bindings(text: str, path: str, project: "Project", me: str) -> list:
+    """What each import statement of a module binds: (local name, module file,
+    imported name or None for a module, submodule file or None); "*" for a star."""
+    return _bind_imports(_import_specs(text), path, project, me)
+
+
+def _bind_imports(specs, path: str, project: "Project", me: str) -> list:
+    """:func:`_import_bindings` of a module's :func:`_import_specs`, in its layout."""
+    own, is_pkg = module_name_of(path)
+    out: list = []
+    for spec in specs:
+        if spec[0] == "import":
+            target = project.find(spec[1])
+            if target is not None and os.path.abspath(target) != me:
+                out.append((spec[2], target, None, None))
+            continue
+        base = absolute_name(own, is_pkg, spec[2] or None, spec[1])
         if base is None:
             continue
         target = project.find(base)
         if target is not None and os.path.abspath(target) == me:
             target = None
-        for part in m.group(3).strip("()").split(","):
-            bits = part.split()
-            if not bits:
-                continue
-            name = bits[0]
-            local = bits[2] if len(bits) >= 3 and bits[1] == "as" else name
+        for name, local in spec[3]:
             sub = None
             if name != "*" and (target is None or target.endswith("__init__.py")):
                 sub = project.find(f"{base}.{name}")  # `from pkg import mod`
@@ -390,62 +407,88 @@ def hot_names_of(target: str, depth: int) -> frozenset:
 def _summary(path: str, text: str | None):
     """A module's import bindings, top-level statements (names bound, words used)
     and registrations (a decorator or a top-level call, subscript store or method
-    call on a name: that name, the names the statement binds, its words),
-    computed once per process from its text."""
+    call on a name: that name, the names the statement binds, its words).
+
+    Once per process per module; the text part (everything but the bindings,
+    which depend on the layout) once per module *content*, kept in memory and in
+    the on-disk store of :func:`fakegrad_lint.analysis.summaries.by_content`."""
     hit = _summaries.get(path) if text is None else None
     if hit is not None:
         return hit
-    from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
+    from fakegrad_lint.analysis import summaries
 
     if text is None:
         try:
             with open(path, "rb") as fh:
-                text = fh.read().decode("utf-8", "replace")
+                raw = fh.read()
         except OSError:
-            text = ""
-    bindings = _import_bindings(text, path, Project(roots_for(path)), os.path.abspath(path))
-    entry = any(w in text for w in ENTRY_WORDS)
-    info = []  # (names a statement binds, words it uses)
-    regs = []  # (name it registers with, names the statement binds, words it uses)
+            raw = b""
+        text = None
+    else:
+        raw = text.encode("utf-8", "surrogatepass")
+
+    def decoded():
+        return text if text is not None else raw.decode("utf-8", "replace")
+
+    content = summaries.content_key(raw)
+    specs, entry = summaries.by_content(content, "imports", lambda: _text_imports(decoded()))
+    bindings = _bind_imports(specs, path, Project(roots_for(path)), os.path.abspath(path))
+    info, regs = (), ()
     if entry or bindings or path in _fed:
-        starts = [m.start() for m in _TOP_RE.finditer(text)]
-        chunks: list = []
-        joined = False
-        for i, a in enumerate(starts):
-            b = starts[i + 1] if i + 1 < len(starts) else len(text)
-            chunk = text[a:b]
-            if joined:
-                chunks[-1] += chunk
-            else:
-                chunks.append(chunk)
-            joined = chunk.startswith("@")
-        for chunk in chunks:
-            if chunk.startswith(("import ", "from ")):
-                if any(w in chunk for w in ENTRY_WORDS):
-                    # `from torch._subclasses import FakeTensorMode as FTM`: FTM is a way in
-                    words = _WORD.findall(chunk.split(" import", 1)[-1])
-                    info.append((frozenset(w for w in words if w != "as"), frozenset(ENTRY_WORDS)))
-                continue  # the project import bindings say what the others bind
-            bound = set()
-            for m in _BIND_RE.finditer(chunk):
-                if m.group(1):
-                    bound.add(m.group(1))
-                elif m.group(2):
-                    bound.update(x.strip() for x in m.group(2).split(",") if x.strip().isidentifier())
-            words = None
-            if bound:
-                words = frozenset(map(sys.intern, _WORD.findall(chunk)))
-                info.append((frozenset(bound), words))
-            if bindings:
-                m = _REG_RE.match(chunk)
-                if m is not None and (m.group(1) or not bound):
-                    if words is None:
-                        words = frozenset(_WORD.findall(chunk))
-                    regs.append((m.group(1) or m.group(2), frozenset(bound), words))
+        info, regs = summaries.by_content(content, "statements", lambda: _text_statements(decoded()))
     hit = (bindings, info, entry, regs)
     if len(_summaries) < 50_000:
         _summaries[path] = hit
     return hit
+
+
+def _text_imports(text: str) -> tuple:
+    from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
+
+    return _import_specs(text), any(w in text for w in ENTRY_WORDS)
+
+
+def _text_statements(text: str) -> tuple:
+    """(statements: (names bound, words used), registrations: (name, names bound,
+    words)) of a module's top level, from its text."""
+    from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
+
+    info = []
+    regs = []
+    starts = [m.start() for m in _TOP_RE.finditer(text)]
+    chunks: list = []
+    joined = False
+    for i, a in enumerate(starts):
+        b = starts[i + 1] if i + 1 < len(starts) else len(text)
+        chunk = text[a:b]
+        if joined:
+            chunks[-1] += chunk
+        else:
+            chunks.append(chunk)
+        joined = chunk.startswith("@")
+    for chunk in chunks:
+        if chunk.startswith(("import ", "from ")):
+            if any(w in chunk for w in ENTRY_WORDS):
+                # `from torch._subclasses import FakeTensorMode as FTM`: FTM is a way in
+                words = _WORD.findall(chunk.split(" import", 1)[-1])
+                info.append((frozenset(w for w in words if w != "as"), frozenset(ENTRY_WORDS)))
+            continue  # the project import bindings say what the others bind
+        bound = set()
+        for m in _BIND_RE.finditer(chunk):
+            if m.group(1):
+                bound.add(m.group(1))
+            elif m.group(2):
+                bound.update(x.strip() for x in m.group(2).split(",") if x.strip().isidentifier())
+        words = None
+        if bound:
+            words = frozenset(map(sys.intern, _WORD.findall(chunk)))
+            info.append((frozenset(bound), words))
+        m = _REG_RE.match(chunk)
+        if m is not None and (m.group(1) or not bound):
+            if words is None:
+                words = frozenset(_WORD.findall(chunk))
+            regs.append((m.group(1) or m.group(2), frozenset(bound), words))
+    return tuple(info), tuple(regs)
 
 
 # a registration: `@register("fake")` / `@registry.register` before a def or class,

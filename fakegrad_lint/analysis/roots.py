@@ -53,6 +53,20 @@ def set_run_roots(paths) -> None:
     _run_roots = tuple(dict.fromkeys(roots))
 
 
+_summary_store: list = [None]
+
+
+def set_summary_store(cache_dir: str | None) -> None:
+    """Keep the project modules' summaries on disk, by content, under the run's
+    cache folder (:func:`fakegrad_lint.analysis.summaries.by_content`); None: in
+    memory only (``--no-cache``). The engine sets it with the cache."""
+    _summary_store[0] = os.path.join(cache_dir, "summaries") if cache_dir else None
+
+
+def summary_store() -> str | None:
+    return _summary_store[0]
+
+
 def run_roots() -> tuple[str, ...]:
     """The folders given to the run (see :func:`set_run_roots`)."""
     return _run_roots

@@ -408,6 +408,10 @@ def run(
     only). ``stats``: also count files and lines per stage (``RunResult.stats``).
     """
     jobs = jobs or os.cpu_count() or 1
+    from fakegrad_lint.analysis.roots import set_summary_store
+
+    # module summaries of the whole-project analysis are kept by content beside the findings
+    set_summary_store(cache.directory if cache is not None and options.mode == "check" else None)
     bar = Progress(len(paths), progress)
     gc_was = gc.get_threshold()
     gc.set_threshold(*GC_THRESHOLD)  # forked workers inherit it
