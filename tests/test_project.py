@@ -625,3 +625,42 @@ def test_registry_filled_by_a_package_init_side_effect(tmp_path, key, hazard):
     assert reaches_region(str(proj / "main.py"), main)  # the prefilter lets it through
     got = _json_findings(proj, ".")[0]
     assert got == ({("main.py", 9, "FGL001")} if hazard else set()), got
+
+
+# ----------------------------------------------- module summaries, once per content
+
+
+def test_module_summaries_are_made_once_per_content_and_kept_on_disk(tmp_path):
+    """Two copies of the same module (same bytes, two projects) are summarised
+    once; a second process reads the summaries from the store under the cache
+    folder instead of making them; an edited module is summarised again; the
+    findings are the same with and without the store."""
+    for name in ("a", "b"):
+        make(tmp_path / name, {"models.py": NET, "utils/__init__.py": "", "utils/memory.py": MEM, "train.py": TRAIN})
+    cache = tmp_path / "cache"
+    code = textwrap.dedent(f"""
+        import json, sys
+        from fakegrad_lint.analysis import summaries
+        from fakegrad_lint.engine import process
+        from fakegrad_lint.engine.cache import Cache
+        from fakegrad_lint.rules import DEFAULT_CODES
+        files = [str(p) for p in sorted(__import__("pathlib").Path({str(tmp_path)!r}).glob("[ab]/**/*.py"))]
+        cache = Cache(sys.argv[1]) if sys.argv[1] != "-" else None
+        r = process.run(files, lambda p: DEFAULT_CODES, process.Options(), jobs=1, cache=cache)
+        print(json.dumps([sorted((f.filename[len({str(tmp_path)!r}):], f.location.row) for f in r.findings),
+                          summaries.store_stats]))
+    """)
+
+    def run(cache_dir):
+        proc = subprocess.run([sys.executable, "-c", code, cache_dir], capture_output=True, text=True, check=True)
+        return json.loads(proc.stdout)
+
+    plain, stats0 = run("-")
+    assert plain == [["/a/train.py", 6], ["/a/utils/memory.py", 7], ["/b/train.py", 6], ["/b/utils/memory.py", 7]]
+    assert stats0["memory"] > 0  # b's modules: the same bytes as a's
+    cold, stats1 = run(str(cache))
+    assert cold == plain and stats1["made"] == stats0["made"] and stats1["disk"] == 0
+    assert list((cache / "summaries").rglob("*-imports")) and (cache / ".gitignore").is_file()
+    (tmp_path / "b" / "train.py").write_text(TRAIN + "\n")  # a new content: the cached findings of b/train.py go too
+    warm, stats2 = run(str(cache))
+    assert warm == plain and stats2["made"] >= 1 and stats2["disk"] >= 1
