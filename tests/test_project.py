@@ -664,3 +664,26 @@ def test_module_summaries_are_made_once_per_content_and_kept_on_disk(tmp_path):
     (tmp_path / "b" / "train.py").write_text(TRAIN + "\n")  # a new content: the cached findings of b/train.py go too
     warm, stats2 = run(str(cache))
     assert warm == plain and stats2["made"] >= 1 and stats2["disk"] >= 1
+
+
+# ----------------------------------------------- layouts: import cycles, namespace packages, importlib
+
+CYCLE = {
+    "pkg/__init__.py": "from .a import estimate\n",
+    "pkg/a.py": "from . import b\n" + MEM + "\n\ndef g():\n    return b.h()\n",
+    "pkg/b.py": "from .a import estimate\n\n\ndef h():\n    return estimate\n",
+}
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_import_cycle_does_not_hide_a_reexport_whatever_the_order(tmp_path, frozen):
+    """``pkg/__init__`` re-exports ``a.estimate``; ``a`` imports ``pkg.b``, which
+    imports from ``a``. Linting ``pkg/b.py`` first used to leave ``pkg/__init__``
+    with no hot name (computed inside the cycle), so train.py stopped at the
+    prefilter. The frozen model is the safe look-alike."""
+    model = "nn.Linear(4, 2).requires_grad_(False)" if frozen else "nn.Linear(4, 2)"
+    train = f"import torch\nfrom torch import nn\nfrom pkg import estimate\n\nmodel = {model}\nestimate(model, torch.randn(2, 4))\n"
+    proj = make(tmp_path / "p", {**CYCLE, "train.py": train})
+    want = set() if frozen else {("train.py", 6, "FGL001"), ("pkg/a.py", 7, "FGL001")}
+    assert _json_findings(proj, "pkg/b.py", "train.py", "pkg/a.py")[0] == want
+    assert _json_findings(proj, ".")[0] == want

@@ -389,18 +389,56 @@ _BIND_RE = re.compile(
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 
+_in_progress: list = []  # modules whose hot names are being computed (outermost first)
+_cycle = [False]  # one of them was read before it was done (an import cycle)
+_this_round: list = []  # the modules computed since the outermost call began
+
+
 def hot_names_of(target: str, depth: int) -> frozenset:
-    """:func:`hot_names` of a project module, once per process."""
+    """:func:`hot_names` of a project module, once per process. An import cycle
+    (``pkg/__init__`` re-exports ``a``, which imports ``pkg.b``, which imports from
+    ``a``) first sees a module that is not done as naming nothing; the modules of
+    that computation are then computed again until nothing changes (hot names only
+    grow), so no module keeps a value computed from a partial one."""
     key = target
     if key in _hot:
+        if key in _in_progress:
+            _cycle[0] = True
         return _hot[key]
     if target in _scanned and target not in _possible:
         return frozenset()  # names neither a fake mode nor a hot name of its project
-    _hot[key] = frozenset()  # cycles stop here
     if depth > 8:
         return frozenset()
-    names = hot_names(target, None, depth)
+    outer = not _in_progress
+    _hot[key] = frozenset()  # cycles stop here (for now)
+    _in_progress.append(key)
+    _this_round.append(key)
+    try:
+        names = hot_names(target, None, depth)
+    finally:
+        _in_progress.pop()
     _hot[key] = names
+    if outer:
+        keys = list(_this_round)
+        _this_round.clear()
+        if _cycle[0]:
+            _cycle[0] = False
+            _in_progress.append(None)  # what is computed now is not an outermost call
+            try:
+                for _ in range(16):
+                    changed = False
+                    for k in keys:
+                        again = hot_names(k, None, 0)
+                        if again != _hot.get(k):
+                            _hot[k] = again
+                            changed = True
+                    if not changed:
+                        break
+            finally:
+                _in_progress.pop()
+                _this_round.clear()
+                _cycle[0] = False
+        names = _hot[key]
     return names
 
 
