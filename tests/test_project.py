@@ -684,6 +684,6 @@ def test_import_cycle_does_not_hide_a_reexport_whatever_the_order(tmp_path, froz
     model = "nn.Linear(4, 2).requires_grad_(False)" if frozen else "nn.Linear(4, 2)"
     train = f"import torch\nfrom torch import nn\nfrom pkg import estimate\n\nmodel = {model}\nestimate(model, torch.randn(2, 4))\n"
     proj = make(tmp_path / "p", {**CYCLE, "train.py": train})
-    want = set() if frozen else {("train.py", 6, "FGL001"), ("pkg/a.py", 7, "FGL001")}
+    want = set() if frozen else {("train.py", 6, "FGL001"), ("pkg/a.py", 8, "FGL001")}
     assert _json_findings(proj, "pkg/b.py", "train.py", "pkg/a.py")[0] == want
     assert _json_findings(proj, ".")[0] == want
