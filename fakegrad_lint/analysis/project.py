@@ -323,7 +323,21 @@ def _import_specs(text: str) -> tuple:
             if bits:
                 names.append((bits[0], bits[2] if len(bits) >= 3 and bits[1] == "as" else bits[0]))
         out.append(("from", len(m.group(1)), m.group(2) or "", tuple(names)))
+    if "import_module" in text:
+        # `m = importlib.import_module("pkg.mod")` (or `(".mod", __package__)`)
+        for m in _IMPORT_MODULE_RE.finditer(text):
+            local, name = m.group(1), m.group(2)
+            level = len(name) - len(name.lstrip("."))
+            if not level:
+                out.append(("import", name, local))
+            elif name[level:]:
+                head, _, last = name[level:].rpartition(".")
+                out.append(("from", level, head, ((last, local),)))
     return tuple(out)
+
+
+_IMPORT_MODULE_RE = re.compile(
+    r"^[ \t]*([A-Za-z_]\w*)[ \t]*=[ \t]*(?:[\w.]+\.)?import_module\([ \t]*[\"']([\w.]+)[\"']", re.MULTILINE)
 
 
 def _import_bindings(text: str, path: str, project: "Project", me: str) -> list:

@@ -285,6 +285,26 @@ class Project:
         return hit
 
 
+    def is_namespace(self, name: str | None) -> bool:
+        """Is ``name`` a namespace package of the project (a folder under a root,
+        with no ``__init__.py``, that holds a module or a folder)?"""
+        if not name or _modeled(name) or self.find(name) is not None:
+            return False
+        parts = name.split(".")
+        for root in self.roots:
+            if root.endswith(os.sep):
+                continue  # an installed package's own folder: its packages have an __init__
+            folder = root
+            for part in parts:
+                if part not in _entries(folder):
+                    break
+                folder = os.path.join(folder, part)
+            else:
+                if os.path.isdir(folder) and "__init__.py" not in _entries(folder) and _entries(folder):
+                    return True
+        return False
+
+
 _listing: dict[str, frozenset] = {}
 
 
