@@ -687,3 +687,38 @@ def test_import_cycle_does_not_hide_a_reexport_whatever_the_order(tmp_path, froz
     want = set() if frozen else {("train.py", 6, "FGL001"), ("pkg/a.py", 8, "FGL001")}
     assert _json_findings(proj, "pkg/b.py", "train.py", "pkg/a.py")[0] == want
     assert _json_findings(proj, ".")[0] == want
+
+
+def _helper_call(imports, call, frozen=False):
+    model = "nn.Linear(4, 2).requires_grad_(False)" if frozen else "nn.Linear(4, 2)"
+    return f"import torch\nfrom torch import nn\n{imports}\n\nmodel = {model}\n{call}(model, torch.randn(2, 4))\n"
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+@pytest.mark.parametrize("files, imports, call", [
+    # `import ns.sub.mem`: ns and ns/sub are namespace packages (no __init__.py)
+    ({"ns/sub/mem.py": MEM}, "import ns.sub.mem", "ns.sub.mem.estimate"),
+    ({"pkg/__init__.py": "", "pkg/mem.py": MEM}, "import importlib\nm = importlib.import_module('pkg.mem')", "m.estimate"),
+    ({"pkg/__init__.py": "", "pkg/mem.py": MEM}, "from importlib import import_module\nm = import_module('pkg.mem')",
+     "m.estimate"),
+    ({"pkg/__init__.py": "", "pkg/mem.py": MEM, "pkg/sibling.py": ""},
+     "import importlib\nm = importlib.import_module('.mem', __package__)", "m.estimate"),
+    # a fallback import that cannot be taken: pkg.mem imports only torch
+    ({"pkg/__init__.py": "", "pkg/mem.py": MEM},
+     "try:\n    from pkg.mem import estimate\nexcept ImportError:\n    estimate = None", "estimate"),
+], ids=["namespace-dotted", "import_module", "import_module-from", "import_module-relative", "try-except-ImportError"])
+def test_project_layouts_are_followed(tmp_path, files, imports, call, frozen):
+    where = "pkg/train.py" if "__package__" in imports else "train.py"
+    proj = make(tmp_path / "p", {**files, where: _helper_call(imports, call, frozen)})
+    got = _json_findings(proj, ".")[0]
+    helper = next(f for f in files if f.endswith("mem.py"))
+    assert got == (set() if frozen else {(where, 6 + imports.count("\n"), "FGL001"), (helper, 7, "FGL001")}), got
+
+
+def test_fallback_import_that_may_be_taken_stays_a_may_value(tmp_path):
+    """The module tried imports a third-party package (it may be missing, and the
+    handler then runs): the helper may be None, nothing is reported."""
+    mem = "import triton  # noqa: F401\n" + MEM
+    imports = "try:\n    from pkg.mem import estimate\nexcept ImportError:\n    estimate = None"
+    proj = make(tmp_path / "p", {"pkg/__init__.py": "", "pkg/mem.py": mem, "train.py": _helper_call(imports, "estimate")})
+    assert _json_findings(proj, ".")[0] == set()
