@@ -176,17 +176,28 @@ class ProjectLinkMixin:
 
     def imports_cannot_fail(self, body) -> bool:
         """Is ``body`` (of a ``try``) only imports of project modules whose own
-        top-level imports are of the standard library, torch or the project? Then
-        it cannot raise ImportError and its handlers never run. A module that
-        imports a third-party package (which may be missing: the fallback then
-        runs) or cannot be read keeps the handlers."""
+        top-level imports are of the standard library, torch or the project, or of
+        torch's fake-mode API that the tables know (``from
+        torch._subclasses.fake_tensor import FakeTensorMode``: torch is what is
+        analysed)? Then it cannot raise ImportError and its handlers never run. A
+        module that imports a third-party package (which may be missing: the
+        fallback then runs) or cannot be read keeps the handlers."""
         if not body or not all(isinstance(x, (ast.Import, ast.ImportFrom)) for x in body):
             return False
+        from fakegrad_lint.analysis import torch_tables as T
+
+        known = T.FAKE_TENSOR_MODE | T.FAKE_COPY_MODE | T.DETECT_FAKE_MODE | T.UNSET_FAKE
         ctx = self.ctx
         files = []
         for x in body:
+            if isinstance(x, ast.ImportFrom) and x.level == 0 and x.module and x.module.split(".")[0] == "torch":
+                if all(f"{x.module}.{a.name}" in known for a in x.names):
+                    continue
+                return False
             if isinstance(x, ast.Import):
                 names = [a.name for a in x.names]
+                if all(n == "torch" for n in names):
+                    continue
             else:
                 base = R.absolute_name(ctx.name, ctx.is_pkg, x.module, x.level)
                 if base is None:
