@@ -183,7 +183,7 @@ def _hot_word_re(roots):
                 fed |= _feeds(path, names)
         # a registry filled by hot code (`@register("fake")` on a class that opens a
         # region, in another module): the module that holds it is possible too
-        for target, name in fed:
+        for target, name in _through_reexports(fed):
             if name not in _fed.setdefault(target, set()):
                 _fed[target].add(name)
                 old = _summaries.get(target)
@@ -547,6 +547,25 @@ def _text_statements(text: str) -> tuple:
 # or a top-level `register("fake", FakeBackend)`, `REGISTRY["fake"] = FakeBackend`,
 # `REGISTRY.update(...)`
 _REG_RE = re.compile(r"@[ \t]*([A-Za-z_]\w*)|([A-Za-z_]\w*)[ \t]*[(\[.]")
+
+
+def _through_reexports(fed) -> set:
+    """``fed`` (module, name) pairs, and the modules each name comes from when
+    a module only re-exports it (``core/__init__.py``: ``from .registry import
+    register_probe``), to a depth of 8."""
+    out = set(fed)
+    todo = list(fed)
+    for _ in range(8):
+        more = []
+        for target, name in todo:
+            for local, src, orig, _sub in _summary(target, None)[0]:
+                if local == name and src is not None and orig not in (None, "*") and (src, orig) not in out:
+                    out.add((src, orig))
+                    more.append((src, orig))
+        if not more:
+            break
+        todo = more
+    return out
 
 
 def _feeds(path: str, hot) -> set:
