@@ -611,8 +611,9 @@ get_backend({key_expr}).run_step(step, model)
 """
 
 
+@pytest.mark.parametrize("reexported", [False, True])
 @pytest.mark.parametrize("key, hazard", [('"fake"', True), ('"eager"', False), ("input()", False)])
-def test_registry_filled_by_a_package_init_side_effect(tmp_path, key, hazard):
+def test_registry_filled_by_a_package_init_side_effect(tmp_path, key, hazard, reexported):
     """``backends/__init__.py`` imports its submodules, whose decorators fill
     ``registry.BACKENDS``; main.py names no fake mode and imports only
     ``get_backend``. The "eager" look-alike and an unknown key (a may-value: one
@@ -620,9 +621,15 @@ def test_registry_filled_by_a_package_init_side_effect(tmp_path, key, hazard):
     from fakegrad_lint.analysis.project import reaches_region
 
     main = _plugin_main(key).replace("# MARK", "# FGL001" if hazard else "")
-    proj = make(tmp_path / "p", {"registry.py": REGISTRY, "backends/__init__.py": "from . import eager, fake  # noqa: F401\n",
-                                  "backends/fake.py": FAKE_BACKEND, "backends/eager.py": EAGER_BACKEND, "main.py": main})
-    assert reaches_region(str(proj / "main.py"), main)  # the prefilter lets it through
+    files = {"registry.py": REGISTRY, "backends/__init__.py": "from . import eager, fake  # noqa: F401\n",
+             "backends/fake.py": FAKE_BACKEND, "backends/eager.py": EAGER_BACKEND, "main.py": main}
+    if reexported:
+        # the registry lives in core/registry.py; core/__init__.py re-exports it
+        files = {k.replace("registry.py", "core/registry.py"): v.replace("from registry import", "from core import")
+                 for k, v in files.items()}
+        files["core/__init__.py"] = "from .registry import BACKENDS, get_backend, register\n"
+    proj = make(tmp_path / "p", files)
+    assert reaches_region(str(proj / "main.py"), (proj / "main.py").read_text())  # the prefilter lets it through
     got = _json_findings(proj, ".")[0]
     assert got == ({("main.py", 9, "FGL001")} if hazard else set()), got
 
@@ -722,3 +729,61 @@ def test_fallback_import_that_may_be_taken_stays_a_may_value(tmp_path):
     imports = "try:\n    from pkg.mem import estimate\nexcept ImportError:\n    estimate = None"
     proj = make(tmp_path / "p", {"pkg/__init__.py": "", "pkg/mem.py": mem, "train.py": _helper_call(imports, "estimate")})
     assert _json_findings(proj, ".")[0] == set()
+
+
+CONTEXTS = """\
+import contextlib
+import functools
+
+from torch._subclasses import FakeTensorMode
+
+CONTEXTS = {
+    "fake": functools.partial(FakeTensorMode, allow_non_fake_inputs=True),
+    "off": contextlib.nullcontext,
+}
+
+
+def make_context(key):
+    return CONTEXTS[key]()
+"""
+
+
+@pytest.mark.parametrize("key, hazard", [('"fake"', True), ('"off"', False)])
+def test_context_registry_of_partials_in_another_module(tmp_path, key, hazard):
+    """``toolkit/contexts.py`` maps keys to ``functools.partial(FakeTensorMode, ...)``
+    or ``nullcontext``; the helper that looks one up names no fake mode itself."""
+    step = ("import torch\n\nfrom .contexts import make_context\n\n\n"
+            f"def step(model, x):\n    with make_context({key}):\n        model(x).sum().backward()\n")
+    main = "import torch\nfrom torch import nn\n\nfrom toolkit.sizing import step\n\nstep(nn.Linear(3, 1), torch.randn(2, 3))\n"
+    proj = make(tmp_path / "p", {"toolkit/__init__.py": "", "toolkit/contexts.py": CONTEXTS, "toolkit/sizing.py": step,
+                                  "main.py": main})
+    assert _json_findings(proj, ".")[0] == ({("main.py", 6, "FGL001"), ("toolkit/sizing.py", 8, "FGL001")} if hazard else set())
+
+
+SHIM = """\
+try:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+except ImportError:  # old torch
+
+    class FakeTensorMode:
+        def __init__(self, allow_non_fake_inputs=False):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+"""
+
+
+@pytest.mark.parametrize("shim, hazard", [(SHIM, True), ("\n".join(SHIM.splitlines()[4:]).replace("    ", "", 1) + "\n", False)],
+                         ids=["torch-first", "local-class-only"])
+def test_compat_shim_that_imports_torchs_fake_mode(tmp_path, shim, hazard):
+    """A shim that imports torch's FakeTensorMode (its stand-in only on ImportError)
+    is torch's; a module that defines its own class of that name is not."""
+    main = ("import torch\nfrom torch import nn\n\nfrom simkit import FakeTensorMode\n\nmodel = nn.Linear(3, 1)\n"
+            "with FakeTensorMode(allow_non_fake_inputs=True):\n    model(torch.randn(2, 3)).sum().backward()\n")
+    proj = make(tmp_path / "p", {"simkit/__init__.py": "from .fake import FakeTensorMode\n", "simkit/fake.py": shim,
+                                  "main.py": main})
+    assert _json_findings(proj, ".")[0] == ({("main.py", 8, "FGL001")} if hazard else set())
