@@ -270,7 +270,10 @@ class StatementsMixin:
             finally:
                 if catches:
                     self.crashes_caught(before)
-            for h in s.handlers:
+            # `try: from .impl import f / except ImportError: f = None` over project
+            # modules that import nothing that can be missing: the handlers never run
+            dead = self.project is not None and self.imports_cannot_fail(s.body)  # (project_link)
+            for h in () if dead else s.handlers:
                 if h.name:
                     st.scope.assign(h.name, UNKNOWN)
                 self.exec_branch(h.body, st)

@@ -241,7 +241,7 @@ class TorchCallsMixin:
         if q in N.SHALLOW_COPY:
             return first if isinstance(first, ModuleVal) else UNKNOWN  # the same parameters
         if q in N.IMPORT_MODULE:
-            return ModRef(first.value) if isinstance(first, ConstVal) and isinstance(first.value, str) else UNKNOWN
+            return self.import_module_call(args, kwargs)  # (project_link)
         if q in N.DEVICE_CONTEXT:
             return CtxVal("meta_device") if _is_meta(args[:1] + [kwargs.get("type", UNKNOWN)]) else UNKNOWN
         if q in N.MODULE_KEEPING_TRANSFORMS:
