@@ -31,6 +31,8 @@ SETS = {
     "cases": lambda: CASES,
     "unseen": lambda: sorted((FIXTURES_DIR / "unseen").glob("*.py")),
     "heldout": lambda: sorted((FIXTURES_DIR / "heldout").glob("*.py")),
+    "blind": lambda: sorted((FIXTURES_DIR / "blind").glob("*.py")),
+    "sealed": lambda: sorted((FIXTURES_DIR / "sealed").glob("*.py")),
 }
 
 

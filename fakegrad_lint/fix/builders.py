@@ -91,6 +91,10 @@ def _build_fix(leak, source: str) -> Fix | None:
     plan: FixPlan = leak.fix
     if plan.kind.startswith("leaked-"):
         return _leaked_fix(plan, _Nodes(source))
+    if plan.placement == "function":
+        from fakegrad_lint.fix.helpers import build_function_fix  # the mode is found at run time (fix/helpers.py)
+
+        return build_function_fix(leak, source)
     w = plan.with_node
     if not w.body or not plan.uses:
         raise NoFix("the region has no statement to convert the value in")
