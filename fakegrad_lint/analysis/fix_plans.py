@@ -31,6 +31,14 @@ from fakegrad_lint.analysis.values import MaybeVal, ModuleVal, SeqVal, TVal
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)
 
 
+def _in_place(node) -> bool:
+    """Is ``node`` an in-place call (``x.add_(...)``, ``nn.init.zeros_(w)``)?"""
+    if not isinstance(node, ast.Call):
+        return False
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+    return name.endswith("_") and not name.endswith("__")
+
+
 class FixPlansMixin:
     """``_fix_plan`` with the call-site module copy and the in-function placement."""
 
@@ -65,7 +73,9 @@ class FixPlansMixin:
             dotted = dotted_name(ex)
             if dotted is None:
                 return None
-            return self._plan("module-copy", dotted, ex, region, st, region_uses=True)
+            plan = self._plan("module-copy", dotted, ex, region, st, region_uses=True)
+            plan.helper = dotted_name(call.func) or self._text(call.func)
+            return plan
         return None
 
     # -- in the function whose code leaks -----------------------------------------
@@ -76,6 +86,8 @@ class FixPlansMixin:
             return None
         if region.with_node is not None and region.func_node is func:
             return None  # the region's own block: the facts' placement (it said no)
+        if _in_place(node):
+            return None  # `nn.init.xavier_uniform_(m.weight)`: a copy would take the change away from the value
         if isinstance(value, ModuleVal):
             if isinstance(node, ast.Call) and node.func is expr:
                 kind = "module"

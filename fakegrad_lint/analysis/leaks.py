@@ -31,6 +31,7 @@ class FixPlan:
     # class): the mode is found at run time (``torch._guards.detect_fake_mode()``)
     placement: str = "region"
     func_node: object = None
+    helper: str | None = None  # the helper a module-copy is handed to (``train_step(model_fake, ...)``)
 
 
 class Verdict(str, enum.Enum):

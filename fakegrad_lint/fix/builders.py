@@ -156,31 +156,10 @@ def _build_fix(leak, source: str) -> Fix | None:
     base = base.lower() if base.isupper() else base
 
     if plan.kind == "module-copy":
-        if leak.verdict.value == "crash":
-            raise NoFix("a method of a real module called under a strict mode: a fake copy needs "
-                        "allow_non_fake_inputs=True to be made inside the region")
-        names = _bound_imports(plan.module_tree, _first_line(w))
-        copy_name = names.get(("copy", None))
-        fcm_name = names.get(("torch._subclasses.fake_tensor", "FakeCopyMode"))
-        wanted = []
-        if copy_name is None:
-            copy_name = "copy" if "copy" not in taken else None
-            wanted.append(("copy", None))
-        if fcm_name is None:
-            fcm_name = "FakeCopyMode" if "FakeCopyMode" not in taken else None
-            wanted.append(("torch._subclasses.fake_tensor", "FakeCopyMode"))
-        if copy_name is None or fcm_name is None:
-            raise NoFix("`copy` or `FakeCopyMode` names something else in this scope")
-        fake = _unique(f"{base}_fake", taken)
-        hoist(f"with {fcm_name}({mode}):\n{indent}{nodes.file.indent}{fake} = "
-              f"{copy_name}.deepcopy({plan.value})")
-        for node in plan.uses:
-            ops.replace(nodes.expr(node), fake)
-        for module, obj in wanted:
-            ops.add_import(module, obj)
-        applicability = Applicability.UNSAFE
-        message = (f"Call `{plan.value}`'s method on a fake copy (`copy.deepcopy` under `FakeCopyMode`): "
-                   f"gradients and state changes land on the copy")
+        from fakegrad_lint.fix.helpers import region_module_copy  # methods, loops, arguments (fix/helpers.py)
+
+        applicability, message = region_module_copy(plan, leak, nodes, ops, taken, mode, hoist, base, _first_line(w),
+                                                     indent)
     elif plan.kind == "module":
         torch_name, needs_import = _torch_module_name(plan.module_tree, pos, _first_line(w))
         rhs = (f"{{name: {mode}.from_tensor(t) for name, t in "
