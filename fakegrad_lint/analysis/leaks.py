@@ -32,6 +32,7 @@ class FixPlan:
     placement: str = "region"
     func_node: object = None
     helper: str | None = None  # the helper a module-copy is handed to (``train_step(model_fake, ...)``)
+    grad_redirect: bool = False  # set by the fix builder: the code's gradient reads go to the copy
 
 
 class Verdict(str, enum.Enum):

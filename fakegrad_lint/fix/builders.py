@@ -120,6 +120,10 @@ def _build_fix(leak, source: str) -> Fix | None:
         # the name means something else by the time it leaks
         raise NoFix(f"`{plan.value}` is rebound in the region before it leaks (a loop or comprehension "
                     f"variable, an assignment)")
+    if plan.kind in ("module", "module-copy"):
+        from fakegrad_lint.fix.helpers import grad_read_copy  # a copy whose gradients the code reads
+
+        plan = grad_read_copy(plan, w, _following(plan.module_tree, w), leak) or plan
     nodes = _Nodes(source)
     pos = nodes.pos
     taken = nodes.taken(w)
@@ -213,8 +217,13 @@ def _build_fix(leak, source: str) -> Fix | None:
         message = f"Convert `{plan.value}` at the boundary with `{mode}.from_tensor`"
 
     body_lines = (w.body[0].lineno, w.body[-1].end_lineno)
+    if plan.grad_redirect:
+        return Fix(message, applicability, ops.edits())
     if plan.kind in ("module", "module-copy"):
-        read = _module_grad_read(list(w.body) + _following(plan.module_tree, w), plan.value)
+        from fakegrad_lint.fix.helpers import parameter_grad_read_elsewhere
+
+        read = _module_grad_read(list(w.body) + _following(plan.module_tree, w), plan.value) or \
+            parameter_grad_read_elsewhere(plan.module_tree, w)
         if read is not None:
             # the gradients land on the fake copies: what the code reads there changes
             return Fix(f"{message} (not applied: line {read} reads the gradients of `{plan.value}`'s parameters)",
@@ -385,6 +394,10 @@ def _leaked_fix(plan, nodes) -> Fix | None:
         ops.replace(nodes.expr(node), call)
         if needs_import:
             ops.add_import("torch")
+    if plan.grad_reads:
+        # the code reads the real value's gradient later: the fix takes it away (None)
+        return Fix(f"Use a fake copy of `{plan.value}` made by `{mode}` (not applied: line {plan.grad_reads[0]} "
+                   f"reads the real gradient of `{plan.value}`)", Applicability.DISPLAY_ONLY, ops.edits())
     return Fix(f"Use a fake copy of `{plan.value}` made by `{mode}`", Applicability.UNSAFE, ops.edits())
 
 

@@ -138,7 +138,7 @@ def build_function_fix(leak, source: str) -> Fix:
         ops.add_import(module, obj)
 
     where = _fname(func)
-    message = (f"{what} inside {where}, with the mode active when it runs (`torch._guards.detect_fake_mode()`: "
+    message = (f"{what} {'inside ' if not isinstance(func, ast.Module) else 'in '}{where}, with the mode active when it runs (`torch._guards.detect_fake_mode()`: "
                f"outside a fake region it keeps the real value, so every caller keeps working)")
     read = _grad_read(plan, kind)
     if read is not None:
@@ -172,7 +172,10 @@ def region_module_copy(plan, leak, nodes, ops, taken, mode, hoist, base, first_l
         ops.replace(nodes.expr(node), fake)
     for module, obj in wanted:
         ops.add_import(module, obj)
-    if plan.helper:
+    if plan.grad_redirect:
+        message = (f"Run `{plan.value}` as a fake copy (`copy.deepcopy` under `FakeCopyMode`), and read the copy's "
+                   f"gradients where the code reads `{plan.value}`'s: gradients and state changes land on the copy")
+    elif plan.helper:
         message = (f"Pass a fake copy of `{plan.value}` (`copy.deepcopy` under `FakeCopyMode`) to `{plan.helper}` "
                    f"in the region: `{plan.helper}` is left as it is for its other callers; gradients and state "
                    f"changes land on the copy")
@@ -180,6 +183,120 @@ def region_module_copy(plan, leak, nodes, ops, taken, mode, hoist, base, first_l
         message = (f"Call `{plan.value}`'s method on a fake copy (`copy.deepcopy` under `FakeCopyMode`): "
                    f"gradients and state changes land on the copy")
     return Applicability.UNSAFE, message
+
+
+_PARAM_ITERATORS = frozenset({"parameters", "named_parameters", "modules", "named_modules", "children",
+                              "named_children"})
+
+
+def _chain_root(node):
+    """``model[0].fc.weight`` -> ``model`` (attributes and constant subscripts)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Constant):
+            return None
+        node = node.value
+    return node
+
+
+def grad_read_copy(plan, w, following, leak):
+    """A real module run in the region whose parameter gradients the code then reads
+    (``p.grad`` over ``model.parameters()``, ``model[0].weight.grad``), in the block or
+    after it in the same block of code: the module runs as a fake copy made in the region
+    and those reads go to the copy, so the code reads the same fake gradients (same shapes,
+    same ``None``\s for frozen parameters) and the real ones stay untouched. None (the fix
+    stays display-only) unless every reference to the module there is a use or such a
+    read, and every gradient read the analysis knows of is among them."""
+    from dataclasses import replace
+
+    module = plan.value
+    if leak.sink == "torch.autograd.grad":
+        return None
+    stmts = list(w.body) + list(following)
+    reads = []
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Attribute) and node.attr == "grad":
+                root = _chain_root(node.value)
+                if root is not None and root is not node.value and dotted_name(root) == module:
+                    reads.append(root)
+                elif root is not None and dotted_name(root) is not None and dotted_name(root).startswith(module + "."):
+                    # `self.model.fc.weight.grad` with the module `self.model`
+                    sub = root
+                    chain = node.value
+                    while chain is not None and dotted_name(chain) != module:
+                        chain = getattr(chain, "value", None)
+                    if chain is not None:
+                        reads.append(chain)
+            loops = []
+            if isinstance(node, (ast.For, ast.AsyncFor)):
+                loops = [(node.iter, node.body)]
+            elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+                loops = [(g.iter, [node]) for g in node.generators]
+            for it, body in loops:
+                if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
+                        it.func.attr in _PARAM_ITERATORS and dotted_name(it.func.value) == module and \
+                        any(isinstance(n, ast.Attribute) and n.attr == "grad" for b in body for n in ast.walk(b)):
+                    reads.append(it.func.value)
+    if not reads:
+        return None
+    if plan.kind == "module":
+        mods = []
+        for call in plan.uses:
+            func = call.func
+            mods.append(func if dotted_name(func) == module or not isinstance(func, ast.Attribute) else func.value)
+    else:
+        mods = list(plan.uses)
+    allowed = {id(n) for n in mods + reads}
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and id(node) not in allowed and \
+                    _same_text(node, module, plan):
+                return None  # another use of the real module: it must stay real
+    lines = {n.lineno for n in reads}
+    if any(ln not in lines for ln in plan.grad_reads):
+        return None  # a gradient read elsewhere (another function) would change
+    uses = list({id(n): n for n in mods + reads}.values())
+    return replace(plan, kind="module-copy", uses=uses, grad_redirect=True)
+
+
+def parameter_grad_read_elsewhere(tree, w) -> int | None:
+    """A line outside the function that holds ``w`` (the region's block) that reads the
+    gradient of a loop variable or of an attribute of ``self`` (``for p in bucket:
+    p.grad.div_(n)``), which can be a parameter of the module: whose it is is not known,
+    so a module fix there could take those gradients away (display-only then)."""
+    inside = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node.lineno <= _first_line_of(w) <= node.end_lineno:
+            if inside is None or node.lineno >= inside.lineno:
+                inside = node
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node is inside:
+            continue
+        loop_vars = set()
+        for sub in ast.walk(node):
+            if isinstance(sub, (ast.For, ast.AsyncFor, ast.comprehension)):
+                loop_vars |= {t.id for t in ast.walk(sub.target) if isinstance(t, ast.Name)}
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Attribute) and sub.attr == "grad" and isinstance(sub.ctx, ast.Load):
+                base = _chain_root(sub.value)
+                if isinstance(base, ast.Name) and (base.id in loop_vars or base.id == "self"):
+                    return sub.lineno
+    return None
+
+
+def _first_line_of(w) -> int:
+    bind = getattr(w, "bind_stmt", None)
+    if bind is not None:
+        return bind.lineno
+    return getattr(w, "lineno", None) or w.body[0].lineno
+
+
+def _same_text(node, module, plan) -> bool:
+    name = dotted_name(node)
+    if name is not None:
+        return name == module
+    return False
 
 
 class _Block:
@@ -191,7 +308,7 @@ class _Block:
 
 def _fname(func) -> str:
     if isinstance(func, ast.Module):
-        return "the module's code"
+        return "the code that runs in the region"
     return f"`{func.name}`"
 
 
