@@ -169,8 +169,7 @@ class FactsMixin:
         """How to convert the real value at the region's boundary, when that is
         expressible in the ``with`` block that opened the region."""
         if region.with_node is None:
-            return _traced_fix_plan(self, node, expr, value, region, st) or \
-                _op_mode_fix_plan(self, node, expr, value, region, st)
+            return _traced_fix_plan(self, node, expr, value, region, st)
         if isinstance(value, ModuleVal) and value.meta:
             return None  # fake copies of meta parameters stay on the meta device: not proven to run
         from fakegrad_lint.analysis.leaks import FixPlan
@@ -187,7 +186,7 @@ class FactsMixin:
             # that carries the real value at the call in the block
             site = next((x for x in reversed(st.sites) if x.caller is region.func_node), None)
             if site is None:
-                return _op_mode_fix_plan(self, node, expr, value, region, st)
+                return None
             _, call, exprs, values = site
             kind = None
             for ex, val in zip(exprs, values):

@@ -30,6 +30,14 @@ class FixPlan:
     loop_modules: dict = field(default_factory=dict)
     # what a container holds, as the analysis proved it (see ``describe_container``)
     contents: object = None
+    # "region": the edit lands in the block that opened the region (``with_node``);
+    # "function": in ``func_node``, the function (or module) whose code leaks, which runs
+    # inside a region opened elsewhere (a caller, a decorator's wrapper, a context-manager
+    # class): the mode is found at run time (``torch._guards.detect_fake_mode()``)
+    placement: str = "region"
+    func_node: object = None
+    helper: str | None = None  # the helper a module-copy is handed to (``train_step(model_fake, ...)``)
+    grad_redirect: bool = False  # set by the fix builder: the code's gradient reads go to the copy
 
 
 def describe_container(value, depth: int = 0):

@@ -110,6 +110,10 @@ def _build_fix(leak, source: str) -> Fix | None:
             return traced.build(plan, _Nodes(source), _leaked_fix)
         except traced.NotTracedOnly as exc:
             raise NoFix(str(exc)) from None
+    if plan.placement == "function":
+        from fakegrad_lint.fix.helpers import build_function_fix  # the mode is found at run time (fix/helpers.py)
+
+        return build_function_fix(leak, source)
     w = plan.with_node
     if not w.body or not plan.uses:
         raise NoFix("the region has no statement to convert the value in")
@@ -147,6 +151,10 @@ def _build_fix(leak, source: str) -> Fix | None:
         # the name means something else by the time it leaks
         raise NoFix(f"`{plan.value}` is rebound in the region before it leaks (a loop or comprehension "
                     f"variable, an assignment)")
+    if plan.kind in ("module", "module-copy") and not copy_all:
+        from fakegrad_lint.fix.helpers import grad_read_copy  # a copy whose gradients the code reads
+
+        plan = grad_read_copy(plan, w, _following(plan.module_tree, w), leak) or plan
     nodes = _Nodes(source)
     pos = nodes.pos
     taken = nodes.taken(w)
@@ -214,8 +222,17 @@ def _build_fix(leak, source: str) -> Fix | None:
             for node in plan.uses:
                 ops.replace(nodes.expr(node), fake)
             applicability = Applicability.UNSAFE
-            message = (f"Run `{plan.value}` as a fake copy (`copy.deepcopy` over `{mode}.from_tensor` copies of its "
-                       f"parameters and buffers): gradients and state changes land on the copy")
+            form = f"`copy.deepcopy` over `{mode}.from_tensor` copies of its parameters and buffers"
+            if plan.grad_redirect:
+                message = (f"Run `{plan.value}` as a fake copy ({form}), and read the copy's gradients where the "
+                           f"code reads `{plan.value}`'s: gradients and state changes land on the copy")
+            elif plan.helper:
+                message = (f"Pass a fake copy of `{plan.value}` ({form}) to `{plan.helper}` in the region: "
+                           f"`{plan.helper}` is left as it is for its other callers; gradients and state changes "
+                           f"land on the copy")
+            else:
+                message = (f"Run `{plan.value}` as a fake copy ({form}): gradients and state changes land on "
+                           f"the copy")
         for module, obj in wanted:
             ops.add_import(module, obj)
     elif plan.kind == "module":
@@ -274,8 +291,13 @@ def _build_fix(leak, source: str) -> Fix | None:
         message = f"Convert `{plan.value}` at the boundary with `{mode}.from_tensor`"
 
     body_lines = (w.body[0].lineno, w.body[-1].end_lineno)
+    if plan.grad_redirect:
+        return Fix(message, applicability, ops.edits())
     if plan.kind in ("module", "module-copy"):
-        read = None if copy_all else _module_grad_read(list(w.body) + _following(plan.module_tree, w), plan.value)
+        from fakegrad_lint.fix.helpers import parameter_grad_read_elsewhere
+
+        read = None if copy_all else (_module_grad_read(list(w.body) + _following(plan.module_tree, w), plan.value)
+                                      or parameter_grad_read_elsewhere(plan.module_tree, w))
         if read is not None:
             # the gradients land on the fake copies: what the code reads there changes
             return Fix(f"{message} (not applied: line {read} reads the gradients of `{plan.value}`'s parameters)",
@@ -469,6 +491,10 @@ def _leaked_fix(plan, nodes) -> Fix | None:
         ops.replace(nodes.expr(node), call)
         if needs_import:
             ops.add_import("torch")
+    if plan.grad_reads:
+        # the code reads the real value's gradient later: the fix takes it away (None)
+        return Fix(f"Use a fake copy of `{plan.value}` made by `{mode}` (not applied: line {plan.grad_reads[0]} "
+                   f"reads the real gradient of `{plan.value}`)", Applicability.DISPLAY_ONLY, ops.edits())
     return Fix(f"Use a fake copy of `{plan.value}` made by `{mode}`", Applicability.UNSAFE, ops.edits())
 
 
