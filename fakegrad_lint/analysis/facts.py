@@ -342,11 +342,11 @@ def _op_mode_fix_plan(an, node, expr, value, region, st):
     if isinstance(value, ModuleVal):
         if node.func is not expr:
             return None
-        kind = "leaked-module"
+        kind = "op-module"
     elif isinstance(value, TVal):
-        kind = "leaked-tensor"
+        kind = "op-tensor"
     else:
         return None
-    return FixPlan(kind=kind, value=dotted_name(expr), with_node=None, item_index=-1, mode_name=f"{name}.fake_mode",
-                   uses=[node if kind == "leaked-module" else expr], module_tree=an.tree,
+    return FixPlan(kind=kind, value=dotted_name(expr), with_node=st.scope.func_node, item_index=-1,
+                   mode_name=f"{name}.fake_mode", uses=[node if kind == "op-module" else expr], module_tree=an.tree,
                    derived=isinstance(value, TVal) and value.derived)

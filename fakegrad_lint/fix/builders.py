@@ -105,11 +105,16 @@ def _build_fix(leak, source: str) -> Fix | None:
             return Fix(f"{fix.message} (not applied: line {read} reads the real gradient of `{plan.value}`)",
                        Applicability.DISPLAY_ONLY, fix.edits)
         return fix
-    if plan.kind.startswith("traced-"):
+    if plan.kind.startswith(("traced-", "op-")):
         try:
-            return traced.build(plan, _Nodes(source), _leaked_fix)
+            fix = traced.build(plan, _Nodes(source), _leaked_fix)
         except traced.NotTracedOnly as exc:
             raise NoFix(str(exc)) from None
+        read = next(iter(sorted(plan.grad_reads)), None) if plan.kind.startswith("op-") else None
+        if read is not None:
+            return Fix(f"{fix.message} (not applied: line {read} reads the real gradient of `{plan.value}`)",
+                       Applicability.DISPLAY_ONLY, fix.edits)
+        return fix
     if plan.placement == "function":
         from fakegrad_lint.fix.helpers import build_function_fix  # the mode is found at run time (fix/helpers.py)
 
