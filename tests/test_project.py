@@ -532,6 +532,9 @@ def test_leak_in_a_checked_helper_is_also_reported_at_its_line(tmp_path):
     mem = proj / "utils" / "memory.py"
     mem.write_text(MEM.replace("out = model(batch)", "out = model(batch)  # noqa: FGL001"))
     assert _json_findings(proj, ".")[0] == {("train.py", 6, "FGL001"), ("again.py", 5, "FGL001")}
+    # and that directive is used (FGL100 says so only when the helper is linted alone)
+    assert _json_findings(proj, "--extend-select", "FGL100", ".")[0] == {("train.py", 6, "FGL001"), ("again.py", 5, "FGL001")}
+    assert _json_findings(proj, "--extend-select", "FGL100", "utils")[0] == {("utils/memory.py", 7, "FGL100")}
 
 
 def test_safe_caller_of_a_checked_helper_reports_nowhere(tmp_path):
