@@ -790,3 +790,16 @@ def test_compat_shim_that_imports_torchs_fake_mode(tmp_path, shim, hazard):
     proj = make(tmp_path / "p", {"simkit/__init__.py": "from .fake import FakeTensorMode\n", "simkit/fake.py": shim,
                                   "main.py": main})
     assert _json_findings(proj, ".")[0] == ({("main.py", 8, "FGL001")} if hazard else set())
+
+
+def test_import_module_of_a_module_outside_the_project(tmp_path):
+    """``importlib.import_module`` of torch (not a project module) is torch's module;
+    an unknown or relative name outside a package is an unknown value, never an error."""
+    main = ("import importlib\nimport torch\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n\n"
+            "nn = importlib.import_module('torch.nn')\nother = importlib.import_module(input())\n"
+            "rel = importlib.import_module('.x')\nmodel = nn.Linear(3, 1)\n"
+            "with FakeTensorMode(allow_non_fake_inputs=True):\n    model(torch.randn(2, 3)).sum().backward()\n")
+    proj = make(tmp_path / "p", {"pkg/__init__.py": "", "main.py": main})
+    r = cli("--isolated", "--no-cache", "--output-format", "json", ".", cwd=proj)
+    assert r.returncode == 1 and not r.stderr, r.stderr
+    assert {(d["location"]["row"], d["code"]) for d in json.loads(r.stdout)} == {(10, "FGL001")}
