@@ -803,3 +803,17 @@ def test_import_module_of_a_module_outside_the_project(tmp_path):
     r = cli("--isolated", "--no-cache", "--output-format", "json", ".", cwd=proj)
     assert r.returncode == 1 and not r.stderr, r.stderr
     assert {(d["location"]["row"], d["code"]) for d in json.loads(r.stdout)} == {(10, "FGL001")}
+
+
+@pytest.mark.parametrize("call, hazard", [("manual_backward(loss)", True), ("manual_backward(loss, inputs=[x])", False)])
+def test_backward_helper_passing_its_default_inputs_none(tmp_path, call, hazard):
+    """``lit/core.py``'s ``manual_backward(loss, inputs=None)`` hands its default on
+    to ``torch.autograd.backward``: every leaf gets a gradient (the real parameters
+    too). The look-alike asks for the fake input's gradient only."""
+    core = "import torch\n\n\ndef manual_backward(loss, inputs=None):\n    torch.autograd.backward(loss, inputs=inputs)\n"
+    main = ("import torch\nfrom torch import nn\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n\n"
+            "from lit.core import manual_backward\n\nmodel = nn.Linear(3, 1)\n"
+            "with FakeTensorMode(allow_non_fake_inputs=True):\n    x = torch.randn(2, 3, requires_grad=True)\n"
+            f"    loss = model(x).sum()\n    {call}\n")
+    proj = make(tmp_path / "p", {"lit/__init__.py": "", "lit/core.py": core, "main.py": main})
+    assert _json_findings(proj, ".")[0] == ({("main.py", 10, "FGL001")} if hazard else set())
