@@ -3,7 +3,9 @@
     python tests/measure_fix_rate.py [--verbose] [SET ...]
 
 Sets: ``corpus`` (``fixtures/*.py``), ``cases`` (``tests/data/fix_cases``),
-``unseen`` (``fixtures/unseen/*.py``), ``heldout`` (``fixtures/heldout/*.py``); default all. For each set: the
+``unseen`` (``fixtures/unseen/*.py``), ``heldout`` (``fixtures/heldout/*.py``), ``fresh``
+(``fixtures/fresh/*.py``), ``vault`` (``fixtures/vault/*.py``, the fresh set's sealed half: the
+coordinator's to measure); default all. For each set: the
 hazards (programs that end ``hazard`` or ``crash`` under the runtime oracle), how
 many of them run clean after the fix with their printed output unchanged
 (``test_fix_runtime.judge``), how many fixed files fail (``error``, or a crash
@@ -31,6 +33,10 @@ SETS = {
     "cases": lambda: CASES,
     "unseen": lambda: sorted((FIXTURES_DIR / "unseen").glob("*.py")),
     "heldout": lambda: sorted((FIXTURES_DIR / "heldout").glob("*.py")),
+    "blind": lambda: sorted((FIXTURES_DIR / "blind").glob("*.py")),
+    "sealed": lambda: sorted((FIXTURES_DIR / "sealed").glob("*.py")),
+    "fresh": lambda: sorted((FIXTURES_DIR / "fresh").glob("*.py")),
+    "vault": lambda: sorted((FIXTURES_DIR / "vault").glob("*.py")),
 }
 
 

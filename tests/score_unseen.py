@@ -4,6 +4,8 @@
     python tests/score_unseen.py --corpus heldout      # fixtures/heldout/*.py, fixtures/heldout_projects/*/
     python tests/score_unseen.py --corpus blind        # fixtures/blind/*.py, fixtures/blind_projects/*/
     python tests/score_unseen.py --corpus sealed       # fixtures/sealed/*.py, fixtures/sealed_projects/*/ (the blind set's held-out half)
+    python tests/score_unseen.py --corpus fresh        # fixtures/fresh/*.py, fixtures/fresh_projects/*/
+    python tests/score_unseen.py --corpus vault        # fixtures/vault/*.py, fixtures/vault_projects/*/ (the fresh set's sealed half)
     python tests/score_unseen.py --cmd "python -m fakegrad_lint --output-format json"
     python tests/score_unseen.py --format json         # the score as JSON
 
@@ -49,6 +51,8 @@ CORPORA = {
     "heldout": ("heldout", "heldout_projects"),
     "blind": ("blind", "blind_projects"),
     "sealed": ("sealed", "sealed_projects"),
+    "fresh": ("fresh", "fresh_projects"),
+    "vault": ("vault", "vault_projects"),
 }
 
 
@@ -196,8 +200,10 @@ def main(argv=None) -> int:
         choices=sorted(CORPORA),
         default="unseen",
         help="which corpus: unseen (fixtures/unseen, fixtures/projects), heldout "
-        "(fixtures/heldout, fixtures/heldout_projects) or blind (fixtures/blind, "
-        "fixtures/blind_projects) or sealed (fixtures/sealed, fixtures/sealed_projects: the held-out half of the blind set, not to be read while changing the analyzer); default: unseen",
+        "(fixtures/heldout, fixtures/heldout_projects), blind (fixtures/blind, "
+        "fixtures/blind_projects), sealed (fixtures/sealed, fixtures/sealed_projects: the held-out half of the blind set, not to be read while changing the analyzer), "
+        "fresh (fixtures/fresh, fixtures/fresh_projects) or vault (fixtures/vault, fixtures/vault_projects: the sealed half "
+        "of the fresh set, read by nobody but its writers and the coordinator); default: unseen",
     )
     ap.add_argument("--unseen-dir", type=Path, default=None, help="single-file folder (overrides --corpus)")
     ap.add_argument("--projects-dir", type=Path, default=None, help="projects folder (overrides --corpus)")

@@ -25,6 +25,14 @@ class FixPlan:
     grad_reads: list = field(default_factory=list)
     # id(For node) -> expression of the real module the loop draws from (see the analysis)
     loop_modules: dict = field(default_factory=dict)
+    # "region": the edit lands in the block that opened the region (``with_node``);
+    # "function": in ``func_node``, the function (or module) whose code leaks, which runs
+    # inside a region opened elsewhere (a caller, a decorator's wrapper, a context-manager
+    # class): the mode is found at run time (``torch._guards.detect_fake_mode()``)
+    placement: str = "region"
+    func_node: object = None
+    helper: str | None = None  # the helper a module-copy is handed to (``train_step(model_fake, ...)``)
+    grad_redirect: bool = False  # set by the fix builder: the code's gradient reads go to the copy
 
 
 class Verdict(str, enum.Enum):

@@ -91,6 +91,10 @@ def _build_fix(leak, source: str) -> Fix | None:
     plan: FixPlan = leak.fix
     if plan.kind.startswith("leaked-"):
         return _leaked_fix(plan, _Nodes(source))
+    if plan.placement == "function":
+        from fakegrad_lint.fix.helpers import build_function_fix  # the mode is found at run time (fix/helpers.py)
+
+        return build_function_fix(leak, source)
     w = plan.with_node
     if not w.body or not plan.uses:
         raise NoFix("the region has no statement to convert the value in")
@@ -116,6 +120,10 @@ def _build_fix(leak, source: str) -> Fix | None:
         # the name means something else by the time it leaks
         raise NoFix(f"`{plan.value}` is rebound in the region before it leaks (a loop or comprehension "
                     f"variable, an assignment)")
+    if plan.kind in ("module", "module-copy"):
+        from fakegrad_lint.fix.helpers import grad_read_copy  # a copy whose gradients the code reads
+
+        plan = grad_read_copy(plan, w, _following(plan.module_tree, w), leak) or plan
     nodes = _Nodes(source)
     pos = nodes.pos
     taken = nodes.taken(w)
@@ -152,31 +160,10 @@ def _build_fix(leak, source: str) -> Fix | None:
     base = base.lower() if base.isupper() else base
 
     if plan.kind == "module-copy":
-        if leak.verdict.value == "crash":
-            raise NoFix("a method of a real module called under a strict mode: a fake copy needs "
-                        "allow_non_fake_inputs=True to be made inside the region")
-        names = _bound_imports(plan.module_tree, _first_line(w))
-        copy_name = names.get(("copy", None))
-        fcm_name = names.get(("torch._subclasses.fake_tensor", "FakeCopyMode"))
-        wanted = []
-        if copy_name is None:
-            copy_name = "copy" if "copy" not in taken else None
-            wanted.append(("copy", None))
-        if fcm_name is None:
-            fcm_name = "FakeCopyMode" if "FakeCopyMode" not in taken else None
-            wanted.append(("torch._subclasses.fake_tensor", "FakeCopyMode"))
-        if copy_name is None or fcm_name is None:
-            raise NoFix("`copy` or `FakeCopyMode` names something else in this scope")
-        fake = _unique(f"{base}_fake", taken)
-        hoist(f"with {fcm_name}({mode}):\n{indent}{nodes.file.indent}{fake} = "
-              f"{copy_name}.deepcopy({plan.value})")
-        for node in plan.uses:
-            ops.replace(nodes.expr(node), fake)
-        for module, obj in wanted:
-            ops.add_import(module, obj)
-        applicability = Applicability.UNSAFE
-        message = (f"Call `{plan.value}`'s method on a fake copy (`copy.deepcopy` under `FakeCopyMode`): "
-                   f"gradients and state changes land on the copy")
+        from fakegrad_lint.fix.helpers import region_module_copy  # methods, loops, arguments (fix/helpers.py)
+
+        applicability, message = region_module_copy(plan, leak, nodes, ops, taken, mode, hoist, base, _first_line(w),
+                                                     indent)
     elif plan.kind == "module":
         torch_name, needs_import = _torch_module_name(plan.module_tree, pos, _first_line(w))
         rhs = (f"{{name: {mode}.from_tensor(t) for name, t in "
@@ -230,8 +217,13 @@ def _build_fix(leak, source: str) -> Fix | None:
         message = f"Convert `{plan.value}` at the boundary with `{mode}.from_tensor`"
 
     body_lines = (w.body[0].lineno, w.body[-1].end_lineno)
+    if plan.grad_redirect:
+        return Fix(message, applicability, ops.edits())
     if plan.kind in ("module", "module-copy"):
-        read = _module_grad_read(list(w.body) + _following(plan.module_tree, w), plan.value)
+        from fakegrad_lint.fix.helpers import parameter_grad_read_elsewhere
+
+        read = _module_grad_read(list(w.body) + _following(plan.module_tree, w), plan.value) or \
+            parameter_grad_read_elsewhere(plan.module_tree, w)
         if read is not None:
             # the gradients land on the fake copies: what the code reads there changes
             return Fix(f"{message} (not applied: line {read} reads the gradients of `{plan.value}`'s parameters)",
@@ -402,6 +394,10 @@ def _leaked_fix(plan, nodes) -> Fix | None:
         ops.replace(nodes.expr(node), call)
         if needs_import:
             ops.add_import("torch")
+    if plan.grad_reads:
+        # the code reads the real value's gradient later: the fix takes it away (None)
+        return Fix(f"Use a fake copy of `{plan.value}` made by `{mode}` (not applied: line {plan.grad_reads[0]} "
+                   f"reads the real gradient of `{plan.value}`)", Applicability.DISPLAY_ONLY, ops.edits())
     return Fix(f"Use a fake copy of `{plan.value}` made by `{mode}`", Applicability.UNSAFE, ops.edits())
 
 
