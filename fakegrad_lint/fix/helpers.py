@@ -212,31 +212,7 @@ def grad_read_copy(plan, w, following, leak):
     if leak.sink == "torch.autograd.grad":
         return None
     stmts = list(w.body) + list(following)
-    reads = []
-    for stmt in stmts:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Attribute) and node.attr == "grad":
-                root = _chain_root(node.value)
-                if root is not None and root is not node.value and dotted_name(root) == module:
-                    reads.append(root)
-                elif root is not None and dotted_name(root) is not None and dotted_name(root).startswith(module + "."):
-                    # `self.model.fc.weight.grad` with the module `self.model`
-                    sub = root
-                    chain = node.value
-                    while chain is not None and dotted_name(chain) != module:
-                        chain = getattr(chain, "value", None)
-                    if chain is not None:
-                        reads.append(chain)
-            loops = []
-            if isinstance(node, (ast.For, ast.AsyncFor)):
-                loops = [(node.iter, node.body)]
-            elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
-                loops = [(g.iter, [node]) for g in node.generators]
-            for it, body in loops:
-                if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
-                        it.func.attr in _PARAM_ITERATORS and dotted_name(it.func.value) == module and \
-                        any(isinstance(n, ast.Attribute) and n.attr == "grad" for b in body for n in ast.walk(b)):
-                    reads.append(it.func.value)
+    reads = _grad_read_nodes(stmts, module)
     if not reads:
         return None
     if plan.kind == "module":
@@ -257,6 +233,36 @@ def grad_read_copy(plan, w, following, leak):
         return None  # a gradient read elsewhere (another function) would change
     uses = list({id(n): n for n in mods + reads}.values())
     return replace(plan, kind="module-copy", uses=uses, grad_redirect=True)
+
+
+def _grad_read_nodes(stmts, module) -> list:
+    """The expressions naming ``module`` in ``stmts`` through which its parameters'
+    gradients are read: ``model[0].weight.grad`` (the ``model``), the ``model`` of
+    ``model.parameters()`` (``named_parameters``...) in a loop or comprehension that
+    reads ``.grad``."""
+    reads = []
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Attribute) and node.attr == "grad":
+                chain = node.value
+                while isinstance(chain, (ast.Attribute, ast.Subscript)) and dotted_name(chain) != module:
+                    if isinstance(chain, ast.Subscript) and not isinstance(chain.slice, ast.Constant):
+                        chain = None
+                        break
+                    chain = chain.value
+                if chain is not None and chain is not node.value and dotted_name(chain) == module:
+                    reads.append(chain)
+            loops = []
+            if isinstance(node, (ast.For, ast.AsyncFor)):
+                loops = [(node.iter, node.body)]
+            elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+                loops = [(g.iter, [node]) for g in node.generators]
+            for it, body in loops:
+                if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
+                        it.func.attr in _PARAM_ITERATORS and dotted_name(it.func.value) == module and \
+                        any(isinstance(n, ast.Attribute) and n.attr == "grad" for b in body for n in ast.walk(b)):
+                    reads.append(it.func.value)
+    return reads
 
 
 def parameter_grad_read_elsewhere(tree, w) -> int | None:
@@ -431,8 +437,12 @@ def _import_name(names, taken, key, default, wanted):
 
 def _grad_read(plan, kind) -> int | None:
     """A line that reads the real gradient the fix takes away (display-only then)."""
+    if plan.grad_reads:
+        return plan.grad_reads[0]  # the analysis' reads (another name of the value, another function)
     if kind == "tensor":
-        return plan.grad_reads[0] if plan.grad_reads else None
-    from fakegrad_lint.fix.builders import _module_grad_read
-
-    return _module_grad_read(plan.module_tree.body, plan.value)
+        return None
+    reads = _grad_read_nodes(plan.module_tree.body, plan.value)
+    if reads:
+        return min(n.lineno for n in reads)
+    return parameter_grad_read_elsewhere(plan.module_tree, plan.func_node.body[0]) if \
+        not isinstance(plan.func_node, ast.Module) else None
