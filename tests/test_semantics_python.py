@@ -410,7 +410,7 @@ class Enc(nn.Module):
         self.register_buffer("pos", torch.zeros(2))
 
     def forward(self, x):
-        return self.proj(x) + self.pos
+        return self.proj(x) + self.pos  # FGL003
 
 enc = Enc()
 with FakeTensorMode(allow_non_fake_inputs=True):
@@ -441,7 +441,7 @@ class Enc(nn.Module):
         self.proj = nn.Linear(2, 2)
 
     def forward(self, x):
-        return self.proj(x) * self.scale
+        return self.proj(x) * self.scale  # FGL003
 
 enc = Enc()
 with FakeTensorMode(allow_non_fake_inputs=True):

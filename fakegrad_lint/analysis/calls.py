@@ -17,9 +17,9 @@ from fakegrad_lint.analysis.context import CallSite
 from fakegrad_lint.analysis.state import MAX_DEPTH, Scope, _BlockExit
 from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, _arg_exprs, _dict_val, _interesting, _is_none_const,
     _is_tensorish)
-from fakegrad_lint.analysis.values import (UNKNOWN, AutogradApply, BoundMethod, ClassVal, ConstVal, CtxVal, ModeVal, DecoratorVal,
-    ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, ModRef, ModuleVal, PartialVal, ProjModVal, SeqVal, SuperVal,
-    TracedFn, TransformVal, TVal, join, join_all, union)
+from fakegrad_lint.analysis.values import (UNKNOWN, AutogradApply, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal, ModeVal, DecoratorVal,
+    ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, MethodRef, ModRef, ModuleVal, PartialVal, ProjModVal, SeqVal,
+    SuperVal, TracedFn, TransformVal, TVal, join, join_all, union)
 
 _CALLEE = object()  # call_value's default: the call's own callee expression
 
@@ -63,9 +63,10 @@ class CallsMixin:
         those of an earlier call returns that call's result object, made wherever it
         was made (a fake computed in a region comes back outside it)."""
         key = None
-        if all(isinstance(a, ConstVal) for a in list(args) + list(kwargs.values())):
-            key = (tuple(_const_key(a.value) for a in args),
-                   tuple(sorted((k, _const_key(v.value)) for k, v in kwargs.items())))
+        keys = [_value_key(a) for a in args]
+        kw_keys = {k: _value_key(v) for k, v in kwargs.items()}
+        if None not in keys and None not in kw_keys.values():
+            key = (tuple(keys), tuple(sorted(kw_keys.items())))
         seen = self._memo_results.setdefault(fv.node, {})
         if key is not None and key in seen:
             return seen[key]
@@ -113,15 +114,24 @@ class CallsMixin:
         self.bind_args(fv, args, kwargs, scope)
         if fv.grad_off:
             cst.grad_enabled = False
-        if isinstance(node, ast.Lambda):
-            return self.eval(node.body, cst)
-        if is_gen and not run_generator:
-            cst.returns = []  # a plain generator: collect what it yields
-            cst.yield_regions = []
+        # a ContextDecorator's function runs inside its contexts (outermost first),
+        # left in reverse when the body ends
+        undo = []
         try:
-            self.exec_block(node.body, cst)
-        except _BlockExit:
-            pass
+            for cm in fv.contexts:
+                self.enter(cm, cst, undo)
+            if isinstance(node, ast.Lambda):
+                return self.eval(node.body, cst)
+            if is_gen and not run_generator:
+                cst.returns = []  # a plain generator: collect what it yields
+                cst.yield_regions = []
+            try:
+                self.exec_block(node.body, cst)
+            except _BlockExit:
+                pass
+        finally:
+            for fn in reversed(undo):
+                fn(cst)
         if not run_generator:
             # what the function entered and did not leave stays entered, as in Python
             # (its own `@torch.no_grad()` ends with it; its may-paths are its own)
@@ -184,7 +194,7 @@ class CallsMixin:
                 if isinstance(v, SeqVal) and v.elts is not None and v.keys is None:
                     args.extend(v.elts)
                 else:
-                    args.append(self.iter_item(v))
+                    args.append(self.iter_item(v, st))
             else:
                 args.append(self.eval(a, st))
         kwargs = {}
@@ -285,8 +295,12 @@ class CallsMixin:
             # the program lifts and fakifies its own parameters: no leak by the caller
             region = st.active_region()
             return TVal(frozenset(), region.mode) if region is not None else TVal()
+        if isinstance(callee, MethodRef):
+            return self.call_method_ref(e, callee, args, kwargs, st)
         if isinstance(callee, DecoratorVal):
             return args[0] if args else UNKNOWN
+        if isinstance(callee, CtxVal) and len(args) == 1 and not kwargs and isinstance(args[0], FuncVal):
+            return self.context_decorate(callee, args[0])  # `torch.no_grad()(fn)`, `helper()(fn)`
         if isinstance(callee, AutogradApply):
             exprs = list(e.args) if len(e.args) == len(args) else [None] * len(args)
             ops = [(a, x) for a, x in zip(args, exprs) if _is_tensorish(a)]
@@ -298,6 +312,25 @@ class CallsMixin:
                 return self.module_call(e, callee, func_expr, args, kwargs, st)
             return self.over_options(callee, lambda o: self.call_value(e, o, args, kwargs, st, func_expr=func_expr), st)
         return UNKNOWN
+
+    def call_method_ref(self, e, ref, args, kwargs, st):
+        """``ref(...)`` for ``ref = recv.name``: ``recv.name(...)``, with the receiver
+        named by no expression of this code (no fix converts it)."""
+        if not isinstance(e, ast.Call):
+            return UNKNOWN
+        cached = self._getattr_calls.get((id(e), "<ref>" + ref.name))
+        if cached is None:
+            recv = ast.copy_location(ast.Name(id="__fgl_receiver__", ctx=ast.Load()), e.func)
+            attr = ast.copy_location(ast.Attribute(value=recv, attr=ref.name, ctx=ast.Load()), e.func)
+            call = ast.copy_location(ast.Call(func=attr, args=e.args, keywords=e.keywords), e)
+            cached = self._getattr_calls[(id(e), "<ref>" + ref.name)] = (e, call)
+        call = cached[1]
+        try:
+            return self.call_method(call, ref.recv, ref.name, args, kwargs, st)
+        finally:
+            for rec in self.records.values():
+                if rec.node is call:
+                    rec.fix_plan = None
 
     def over_options(self, mv, fn, st):
         """Apply ``fn`` to each option of a may value and join the results; a path
@@ -317,6 +350,74 @@ class CallsMixin:
                 st.may -= 1
         return out or UNKNOWN
 
+    def _call_on_items(self, e, fn, items, st, exprs=None):
+        """``fn(*items)`` as an iterable function calls it (on each item: the items'
+        union stands for all of them)."""
+        if _is_none_const(fn):
+            return UNKNOWN
+        if isinstance(fn, FuncVal):
+            exprs = exprs if exprs is not None and len(exprs) == len(items) else [None] * len(items)
+            return self.call_function(fn, list(items), {}, st, site=(e, list(exprs), list(items)))
+        return self.call_value(e, fn, list(items), {}, st, func_expr=None)
+
+    def iterable_call(self, e, kind, args, kwargs, st):
+        """A function over iterables (``ITERABLE_FUNCS``): what its items are, with the
+        function it is given called on them where Python calls it (lazily, but whoever
+        consumes the iterator does so where it is consumed: sum/list/for right here)."""
+        if kwargs and kind not in ("reduce", "accumulate", "zip", "product", "groupby", "enumerate"):
+            return UNKNOWN
+        items = [self.iter_item(a, st) for a in args]
+        exprs = list(e.args) if isinstance(e, ast.Call) and len(e.args) == len(args) else [None] * len(args)
+        if kind == "first" and args:
+            if isinstance(args[0], SeqVal) and not args[0].is_dict:
+                return SeqVal(args[0].items)
+            return SeqVal((items[0],))
+        if kind == "second" and len(args) > 1:
+            return SeqVal((items[1],))
+        if kind == "chain":
+            return SeqVal(tuple(items)) if items else SeqVal(())
+        if kind == "chain_from" and args:
+            return SeqVal((self.iter_item(items[0]),))
+        if kind == "map" and len(args) >= 2:
+            return SeqVal((self._call_on_items(e, args[0], items[1:], st, exprs[1:]),))
+        if kind == "filter_fn" and len(args) >= 2:
+            self._call_on_items(e, args[0], items[1:2], st, exprs[1:2])
+            return SeqVal((items[1],))
+        if kind == "starmap" and len(args) == 2:
+            row = items[1]
+            spread = list(row.elts) if isinstance(row, SeqVal) and row.elts is not None and row.keys is None else None
+            if spread is None:
+                return SeqVal((UNKNOWN,))
+            return SeqVal((self._call_on_items(e, args[0], spread, st),))
+        if kind in ("reduce", "accumulate") and len(args) >= 2:
+            item = items[1]
+            start = args[2] if len(args) > 2 else kwargs.get("initial", item)
+            out = self._call_on_items(e, args[0], [start, item], st)
+            if kind == "accumulate":
+                return SeqVal((union(item, out),))
+            if len(args) > 2 or "initial" in kwargs:
+                return out
+            elts = args[1].elts if isinstance(args[1], SeqVal) and args[1].keys is None else None
+            return item if elts is not None and len(elts) == 1 else out
+        if kind == "accumulate" and len(args) == 1:
+            return SeqVal((items[0],))
+        if kind in ("zip", "product"):
+            elts = tuple(items)
+            return SeqVal((SeqVal(elts, elts),))
+        if kind == "enumerate" and args:
+            return SeqVal((_pair(UNKNOWN, items[0]),))
+        if kind == "pairs" and args:
+            return SeqVal((_pair(items[0], items[0]),))
+        if kind == "tuples" and args:
+            return SeqVal((SeqVal((items[0],)),))
+        if kind == "groupby" and args:
+            return SeqVal((_pair(UNKNOWN, SeqVal((items[0],))),))
+        if kind == "repeat" and args:
+            return SeqVal((args[0],))
+        if kind == "tee" and args:
+            return SeqVal((SeqVal((items[0],)),))
+        return UNKNOWN
+
     def simple_namespace(self, e, args, kwargs):
         """``types.SimpleNamespace(mapping, **kw)``: an instance of a class with no
         methods whose attributes are the known keywords (and a known mapping's keys);
@@ -330,6 +431,8 @@ class CallsMixin:
         return InstanceVal(ClassVal(node, None, False), attrs)
 
     def call_builtin(self, e, name, args, kwargs, st):
+        if name == "len" and len(args) == 1 and isinstance(args[0], TVal) and args[0].shape:
+            return ConstVal(args[0].shape[0])  # len(t): its first size
         if name in N.PURE_BUILTINS and args and not kwargs and all(isinstance(a, ConstVal) for a in args):
             # int("0"), bool(0), str(1), len("ab"): Python's own answer
             try:
@@ -342,7 +445,7 @@ class CallsMixin:
             a = args[0]
             if isinstance(a, SeqVal) and not a.is_dict:
                 return SeqVal(a.items, a.elts if name in ("list", "tuple") else None)
-            return SeqVal((self.iter_item(a),))
+            return SeqVal((self.iter_item(a, st),))
         if name in ("setattr", "object.__setattr__") and len(args) == 3:
             # an attribute assignment with the name as data (a frozen dataclass's
             # __post_init__, "apply these overrides" helpers)
@@ -353,6 +456,9 @@ class CallsMixin:
                     if isinstance(val, MaybeVal) and len(val.options) == len(names) and len(names) > 1:
                         val = val.options[names.index(n)]
                     self.set_attribute(e.args[0] if e.args else None, args[0], n.value, val, e, st)
+                elif isinstance(n, ChildName) and n.module is args[0] and isinstance(args[0], ModuleVal):
+                    # a child of the module, replaced by the value (LoRA-style injection)
+                    args[0].attrs[f"<child {id(e)}>"] = args[2]
                 elif isinstance(args[0], ModeVal):
                     args[0].allow = None  # any attribute, maybe the allow flag
             return UNKNOWN
@@ -376,7 +482,8 @@ class CallsMixin:
         if name == "dict" and not args and kwargs:
             return _dict_val(list(kwargs), list(kwargs.values()))
         if name == "dict" and len(args) == 1 and isinstance(args[0], SeqVal) and args[0].is_dict and not kwargs:
-            return args[0]
+            a = args[0]
+            return SeqVal(a.items, a.elts, a.keys, True)  # a new dict with the same items
         if name == "dict":
             items = []
             for a in args:
@@ -387,27 +494,10 @@ class CallsMixin:
                     items.append(self.iter_item(it))
             items += list(kwargs.values())
             return SeqVal(tuple(items), is_dict=True)
-        if name in ("map", "filter") and len(args) >= 2 and not kwargs:
-            # the function runs on each item (lazily, but whoever consumes the
-            # iterator does so where it is consumed: sum/list/for right here)
-            items = [self.iter_item(a) for a in args[1:]]
-            if name == "filter":
-                items = items[:1]
-            if isinstance(args[0], FuncVal):
-                out = self.call_function(args[0], items, {}, st, site=(e, list(e.args[1:]), items))
-            elif _is_none_const(args[0]):
-                out = UNKNOWN
-            else:
-                out = self.call_value(e, args[0], items, {}, st, func_expr=None)
-            return SeqVal((items[0] if name == "filter" else out,))
+        if name in ("map", "filter", "enumerate", "zip"):
+            return self.iterable_call(e, N.ITERABLE_FUNCS["builtins." + name], args, kwargs, st)
         if name == "next" and args:
-            return self.iter_item(args[0])
-        if name == "enumerate" and args:
-            item = self.iter_item(args[0])
-            return SeqVal((SeqVal((UNKNOWN, item), (UNKNOWN, item)),))
-        if name == "zip":
-            elts = tuple(self.iter_item(a) for a in args)
-            return SeqVal((SeqVal(elts, elts),))
+            return self.iter_item(args[0], st)
         if name == "sum" and args:
             item = self.iter_item(args[0])
             if _is_tensorish(item):
@@ -422,6 +512,21 @@ class CallsMixin:
         if name in ("max", "min", "abs") and args and any(_is_tensorish(a) for a in args):
             return self.op(e, [(a, None) for a in args], st, differentiable=name == "abs")
         return UNKNOWN
+
+
+def _pair(a, b):
+    return SeqVal((a, b), (a, b))
+
+
+def _value_key(v, depth=0):
+    """A known argument as an ``lru_cache`` key: a constant, or a tuple of known
+    constants (``x.shape``: torch.Size hashes and compares as its tuple). None: not known."""
+    if isinstance(v, ConstVal):
+        return ("c", _const_key(v.value))
+    if isinstance(v, SeqVal) and v.elts is not None and v.keys is None and not v.is_dict and depth < 3:
+        parts = tuple(_value_key(x, depth + 1) for x in v.elts)
+        return None if None in parts else ("t", parts)
+    return None
 
 
 def _const_key(v):

@@ -10,6 +10,7 @@ when it (or a base) is a torch module.
 from __future__ import annotations
 
 import ast
+import copy
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.state import Crashed, Scope, YieldReached, _BlockExit
@@ -94,9 +95,7 @@ class DefinitionsMixin:
                     f.memo = True
             return f
         if isinstance(dv, CtxVal):
-            if dv.kind == "grad_off" and isinstance(f, FuncVal):
-                f.grad_off = True  # `@torch.no_grad()`: a context manager used as a decorator
-            return f
+            return self.context_decorate(dv, f)
         if isinstance(dv, (FuncVal, BoundMethod, PartialVal, ClassVal, InstanceVal)):
             res = self.call_forced(node, dv, [f], {}, st)
             if res is UNKNOWN or res is None:
@@ -107,6 +106,22 @@ class DefinitionsMixin:
                     res.cls = f.cls
             return res
         return f
+
+    def context_decorate(self, cm, f):
+        """``@cm`` / ``cm(f)`` with a context manager ``cm`` (torch's grad modes and
+        ``@contextmanager`` helpers are ContextDecorators): a function whose every call
+        runs inside ``cm``. Anything else given stays what it was."""
+        if not isinstance(f, FuncVal):
+            return f
+        if cm.kind == "grad_off":
+            f.grad_off = True  # `@torch.no_grad()`
+            return f
+        if cm.kind in ("null", "suppress_assert"):
+            return f
+        out = copy.copy(f)
+        out.contexts = (cm,) + f.contexts  # (decorators apply bottom-up: this one is outer)
+        out.wrapped = f
+        return out
 
     def make_class(self, node, st):
         bases = tuple(self.eval(b, st) for b in node.bases)
@@ -169,7 +184,8 @@ class DefinitionsMixin:
         init = cls.lookup_method("__init__")
         if init is not None:
             try:
-                self.call_function(init, [inst] + list(args), kwargs, st, force=force)
+                # (always run: the state it sets, a cache, a registry, decides what later calls do)
+                self.call_function(init, [inst] + list(args), kwargs, st, force=True)
             except (YieldReached, _BlockExit):
                 pass
         else:

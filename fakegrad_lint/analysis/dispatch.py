@@ -11,6 +11,7 @@ import ast
 
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import Crashed
+from fakegrad_lint.analysis.torch_values import broadcast, op_shape, shape_of, with_shape
 from fakegrad_lint.analysis.valueops import _carries, _flatten, _fold_strings, _is_module_value, _is_tensorish
 from fakegrad_lint.analysis.values import UNKNOWN, LeakRecord, Region, SeqVal, TVal
 
@@ -24,10 +25,19 @@ class DispatchMixin:
                 # `"a" + name`: string concatenation of known strings
                 return _fold_strings([v for v, _ in operands], "".join, only=(str,))
             return UNKNOWN
-        return self.op(e, operands, st)
+        shapes = [shape_of(v) for v, _ in operands]
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult):
+            shape = op_shape("matmul", shapes, (), {})
+        else:
+            shape = broadcast(shapes)  # elementwise: the operands broadcast
+        return self.op(e, operands, st, shape=shape)
 
-    def op(self, node, operands, st, differentiable=True):
-        """A tensor op on ``operands`` ((value, expr) pairs): detect leaks, return the result."""
+    def op(self, node, operands, st, differentiable=True, shape=None):
+        """A tensor op on ``operands`` ((value, expr) pairs): detect leaks, return the
+        result (of ``shape`` when known)."""
+        return with_shape(self._op(node, operands, st, differentiable), shape)
+
+    def _op(self, node, operands, st, differentiable=True):
         region = st.active_region()
         mode = region.mode if region else None
         route = "in-region"

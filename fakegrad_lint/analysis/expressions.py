@@ -13,11 +13,12 @@ import ast
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _BUILTINS
 from fakegrad_lint.analysis.names import dotted_name
+from fakegrad_lint.analysis.torch_values import op_shape, shape_value
 from fakegrad_lint.analysis.state import Scope, YieldReached
 from fakegrad_lint.analysis.valueops import (_NONCONST, _compare, _dict_val, _fold_strings, _FormattedPart,
     _is_tensorish, _truth, _values_of)
 from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, ExportedProgramVal, FieldVal,
-    FuncVal, InstanceVal, LazyImport, MaybeVal, ModeVal, ModRef, ModuleVal, Origin, AutogradApply, ProjModVal, SeqVal, SuperVal,
+    FuncVal, InstanceVal, LazyImport, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, AutogradApply, ProjModVal, SeqVal, SuperVal,
     TVal, Value, join, union, union_all)
 
 
@@ -35,6 +36,8 @@ class ExpressionsMixin:
             return ModRef("builtins." + e.id) if e.id in _BUILTINS else UNKNOWN
         if type(v) is LazyImport:
             return self._force(v)
+        if type(v) is ModRef and v.qualname in N.KNOWN_CONSTANTS:
+            return ConstVal(N.KNOWN_CONSTANTS[v.qualname])  # `from typing import TYPE_CHECKING`
         return v
 
     def _eval_constant(self, e, st):
@@ -52,6 +55,8 @@ class ExpressionsMixin:
         if isinstance(e.op, ast.Not):
             tv = _truth(v)
             return ConstVal(not tv) if tv is not None else UNKNOWN
+        if isinstance(e.op, (ast.USub, ast.UAdd)) and isinstance(v, ConstVal) and type(v.value) in (int, float):
+            return ConstVal(-v.value if isinstance(e.op, ast.USub) else v.value)  # `-2`
         return self.binop(e, [(v, e.operand)], st)
 
     def _eval_compare(self, e, st):
@@ -91,7 +96,7 @@ class ExpressionsMixin:
         items = []
         for el in e.elts:
             if isinstance(el, ast.Starred):
-                items.append(self.iter_item(self.eval(el.value, st)))
+                items.append(self.iter_item(self.eval(el.value, st), st))
             else:
                 items.append(self.eval(el, st))
         elts = tuple(items) if not any(isinstance(el, ast.Starred) for el in e.elts) else None
@@ -125,6 +130,7 @@ class ExpressionsMixin:
     def _eval_lambda(self, e, st):
         fv = FuncVal(e, st.scope)
         fv.defaults = [self.eval(d, st) for d in e.args.defaults]
+        fv.kw_defaults = {a.arg: self.eval(d, st) for a, d in zip(e.args.kwonlyargs, e.args.kw_defaults) if d is not None}
         return fv
 
     def _eval_named_expr(self, e, st):
@@ -138,6 +144,21 @@ class ExpressionsMixin:
     def _eval_await(self, e, st):
         return self.eval(e.value, st) if e.value is not None else UNKNOWN
 
+    def _eval_yield_from(self, e, st):
+        """``yield from g``: each item of ``g`` is yielded here, inside the regions ``g``
+        is suspended in when it yields them."""
+        v = self.eval(e.value, st)
+        held = self._gen_regions.get(id(v))
+        inside = held[1] if held is not None and held[0] is v else ()
+        for region in inside:
+            st.ctx = st.ctx.entering(region)
+        try:
+            self.on_yield(self.iter_item(v, st), st)
+        finally:
+            for region in reversed(inside):
+                st.ctx = st.ctx.leaving(region)
+        return UNKNOWN
+
     def _eval_yield(self, e, st):
         v = self.eval(e.value, st) if e.value is not None else UNKNOWN
         self.on_yield(v, st)
@@ -147,9 +168,9 @@ class ExpressionsMixin:
         return _fold_strings([self._fstring_part(v, st) for v in e.values], "".join)
 
     def _eval_slice(self, e, st):
-        for part in (e.lower, e.upper, e.step):
-            if part is not None:
-                self.eval(part, st)
+        parts = [self.eval(p, st) if p is not None else ConstVal(None) for p in (e.lower, e.upper, e.step)]
+        if all(isinstance(p, ConstVal) and (p.value is None or type(p.value) is int) for p in parts):
+            return ConstVal(slice(*(p.value for p in parts)))  # `x.shape[-2:]`
         return UNKNOWN
 
     def _fstring_part(self, v, st):
@@ -185,7 +206,7 @@ class ExpressionsMixin:
         for gen in e.generators:
             it = self.eval(gen.iter, cst)
             self.note_loop_module(gen, gen.iter, it, cst)
-            self.assign(gen.target, self.iter_item(it), cst, None)
+            self.assign(gen.target, self.iter_item(it, cst), cst, None)
             for cond in gen.ifs:
                 self.eval(cond, cst)
         if isinstance(e, ast.DictComp):
@@ -193,7 +214,20 @@ class ExpressionsMixin:
             return SeqVal((self.eval(e.value, cst),), is_dict=True)
         return SeqVal((self.eval(e.elt, cst),))
 
-    def iter_item(self, v):
+    def user_dunder(self, obj, name):
+        """The method ``name`` of the class of an instance (or module) of the file's
+        classes, when Python would call it for a protocol (None: no such method)."""
+        cls = getattr(obj, "cls", None) if isinstance(obj, (InstanceVal, ModuleVal)) else None
+        return cls.lookup_method(name) if isinstance(cls, ClassVal) else None
+
+    def iter_item(self, v, st=None):
+        """What iterating ``v`` yields (the union of its items). With the state, an
+        object of a class of the file iterates as its ``__iter__`` returns."""
+        if st is not None and isinstance(v, (InstanceVal, ModuleVal)):
+            it = self.user_dunder(v, "__iter__")
+            if it is not None:
+                res = self.call_function(it, [v], {}, st, force=True)
+                return UNKNOWN if res is v else self.iter_item(res, st)
         if isinstance(v, SeqVal) and v.is_dict:
             # iterating a mapping gives its keys
             return union_all(ConstVal(k) for k in v.keys or ())
@@ -212,6 +246,11 @@ class ExpressionsMixin:
         return UNKNOWN
 
     def subscript(self, e, obj, idx, st):
+        getitem = self.user_dunder(obj, "__getitem__")
+        if getitem is not None:
+            # `obj[k]` is `type(obj).__getitem__(obj, k)`
+            return self.call_function(getitem, [obj, idx], {}, st, force=True,
+                                      site=(e, [getattr(e, "value", None), getattr(e, "slice", None)], [obj, idx]))
         if isinstance(obj, SeqVal) and obj.keys is not None:
             if isinstance(idx, ConstVal):
                 v = obj.lookup(idx.value)
@@ -234,6 +273,9 @@ class ExpressionsMixin:
         if isinstance(obj, SeqVal) and obj.is_dict:
             return _values_of(obj)
         if isinstance(obj, SeqVal):
+            if obj.elts is not None and isinstance(idx, ConstVal) and isinstance(idx.value, slice):
+                part = obj.elts[idx.value]
+                return SeqVal(part, part)
             if obj.elts is not None and isinstance(idx, ConstVal) and isinstance(idx.value, int):
                 try:
                     return obj.elts[idx.value]
@@ -266,7 +308,8 @@ class ExpressionsMixin:
 
     def attribute(self, e, obj, attr, st):
         if isinstance(obj, ModRef):
-            return ModRef(f"{obj.qualname}.{attr}")
+            q = f"{obj.qualname}.{attr}"
+            return ConstVal(N.KNOWN_CONSTANTS[q]) if q in N.KNOWN_CONSTANTS else ModRef(q)
         if isinstance(obj, ProjModVal):
             return self._module_attr(obj, attr)
         if isinstance(obj, MaybeVal):
@@ -276,6 +319,10 @@ class ExpressionsMixin:
                 out = v if out is None else join(out, v)
             return out or UNKNOWN
         if isinstance(obj, TVal):
+            if attr == "shape" and obj.shape is not None:
+                return shape_value(obj.shape)
+            if attr == "ndim" and obj.shape is not None:
+                return ConstVal(len(obj.shape))
             if attr in N.METADATA_ATTRS:
                 return UNKNOWN
             if attr == "grad":
@@ -287,13 +334,15 @@ class ExpressionsMixin:
             if attr == "data":
                 return TVal(frozenset(), obj.mode, frozenset())
             if attr in ("T", "mT", "H", "mH", "real", "imag"):
-                return self.op(e, [(obj, e.value)], st)
+                return self.op(e, [(obj, e.value)], st, shape=op_shape("T", [obj.shape], (), {}) if attr == "T" else None)
             if attr in N.MODEL_OUTPUT_ATTRS:
                 return obj
-            return UNKNOWN
+            return MethodRef(obj, attr) if attr.isidentifier() and not attr.startswith("_") else UNKNOWN
         if isinstance(obj, (InstanceVal, ModuleVal)):
             if attr in obj.attrs:
                 return obj.attrs[attr]
+            if attr == "__dict__" and isinstance(obj, InstanceVal):
+                return _dict_val(list(obj.attrs), list(obj.attrs.values()))  # (writes: statements.rebind)
             cls = obj.cls
             if cls is not None:
                 m = cls.methods.get(attr)
@@ -302,12 +351,18 @@ class ExpressionsMixin:
                 a = cls.lookup_attr(attr)
                 if a is not None:
                     return (a.default or UNKNOWN) if isinstance(a, FieldVal) else a
+                getattr_fn = cls.lookup_method("__getattr__") if not attr.startswith("__") else None
+                if getattr_fn is not None and not isinstance(obj, ModuleVal):
+                    # an attribute found nowhere else: `type(obj).__getattr__(obj, name)`
+                    return self.call_function(getattr_fn, [obj, ConstVal(attr)], {}, st, force=True)
             if isinstance(obj, ModuleVal) and obj.cls is None and attr in N.MODULE_WRAPPER_ATTRS:
                 return obj  # DataParallel(m).module, torch.compile(m)._orig_mod: the same parameters
             if isinstance(obj, ModuleVal) and attr in N.MODULE_PARAM_ATTRS:
                 if obj.is_real():
                     return TVal(frozenset([Origin(f"{dotted_name(e) or attr}", "parameter", e.lineno, parent=obj.origin, param=attr)]))
                 return TVal(frozenset(), obj.mode, may_fake=obj.may_fake)
+            if isinstance(obj, ModuleVal) and attr in N.MODULE_METHOD_NAMES:
+                return MethodRef(obj, attr)  # a torch method taken as a value (`fwd = model.forward`)
             return UNKNOWN
         if isinstance(obj, ClassVal):
             if attr == "apply" and obj.lookup_method("apply") is None and _is_autograd_function(obj):
@@ -331,6 +386,8 @@ class ExpressionsMixin:
             return UNKNOWN
         if isinstance(obj, ExportedProgramVal):
             return UNKNOWN
+        if isinstance(obj, OptimizerVal) and attr in N.OPTIMIZER_METHOD_NAMES:
+            return MethodRef(obj, attr)
         if isinstance(obj, ModeVal):
             if attr == "allow_non_fake_inputs":
                 return ConstVal(obj.allow) if obj.allow is not None else UNKNOWN
@@ -371,7 +428,7 @@ EXPRESSION_METHODS = {
     ast.NamedExpr: "_eval_named_expr",
     ast.Starred: "_eval_starred",
     ast.Await: "_eval_await",
-    ast.YieldFrom: "_eval_await",
+    ast.YieldFrom: "_eval_yield_from",
     ast.Yield: "_eval_yield",
     ast.JoinedStr: "_eval_joined_str",
     ast.Slice: "_eval_slice",

@@ -11,12 +11,15 @@ from __future__ import annotations
 import ast
 
 from fakegrad_lint.analysis import torch_tables as N
+from fakegrad_lint.analysis.context import DispatchContext
 from fakegrad_lint.analysis.names import dotted_name
-from fakegrad_lint.analysis.torch_values import _disable_module_origins, _fake_copy, _is_meta, _set_requires_grad
-from fakegrad_lint.analysis.valueops import _arg_exprs, _dict_val, _kw_false, _kw_true, _operands, _values_of
-from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, ExitStackVal,
-    ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, PartialVal, SeqVal,
-    SuperVal, TVal)
+from fakegrad_lint.analysis.torch_values import (_disable_module_origins, _fake_copy, _is_meta, _set_requires_grad, op_shape,
+    shape_of, shape_read)
+from fakegrad_lint.analysis.valueops import _arg_exprs, _dict_val, _flatten, _kw_false, _kw_true, _operands, _values_of
+from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal,
+    ExitStackVal,
+    ExportedProgramVal, FuncVal, HookHandle, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, PartialVal, Region,
+    SeqVal, SuperVal, TVal, WorkerVal)
 
 
 def _argparse_default(args, kwargs):
@@ -137,6 +140,16 @@ class MethodCallsMixin:
                     return self.call_function(m, args, kwargs, st)
                 return self.call_function(m, [recv] + list(args), kwargs, st,
                                           site=(e, [e.func.value] + _arg_exprs(e), [recv] + list(args)))
+            if recv.cls.lookup_method("__getattr__") is not None:
+                return self.call_value(e, self.attribute(e.func, recv, name, st), args, kwargs, st)
+            return UNKNOWN
+        if isinstance(recv, WorkerVal):
+            return self.worker_method(e, recv, name, args, kwargs, st)
+        if isinstance(recv, HookHandle):
+            if name == "remove":
+                held = recv.module.attrs.get(recv.key)
+                if isinstance(held, SeqVal):
+                    recv.module.attrs[recv.key] = SeqVal(tuple(h for h in held.items if h is not recv.fn))
             return UNKNOWN
         if isinstance(recv, OptimizerVal):
             if name == "step" and args:
@@ -181,7 +194,7 @@ class MethodCallsMixin:
                 if got is not None:
                     return got
                 default = args[1] if len(args) > 1 else ConstVal(None)
-                self.rebind(e.func.value, _dict_val(list(recv.keys) + [args[0].value], list(recv.elts) + [default]), st)
+                self.mutate_container(e.func.value, recv, _dict_val(list(recv.keys) + [args[0].value], list(recv.elts) + [default]), st)
                 return default
             if name in ("append", "add", "insert", "extend", "update", "setdefault"):
                 new_items = list(recv.items)
@@ -191,14 +204,14 @@ class MethodCallsMixin:
                     else:
                         new_items.append(self.iter_item(a) if name == "extend" else a)
                 new_items.extend(kwargs.values())
-                self.rebind(e.func.value, SeqVal(tuple(new_items), is_dict=recv.is_dict), st)
+                self.mutate_container(e.func.value, recv, SeqVal(tuple(new_items), is_dict=recv.is_dict), st)
                 return UNKNOWN
             if name in ("items",):
                 if recv.keys is not None:
                     return SeqVal(tuple(SeqVal((ConstVal(k), v), (ConstVal(k), v)) for k, v in zip(recv.keys, recv.elts)))
                 return SeqVal(tuple(SeqVal((UNKNOWN, v), (UNKNOWN, v)) for v in recv.items))
             if name == "copy":
-                return recv
+                return SeqVal(recv.items, recv.elts, recv.keys, recv.is_dict)  # a new object, the same items
             if name == "keys":
                 return SeqVal(tuple(ConstVal(k) for k in recv.keys)) if recv.keys is not None else UNKNOWN
             if name == "values":
@@ -218,7 +231,9 @@ class MethodCallsMixin:
         if isinstance(recv, (FuncVal, BoundMethod)) and name == "__call__":
             return self.call_value(e, recv, args, kwargs, st)
         if isinstance(recv, CtxVal) and name == "__enter__":
-            self._manual_undo[id(recv)] = (st.grad_enabled, st.dispatch_off, st.fake_copy, st.meta_device)
+            restores = isinstance(recv.target, tuple) and recv.target[:1] == ("restores",)
+            self._manual_undo[id(recv)] = (recv.target[1] if restores else st.grad_enabled, st.dispatch_off,
+                                           st.fake_copy, st.meta_device)
             self.enter(recv, st, [])
             return UNKNOWN
         if isinstance(recv, CtxVal) and name == "__exit__":
@@ -237,6 +252,37 @@ class MethodCallsMixin:
         if isinstance(recv, InstanceVal) and name in ("__enter__", "__exit__"):
             return UNKNOWN
         return UNKNOWN
+
+    def worker_method(self, e, w, name, args, kwargs, st):
+        """Thread pools and threads: the function runs where it is started, in a thread
+        of its own: torch's dispatch modes and grad mode are thread-local, so it starts
+        outside every region, with grad on (``Thread.run()`` runs in the caller's thread)."""
+        if w.kind == "executor":
+            if name == "__enter__":
+                return w
+            if name == "submit" and args:
+                res = self._in_new_thread(lambda: self.call_value(e, args[0], list(args[1:]), kwargs, st,
+                                                                  func_expr=e.args[0] if e.args else None), st)
+                return WorkerVal("future", result=res)
+            if name == "map" and len(args) >= 2:
+                return self._in_new_thread(lambda: self.iterable_call(e, "map", args, {}, st), st)
+            return UNKNOWN
+        if w.kind == "future" and name == "result":
+            return w.result if w.result is not None else UNKNOWN
+        if w.kind == "thread" and name in ("start", "run") and w.target is not None:
+            fn, targs, tkw = w.target
+            call = lambda: self.call_value(e, fn, list(targs), dict(tkw), st, func_expr=None)  # noqa: E731
+            w.result = self._in_new_thread(call, st) if name == "start" else call()
+            return UNKNOWN
+        return UNKNOWN
+
+    def _in_new_thread(self, run, st):
+        saved = st.ctx
+        st.ctx = DispatchContext(may=saved.may)
+        try:
+            return run()
+        finally:
+            st.ctx = saved
 
     def parser_method(self, e, parser, name, args, kwargs, st):
         """argparse: ``add_argument`` declares a destination and its default; parsing a
@@ -289,7 +335,17 @@ class MethodCallsMixin:
             return SeqVal((p,), is_dict=True)  # state_dict(keep_vars=True)
         if name in ("children", "modules"):
             return SeqVal((mod,))
-        if name in ("named_children", "named_modules"):
+        if name in N.MODULE_MAPPING_VIEWS and mod.cls is None:
+            # nn.ModuleDict / ParameterDict views: its entries stand for the container
+            # (their parameters are its parameters), keys unknown
+            if name == "keys":
+                return SeqVal((UNKNOWN,))
+            entry = self.iter_item(mod)
+            return SeqVal((SeqVal((UNKNOWN, entry), (UNKNOWN, entry)),)) if name == "items" else SeqVal((entry,))
+        if name == "named_children":
+            key = ChildName(mod)  # (setattr(mod, name, m) with it replaces a child)
+            return SeqVal((SeqVal((key, mod), (key, mod)),))
+        if name == "named_modules":
             return SeqVal((SeqVal((UNKNOWN, mod), (UNKNOWN, mod)),))
         if name in N.MODULE_DETACHING_METHODS and real:
             region = st.active_region()
@@ -307,6 +363,16 @@ class MethodCallsMixin:
             if name == "named_buffers":
                 return SeqVal((SeqVal((UNKNOWN, t), (UNKNOWN, t)),))
             return SeqVal((t,), is_dict=name == "state_dict")
+        if name == "load_state_dict" and _kw_true(kwargs, "assign") and args:
+            # assign=True: the module holds the given tensors themselves from here on;
+            # fake ones (every value proven fake, of one mode) make it a fake module
+            vals = _flatten(args[0]) if isinstance(args[0], SeqVal) else []
+            modes = {id(v.mode): v.mode for v in vals if isinstance(v, TVal) and v.proven_fake()}
+            if vals and len(modes) == 1 and all(isinstance(v, TVal) and v.proven_fake() for v in vals):
+                mode = next(iter(modes.values()))
+                _fakify_in_region(mod, Region(mode, mode.allow), st)
+                mod.fake_out = mod.fake_out or mod.cls is None
+            return UNKNOWN
         if name == "to_empty":
             # new storage for every parameter, in place: fake under an active region,
             # real (uninitialised) outside it, whatever the module held before
@@ -334,6 +400,11 @@ class MethodCallsMixin:
             if name == "apply" and args:
                 self.call_value(e, args[0], [mod], {}, st, func_expr=None)  # fn(m) for every submodule m
             return mod
+        if name in N.MODULE_HOOK_REGISTRARS and args and not kwargs.get("with_kwargs"):
+            key = N.MODULE_HOOK_REGISTRARS[name]
+            held = mod.attrs.get(key)
+            mod.attrs[key] = SeqVal((held.items if isinstance(held, SeqVal) else ()) + (args[0],))
+            return HookHandle(mod, key, args[0])
         if name in ("register_parameter", "register_buffer") and len(args) >= 2 and isinstance(args[0], ConstVal):
             mod.attrs[str(args[0].value)] = args[1]
             return UNKNOWN
@@ -357,10 +428,14 @@ class MethodCallsMixin:
                 if not flag:
                     _disable_module_origins(recv)
                 origins = recv.origins | {Origin(dotted_name(e.func.value) or "tensor", "tensor", e.lineno)} if flag else frozenset()
-                new = TVal(origins, None, recv.leaks)
+                new = TVal(origins, None, recv.leaks, shape=recv.shape)
                 self.rebind(e.func.value, new, st)
                 return new
             return recv
+        if name in N.SHAPE_READS:
+            known = shape_read(name, recv.shape, args)
+            if known is not None:
+                return known
         if name in N.METADATA_METHODS:
             return UNKNOWN
         if name in ("item", "tolist", "numpy", "__repr__", "__str__", "__format__"):
@@ -371,7 +446,7 @@ class MethodCallsMixin:
                 return self.op(e, [(recv, e.func.value)], st, differentiable=False)
             # inside a region (or on a leaked fake) the result is fake, with no history
             mode = recv.mode or (region.mode if region is not None else None)
-            new = TVal(frozenset(), mode, frozenset())
+            new = TVal(frozenset(), mode, frozenset(), shape=recv.shape)
             if name == "detach_":
                 self.rebind(e.func.value, new, st)
             return new
@@ -379,7 +454,8 @@ class MethodCallsMixin:
             return TVal(frozenset(), None)
         diff = name not in N.NON_DIFFERENTIABLE_METHODS
         operands = [(recv, e.func.value)] + _operands(e, args, kwargs)
-        return self.op(e, operands, st, differentiable=diff)
+        shape = op_shape(name, [recv.shape] + [shape_of(a) for a in args], args, kwargs)
+        return self.op(e, operands, st, differentiable=diff, shape=shape)
 
 
 def _fakify_in_region(mod, region, st):

@@ -15,7 +15,7 @@ from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import Crashed, PseudoWith, YieldReached, _BlockExit
 from fakegrad_lint.analysis.valueops import _is_none_const
 from fakegrad_lint.analysis.values import (UNKNOWN, ConstVal, CtxVal, ExitStackVal, InstanceVal, MaybeVal, ModeVal,
-    Region)
+    Region, WorkerVal)
 
 
 class RegionsMixin:
@@ -71,6 +71,8 @@ class RegionsMixin:
             return UNKNOWN
         if isinstance(cm, InstanceVal):
             return self.enter_instance(cm, st, undo, may)
+        if isinstance(cm, WorkerVal):
+            return cm  # `with ThreadPoolExecutor() as pool:` (leaving it waits for the work)
         if isinstance(cm, ModeVal):
             name = bound
             if name is None and expr is not None:
@@ -85,7 +87,8 @@ class RegionsMixin:
         if isinstance(cm, CtxVal):
             k = cm.kind
             if k == "grad_off" or k == "grad_on":
-                old = st.grad_enabled
+                # (set_grad_enabled restores what grad mode was before its constructor ran)
+                old = cm.target[1] if isinstance(cm.target, tuple) and cm.target[:1] == ("restores",) else st.grad_enabled
                 st.grad_enabled = k == "grad_on"
                 undo.append(lambda s: setattr(s, "grad_enabled", old))
             elif k == "unset_fake":

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+from itertools import accumulate
+from operator import add
 
 from fakegrad_lint.analysis.code_text import (
     _ENTRY_RE,
@@ -74,9 +76,8 @@ class RelevanceMixin:
         hot_re = _words_re(hot)
         # one scan of the file, not one per unit: where the hot words and the calls are
         joined = "\n".join(lines)
-        starts = [0]  # offset of each line in `joined`
-        for ln in lines:
-            starts.append(starts[-1] + len(ln) + 1)
+        # offset of each line in `joined`: line i starts after i lines and i newlines
+        starts = list(map(add, accumulate(map(len, lines), initial=0), range(len(lines) + 1)))
         hot_lines = sorted({bisect.bisect_right(starts, i) for w in hot for i in _word_starts(joined, w)})
 
         def span(fv):

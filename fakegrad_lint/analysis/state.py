@@ -44,13 +44,14 @@ class PseudoWith:
 
 
 class Scope:
-    __slots__ = ("vars", "parent", "module", "global_names", "func_node")
+    __slots__ = ("vars", "parent", "module", "global_names", "nonlocal_names", "func_node")
 
     def __init__(self, parent=None, module=None, func_node=None):
         self.vars: dict[str, Value] = {}
         self.parent = parent
         self.module = module if module is not None else self
         self.global_names: set[str] = set()
+        self.nonlocal_names: set[str] = set()  # `nonlocal x`: x lives in an enclosing function's scope
         self.func_node = func_node
 
     def lookup(self, name):
@@ -65,6 +66,13 @@ class Scope:
     def assign(self, name, value):
         if name in self.global_names:
             self.module.vars[name] = value
+        elif name in self.nonlocal_names:
+            # the nearest enclosing scope below the module's that binds it (Python
+            # resolves `nonlocal` at compile time to exactly that one)
+            s = self.parent
+            while s is not None and s is not self.module and name not in s.vars:
+                s = s.parent
+            (s if s is not None and s is not self.module else self).vars[name] = value
         else:
             self.vars[name] = value
 

@@ -8,6 +8,7 @@ test is unknown, ``try``, imports, ``return``/``raise`` ending the block.
 from __future__ import annotations
 
 import ast
+import sys
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _FUNCTION_DEFS, _is_main_guard, _sets_requires_grad
@@ -35,6 +36,31 @@ def _catches_assertion(t):
         return any(_catches_assertion(x) for x in t.elts)
     name = dotted_name(t)
     return name is not None and name.rsplit(".", 1)[-1] in N.CATCHES_ASSERTION and name.count(".") <= 1
+
+
+def _dead_import_handler(s, h):
+    """``except ImportError:`` (or ModuleNotFoundError) around a body of imports that
+    succeed wherever the program runs: torch's and the standard library's modules."""
+    if h.type is None:
+        return False
+    types = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
+    if not all((dotted_name(t) or "").rsplit(".", 1)[-1] in N.IMPORT_ERRORS for t in types):
+        return False
+    for stmt in s.body:
+        if isinstance(stmt, ast.Import):
+            names = [a.name for a in stmt.names]
+        elif isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module:
+            names = [stmt.module]
+        else:
+            return False
+        if not all(_always_importable(n) for n in names):
+            return False
+    return True
+
+
+def _always_importable(module):
+    top = module.split(".", 1)[0]
+    return top in N.ALWAYS_IMPORTABLE or top in sys.stdlib_module_names
 
 
 class StatementsMixin:
@@ -103,7 +129,7 @@ class StatementsMixin:
     def _exec_for(self, s, st):
         it = self.eval(s.iter, st)
         self.note_loop_module(s, s.iter, it, st)
-        item = self.iter_item(it)
+        item = self.iter_item(it, st)
         self.assign(s.target, item, st, None)
         held = self._gen_regions.get(id(it))
         inside = held[1] if held is not None and held[0] is it else ()
@@ -170,6 +196,9 @@ class StatementsMixin:
 
     def _exec_global(self, s, st):
         st.scope.global_names.update(s.names)
+
+    def _exec_nonlocal(self, s, st):
+        st.scope.nonlocal_names.update(s.names)
 
     def _exec_assert(self, s, st):
         self.eval(s.test, st)
@@ -256,9 +285,15 @@ class StatementsMixin:
             raise Crashed()
 
     def exec_try(self, s, st):
-        # (a handler that re-raises lets the crash through)
+        """``try``: the body runs; after a strict mode's crash the handlers that catch
+        its AssertionError run (a handler that re-raises lets the crash through).
+        Otherwise no handler is known to run: each may (an exception the analysis does
+        not see), so each runs as a path that only may be taken, joined with the
+        path through ``else``. Handlers of an ``ImportError`` around imports that
+        succeed (torch's, the standard library's) never run."""
         catches = any(_catches_assertion(h.type) and not any(isinstance(x, ast.Raise) for x in h.body) for h in s.handlers)
         before = set(self.records) if catches else None
+        crashed = False
         try:
             try:
                 self.exec_block(s.body, st)
@@ -267,19 +302,60 @@ class StatementsMixin:
             except Crashed:
                 if not s.handlers:
                     raise
+                crashed = True
             finally:
                 if catches:
                     self.crashes_caught(before)
-            for h in s.handlers:
-                if h.name:
-                    st.scope.assign(h.name, UNKNOWN)
-                self.exec_branch(h.body, st)
-            self.exec_branch(s.orelse, st)
+            if crashed:
+                for h in s.handlers:
+                    if h.name:
+                        st.scope.assign(h.name, UNKNOWN)
+                    self.exec_branch(h.body, st)
+            else:
+                # `try: from .impl import f / except ImportError: f = None` over project
+                # modules that import nothing that can be missing: the handlers never run
+                dead = self.project is not None and self.imports_cannot_fail(s.body)  # (project_link)
+                live = [] if dead else [h for h in s.handlers if not _dead_import_handler(s, h)]
+                self._may_handlers(live, s.orelse, st)
         finally:
             try:
                 self.exec_block(s.finalbody, st)
             except _BlockExit:
                 pass
+
+    def _may_handlers(self, handlers, orelse, st):
+        """The ``else`` path and each handler's path (one that only may be taken), run
+        from the state after the body and joined as branches are."""
+        scope = st.scope
+        start = dict(scope.vars)
+        ends = []
+        try:
+            self.exec_block(orelse, st)
+            ends.append(scope.vars)
+        except _BlockExit:
+            pass
+        for h in handlers:
+            scope.vars = dict(start)
+            st.may += 1
+            try:
+                if h.name:
+                    st.scope.assign(h.name, UNKNOWN)
+                self.exec_block(h.body, st)
+                ends.append(scope.vars)
+            except (_BlockExit, Crashed):
+                pass  # (re-raised, returned: the code after the try is not reached this way)
+            finally:
+                st.may -= 1
+        if not ends:
+            scope.vars = start
+            return
+        merged = ends[0]
+        for other in ends[1:]:
+            for k in set(merged) | set(other):
+                a, b = merged.get(k), other.get(k)
+                if a is not b:
+                    merged[k] = b if a is None else a if b is None else join(a, b)
+        scope.vars = merged
 
     def crashes_caught(self, before):
         """A strict mode's AssertionError raised since ``before`` (the record keys then)
@@ -308,11 +384,11 @@ class StatementsMixin:
                         elts = [combine(a, b) for a, b in zip(elts, o.elts)]
             for i, e in enumerate(target.elts):
                 if isinstance(e, ast.Starred):
-                    self.assign(e.value, SeqVal(items=(self.iter_item(val),)), st, None)
+                    self.assign(e.value, SeqVal(items=(self.iter_item(val, st),)), st, None)
                 elif elts is not None:
                     self.assign(e, elts[i], st, None)
                 else:
-                    self.assign(e, self.iter_item(val), st, None)
+                    self.assign(e, self.iter_item(val, st), st, None)
         elif t is ast.Attribute:
             obj = self.eval(target.value, st)
             if target.attr == "grad" and isinstance(obj, TVal) and obj.real_rg():
@@ -326,9 +402,9 @@ class StatementsMixin:
             if isinstance(obj, SeqVal) and obj.keys is not None and isinstance(key, ConstVal):
                 keys = [k for k in obj.keys if not (k == key.value and type(k) is type(key.value))]
                 elts = [v for k, v in zip(obj.keys, obj.elts) if not (k == key.value and type(k) is type(key.value))]
-                self.rebind(target.value, _dict_val(keys + [key.value], elts + [val]), st)
+                self.mutate_container(target.value, obj, _dict_val(keys + [key.value], elts + [val]), st)
             elif isinstance(obj, SeqVal):
-                self.rebind(target.value, SeqVal(obj.items + (val,), is_dict=obj.is_dict), st)
+                self.mutate_container(target.value, obj, SeqVal(obj.items + (val,), is_dict=obj.is_dict), st)
         elif t is ast.Starred:
             self.assign(target.value, val, st, value_node)
 
@@ -353,6 +429,16 @@ class StatementsMixin:
                 _disable_module_origins(obj)
                 self.rebind(obj_expr, TVal(frozenset(), None, obj.leaks), st)
 
+    def mutate_container(self, expr, obj, new, st):
+        """``d[k] = v``, ``xs.append(v)``...: the list or dict object itself changes, so
+        every name and attribute that holds it (an argument, ``store`` in a hook, a
+        registry) sees ``new``'s contents, as Python's aliasing does."""
+        if isinstance(obj, SeqVal) and isinstance(new, SeqVal):
+            for f in ("items", "elts", "keys", "is_dict"):
+                object.__setattr__(obj, f, getattr(new, f))
+            new = obj
+        self.rebind(expr, new, st)
+
     def rebind(self, expr, val, st):
         """A change to the object a name holds (``d[k] = v``, ``x.requires_grad_()``):
         the name is updated where it lives (a global or a closure variable too)."""
@@ -366,7 +452,11 @@ class StatementsMixin:
                 sc.vars[expr.id] = val
         elif isinstance(expr, ast.Attribute):
             obj = self.eval(expr.value, st)
-            if isinstance(obj, (InstanceVal, ModuleVal)):
+            if expr.attr == "__dict__" and isinstance(obj, InstanceVal):
+                # `obj.__dict__[k] = v`, `obj.__dict__.update(...)`: the object's attributes
+                if isinstance(val, SeqVal) and val.keys is not None and val.elts is not None:
+                    obj.attrs.update((k, v) for k, v in zip(val.keys, val.elts) if isinstance(k, str))
+            elif isinstance(obj, (InstanceVal, ModuleVal)):
                 obj.attrs[expr.attr] = val
 
 
@@ -393,6 +483,7 @@ STATEMENT_METHODS = {
     ast.Import: "_exec_import",
     ast.ImportFrom: "_exec_import_from",
     ast.Global: "_exec_global",
+    ast.Nonlocal: "_exec_nonlocal",
     ast.Assert: "_exec_assert",
     **({ast.Match: "_exec_match"} if hasattr(ast, "Match") else {}),
 }

@@ -13,12 +13,12 @@ import ast
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.calls import OpenKwargs
 from fakegrad_lint.analysis.torch_values import (_fake_copy, _grad_mode_kind, _is_meta, _is_module_factory,
-    _is_nn_module_class, _is_torch_op, _known_params, _proven_copy, _with_taint)
+    _is_nn_module_class, _is_torch_op, _known_params, _proven_copy, _with_taint, op_shape, shape_of, size_of_args)
 from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _const_kw, _flatten, _is_tensorish, _kw_false,
     _kw_true, _operands)
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
     ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal,
-    OptimizerVal, Origin, PartialVal, Region, SeqVal, TracedFn, TransformVal, TVal)
+    OptimizerVal, Origin, PartialVal, Region, SeqVal, TracedFn, TransformVal, TVal, WorkerVal)
 
 
 def _self_attrs_read(fn):
@@ -33,8 +33,21 @@ def _self_attrs_read(fn):
     )
 
 
+def _factory_shape(q, args, kwargs):
+    """The shape a factory call makes (None: not known)."""
+    if q not in N.SIZE_FACTORIES:
+        return None
+    if "size" in kwargs:
+        return size_of_args([kwargs["size"]])
+    if q == "torch.full":
+        return size_of_args(args[:1]) if args else None
+    return size_of_args(args) if args else None
+
+
 class TorchCallsMixin:
     """Calls of torch (and known third-party) qualified names."""
+
+    _modes_made = False  # a fake mode (or make_fx's) was made somewhere in this analysis
 
     def call_transform(self, e, tf, args, kwargs, st):
         """torch.func.grad(f)(*args) and friends: f runs on the arguments; gradients
@@ -86,13 +99,52 @@ class TorchCallsMixin:
 
     def module_call(self, e, mod, func_expr, args, kwargs, st):
         fwd = mod.cls.lookup_method("forward") if isinstance(mod, ModuleVal) and mod.cls is not None else None
-        if (isinstance(fwd, FuncVal) and st.active_region() is None and fwd.node not in st.stack
-                and self._forward_opens_region(fwd)):
+        outside = isinstance(fwd, FuncVal) and st.active_region() is None and fwd.node not in st.stack
+        site = (e, [func_expr] + _arg_exprs(e), [mod] + list(args))
+        if outside and self._forward_opens_region(fwd):
             # outside any region, a module of the file whose forward opens one: calling it runs forward
-            return self.call_function(fwd, [mod] + list(args), kwargs, st,
-                                      site=(e, [func_expr] + _arg_exprs(e), [mod] + list(args)))
+            return self.call_function(fwd, [mod] + list(args), kwargs, st, site=site)
+        if outside and not st.may and self._modes_made:
+            # outside any region a module of the file runs its forward for real: a fake it
+            # is given, or reads from elsewhere (a global, a cache, a closure), meets its
+            # real parameters where the forward mixes them, as at run time (no fake was
+            # made yet: nothing to meet)
+            before = len(self.records)
+            out = self.call_function(fwd, [mod] + list(args), kwargs, st, site=site)
+            operands = [(mod, func_expr)] + self._module_state(mod, func_expr) + _operands(e, args, kwargs)
+            if isinstance(out, TVal) and (len(self.records) > before or out.proven_fake()):
+                # (a fake given to it is also an operand of the call itself: both lines
+                # are where the real values meet it, as a runtime checker sees the frames)
+                res = self.op(e, operands, st)
+                res = _with_taint(out, res.taint()) if res.taint() - out.taint() else out
+                self._run_hooks(e, mod, args, res, st, children=False)  # (its forward ran theirs)
+                return res
+            if isinstance(out, TVal):
+                # its forward ran and mixed no fake it was given with a real value: the
+                # call is an op on the rest (a fake read for its shape only is no operand)
+                res = self.op(e, [(v, x) for v, x in operands if v.fake_mode() is None], st)
+                self._run_hooks(e, mod, args, res, st, children=False)
+                return res
         operands = [(mod, func_expr)] + self._module_state(mod, func_expr) + _operands(e, args, kwargs)
-        return self.op(e, operands, st)
+        res = self.op(e, operands, st)
+        self._run_hooks(e, mod, args, res, st)
+        return res
+
+    def _run_hooks(self, e, mod, args, out, st, depth=0, children=True):
+        """The forward (pre) hooks of ``mod`` and of its submodules run with the call,
+        as torch runs them: ``fn(module, args)`` and ``fn(module, args, output)`` (the
+        output of a submodule is taken to be like the call's own)."""
+        if not isinstance(mod, ModuleVal) or depth > 4:
+            return
+        inputs = SeqVal(tuple(args), tuple(args))
+        for key in N.MODULE_HOOK_REGISTRARS.values():
+            held = mod.attrs.get(key)
+            for fn in held.items if isinstance(held, SeqVal) else ():
+                hook_args = [mod, inputs] + ([out] if key == "_forward_hooks" else [])
+                self.call_value(e, fn, hook_args, {}, st, func_expr=None)
+        for v in list(mod.attrs.values()) if children else ():
+            if isinstance(v, ModuleVal) and v is not mod:
+                self._run_hooks(e, v, [out], out, st, depth + 1)
 
     def _module_state(self, mod, func_expr, depth=0):
         """Tensors assigned onto a module (``head.weight = emb.weight``, ``m.pos = table``,
@@ -103,13 +155,17 @@ class TorchCallsMixin:
         if mod.cls is None:
             used = N.MODULE_STATE_ATTRS  # a torch layer's forward reads its parameters and buffers
             kinds = (TVal,)
+            if mod.container:
+                # a container's forward runs every child, those set by name included
+                used = used | frozenset(k for k, v in mod.attrs.items() if isinstance(v, ModuleVal))
+                kinds = (TVal, ModuleVal)
         else:
             fwd = mod.cls.lookup_method("forward")
             used = _self_attrs_read(fwd.node) if isinstance(fwd, FuncVal) else frozenset()
             kinds = (TVal, ModuleVal)  # (its submodules too: `self.body(x)`)
-        real = mod.is_real()
+        real = mod.is_real() and not mod.origin.disabled
         # a real module brings its own parameters; what matters is a fake set on it, and
-        # on a fake one a real tensor or module set on it
+        # on a fake (or frozen) one a real tensor or module set on it
         out = []
         for a, v in mod.attrs.items():
             if a not in used or not isinstance(v, kinds):
@@ -136,10 +192,12 @@ class TorchCallsMixin:
             v = kwargs.get("allow_non_fake_inputs", UNKNOWN if isinstance(kwargs, OpenKwargs) else ConstVal(False))
             allow = bool(v.value) if isinstance(v, ConstVal) else None
             desc = "FakeTensorMode(allow_non_fake_inputs=True)" if allow else ("FakeTensorMode()" if allow is False else "FakeTensorMode(...)")
+            self._modes_made = True
             return ModeVal(allow, e.lineno, desc, e)
         if q in N.DETECT_FAKE_MODE:
             # whatever mode the inputs were made in: what it allows is not known here
             # (torch.export's non-strict mode allows non-fake inputs) unless patched
+            self._modes_made = True
             return ModeVal(None, e.lineno, "detect_fake_mode()", e)
         if q in N.FAKE_COPY_MODE:
             return CtxVal("fake_copy", args[0] if args and isinstance(args[0], ModeVal) else None)
@@ -149,7 +207,15 @@ class TorchCallsMixin:
             if q in N.GRAD_OFF and args and isinstance(args[0], FuncVal):  # used as a plain decorator call
                 args[0].grad_off = True
                 return args[0]
-            return CtxVal(_grad_mode_kind(q, args, kwargs))
+            kind = _grad_mode_kind(q, args, kwargs)
+            if q in N.GRAD_MODE_SET_ON_CALL:
+                prev = st.grad_enabled
+                st.grad_enabled = kind == "grad_on"
+                return CtxVal(kind, ("restores", prev))
+            return CtxVal(kind)
+        if q in N.GRAD_MODE_SETTERS:
+            st.grad_enabled = _grad_mode_kind("torch.set_grad_enabled", args, kwargs) == "grad_on"
+            return UNKNOWN
         if q in N.SUPPRESSING_CONTEXTS:
             caught = [a for a in args if isinstance(a, SeqVal)] and [x for a in args if isinstance(a, SeqVal) for x in a.items]
             names = [x.qualname for x in (caught or args) if isinstance(x, ModRef)]
@@ -182,6 +248,7 @@ class TorchCallsMixin:
                 if allow is _NONCONST:
                     allow = None
                 desc = f'make_fx(tracing_mode="{tm}"' + (", _allow_non_fake_inputs=True)" if allow else ")")
+                self._modes_made = True
                 return TracedFn(args[0], ModeVal(allow, e.lineno, desc, None))
             return UNKNOWN
         if q in N.PARTIAL and args:
@@ -192,11 +259,12 @@ class TorchCallsMixin:
         if q in N.PARAMETER:
             region = st.active_region()
             data = args[0] if args else UNKNOWN
+            shape = data.shape if isinstance(data, TVal) else None
             if region is not None or (isinstance(data, TVal) and data.mode is not None):
-                return TVal(frozenset(), region.mode if region else data.mode)
+                return TVal(frozenset(), region.mode if region else data.mode, shape=shape)
             if _kw_false(kwargs, "requires_grad") or (len(args) > 1 and isinstance(args[1], ConstVal) and args[1].value is False):
-                return TVal()
-            return TVal(frozenset([Origin("parameter", "parameter", e.lineno)]))
+                return TVal(shape=shape)
+            return TVal(frozenset([Origin("parameter", "parameter", e.lineno)]), shape=shape)
         if q in N.AUTOGRAD_BACKWARD:
             tensors = args[0] if args else kwargs.get("tensors", UNKNOWN)
             self.sink(tensors, "torch.autograd.backward", e, st, inputs=kwargs.get("inputs"))
@@ -216,15 +284,24 @@ class TorchCallsMixin:
             diff = q not in N.NON_DIFFERENTIABLE_FUNCS
             if not any(_is_tensorish(x) for v, _ in operands for x in _flatten(v)):
                 # a factory: born fake inside a region, real (maybe requires grad) outside
+                shape = _factory_shape(q, args, kwargs)
                 region = st.active_region()
                 if region is not None:
-                    return TVal(frozenset(), region.mode, may_fake=region.may or bool(st.may))
+                    return TVal(frozenset(), region.mode, may_fake=region.may or bool(st.may), shape=shape)
                 if _kw_true(kwargs, "requires_grad"):  # (on the meta device too: not fake)
-                    return TVal(frozenset([Origin("tensor", "tensor", e.lineno)]))
-                return TVal()
-            res = self.op(e, operands, st, differentiable=diff)
+                    return TVal(frozenset([Origin("tensor", "tensor", e.lineno)]), shape=shape)
+                return TVal(shape=shape)
+            tensors = [i for i, a in enumerate(args) if isinstance(a, TVal)]
+            shape = None
+            if tensors:
+                k = tensors[0]
+                shapes = [shape_of(a) for a in args[k:]] if q in N.SHAPE_BROADCAST_FUNCS else [args[k].shape]
+                if q in N.SHAPE_MATMUL and len(args) == 2:
+                    shapes = [shape_of(a) for a in args]
+                shape = op_shape(q, shapes, args[k + 1:], kwargs)
+            res = self.op(e, operands, st, differentiable=diff, shape=shape)
             if _kw_true(kwargs, "requires_grad") and isinstance(res, TVal) and res.mode is None:
-                return TVal(res.origins | {Origin("tensor", "tensor", e.lineno)})
+                return TVal(res.origins | {Origin("tensor", "tensor", e.lineno)}, shape=res.shape)
             return res
         return UNKNOWN
 
@@ -241,7 +318,7 @@ class TorchCallsMixin:
         if q in N.SHALLOW_COPY:
             return first if isinstance(first, ModuleVal) else UNKNOWN  # the same parameters
         if q in N.IMPORT_MODULE:
-            return ModRef(first.value) if isinstance(first, ConstVal) and isinstance(first.value, str) else UNKNOWN
+            return self.import_module_call(args, kwargs)  # (project_link)
         if q in N.DEVICE_CONTEXT:
             return CtxVal("meta_device") if _is_meta(args[:1] + [kwargs.get("type", UNKNOWN)]) else UNKNOWN
         if q in N.MODULE_KEEPING_TRANSFORMS:
@@ -263,6 +340,27 @@ class TorchCallsMixin:
                 return TransformVal(kind, first, argnums.value if isinstance(argnums, ConstVal) else None)
         if _is_module_factory(q):
             return self.new_module(e, q, args, kwargs, st, torch_layer=False)
+        if q in N.ITERABLE_FUNCS:
+            return self.iterable_call(e, N.ITERABLE_FUNCS[q], args, kwargs, st)
+        if q in N.OPERATOR_FUNCS:
+            if any(_is_tensorish(a) for a in args):
+                if q == "operator.getitem" and len(args) == 2:
+                    return self.subscript(e, args[0], args[1], st)
+                return self.op(e, _operands(e, args, kwargs), st)
+            return UNKNOWN
+        if q in N.STACK_MODULE_STATE:
+            return self.stack_module_state(e, first, args, kwargs, st)
+        if q in N.EXECUTORS:
+            return WorkerVal("executor")
+        if q in N.THREADS:
+            target = kwargs.get("target", args[1] if len(args) > 1 else UNKNOWN)
+            targs = kwargs.get("args", SeqVal((), ()))
+            tkw = kwargs.get("kwargs")
+            spread = list(targs.elts) if isinstance(targs, SeqVal) and targs.elts is not None and targs.keys is None else None
+            kw = dict(zip(tkw.keys, tkw.elts)) if isinstance(tkw, SeqVal) and tkw.keys is not None and tkw.elts is not None else {}
+            if spread is None or (tkw is not None and not kw):
+                return UNKNOWN
+            return WorkerVal("thread", (target, spread, kw))
         if q in N.SIMPLE_NAMESPACE:
             return self.simple_namespace(e, args, kwargs)
         if q in N.ARGUMENT_PARSER:
@@ -282,6 +380,25 @@ class TorchCallsMixin:
         if q in N.UPDATE_WRAPPER:
             return first
         return None
+
+    def stack_module_state(self, e, models, args, kwargs, st):
+        """``torch.func.stack_module_state(models)``: (params, buffers), new leaves that
+        require grad when every model's parameters are real and do (in a region: the
+        models' tensors are operands, the stacks fake)."""
+        mods = [m for m in (_flatten(models) if isinstance(models, SeqVal) else [models])]
+        if not mods or not all(isinstance(m, ModuleVal) for m in mods):
+            return UNKNOWN
+        if st.active_region() is not None:
+            res = self.op(e, _operands(e, args, kwargs), st, differentiable=False)
+            params = buffers = TVal(frozenset(), res.fake_mode(), res.taint())
+        elif all(m.is_real() and not m.origin.disabled for m in mods):
+            params, buffers = TVal(frozenset([Origin("params", "tensor", e.lineno)])), TVal()
+        elif all(m.origin is None or m.origin.disabled for m in mods) and not any(m.mode for m in mods):
+            params = buffers = TVal()
+        else:
+            return UNKNOWN
+        stacks = (SeqVal((params,), is_dict=True), SeqVal((buffers,), is_dict=True))
+        return SeqVal(stacks, stacks)
 
     def deepcopy(self, e, src, st):
         """copy.deepcopy: under an active allow-mode region (or FakeCopyMode) the copy
@@ -324,6 +441,7 @@ class TorchCallsMixin:
             return mod
         last = q.rsplit(".", 1)[-1]
         mod.origin.param_names = _known_params(last, kwargs)
+        mod.container = last in N.CONTAINER_MODULES
         if last in N.CONTAINER_MODULES:
             children = [x for a in list(args) + list(kwargs.values()) for x in _flatten(a)]
             if not any(x.real_rg() or (isinstance(x, ModuleVal) and x.meta) for x in children):

@@ -64,12 +64,27 @@ GRAD_MODE_CONTEXTS = {
     for name, meaning in _GRAD_MODE_SPELLINGS.items()
     for prefix in ("torch.", "torch.autograd.", "torch.autograd.grad_mode.")
 }
+# grad-mode constructors that switch grad mode when called, not when entered
+# (torch's set_grad_enabled.__init__ sets it; __exit__ restores what it was before
+# the call): `torch.set_grad_enabled(False)` as a statement turns grad off from there on
+GRAD_MODE_SET_ON_CALL = frozenset(k for k in GRAD_MODE_CONTEXTS if k.endswith(".set_grad_enabled"))
+# plain functions that set grad mode from their first argument
+GRAD_MODE_SETTERS = frozenset({"torch._C._set_grad_enabled", "torch.autograd.grad_mode._set_grad_enabled"})
 NULL_CONTEXT = frozenset({"contextlib.nullcontext"})
 # contexts that swallow the exceptions of the classes they are given (a strict mode's
 # AssertionError raised in them is caught: the program goes on)
 SUPPRESSING_CONTEXTS = frozenset({"contextlib.suppress", "pytest.raises"})
 NULL_CONTEXT_ENTER_RESULT = frozenset({"contextlib.nullcontext"})  # its first argument is what `as` binds
 EXIT_STACK = frozenset({"contextlib.ExitStack"})
+# `except ImportError:` around imports of these (and the standard library) never runs:
+# the program is analysed as it runs, with torch installed
+IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
+ALWAYS_IMPORTABLE = frozenset({"torch", "functorch", "torchgen"})  # (the torch wheel ships all three)
+# names whose value is known wherever the program runs
+KNOWN_CONSTANTS = {"typing.TYPE_CHECKING": False, "typing_extensions.TYPE_CHECKING": False}
+# the Pythons the linted program can run on (the linter's own range): a comparison of
+# `sys.version_info` with a tuple is known when it holds (or fails) over all of them
+PYTHON_VERSIONS = ((3, 10, 0), (3, 99, 99))
 # exception classes whose handler catches the AssertionError a strict mode raises
 CATCHES_ASSERTION = frozenset({"AssertionError", "Exception", "BaseException"})
 # ExitStack methods that unwind what it entered (its callbacks run, the contexts are left)
@@ -333,6 +348,57 @@ PURE_BUILTINS = {"int": int, "float": float, "bool": bool, "str": str, "len": le
 PURE_STR_METHODS = frozenset({"lower", "upper", "casefold", "strip", "lstrip", "rstrip", "startswith", "endswith",
                               "isdigit", "isnumeric", "isalpha", "replace", "split", "title", "removeprefix",
                               "removesuffix"})
+# Python's functions over iterables, by what their items are (the interpreter's
+# ``iterable_call`` evaluates each kind; ``fn`` is called on the items as Python would):
+#   "chain": the items of every argument       "chain_from": the items of the argument's items
+#   "first": the items of the first argument   "second": the items of the second argument
+#   "filter_fn": items of the second argument, ``fn`` (the first) called on them
+#   "starmap": ``fn(*item)`` per item          "map": ``fn(a, b, ...)`` over zipped items
+#   "reduce": ``fn(acc, item)``                "accumulate": ``fn(acc, item)`` (each partial result)
+#   "zip": tuples of the arguments' items      "product": tuples of the arguments' items
+#   "pairs": tuples of two items of the first  "repeat": the first argument itself
+#   "tuples": tuples of items of the first (combinations, permutations)
+#   "groupby": (key, items of the first) pairs "enumerate": (index, item) pairs
+ITERABLE_FUNCS = {
+    "builtins.map": "map",
+    "builtins.filter": "filter_fn",
+    "builtins.zip": "zip",
+    "builtins.enumerate": "enumerate",
+    "builtins.reversed": "first",
+    "builtins.sorted": "first",
+    "builtins.iter": "first",
+    "functools.reduce": "reduce",
+    "itertools.chain": "chain",
+    "itertools.chain.from_iterable": "chain_from",
+    "itertools.islice": "first",
+    "itertools.cycle": "first",
+    "itertools.compress": "first",
+    "itertools.takewhile": "filter_fn",
+    "itertools.dropwhile": "filter_fn",
+    "itertools.filterfalse": "filter_fn",
+    "itertools.starmap": "starmap",
+    "itertools.accumulate": "accumulate",
+    "itertools.zip_longest": "zip",
+    "itertools.product": "product",
+    "itertools.pairwise": "pairs",
+    "itertools.repeat": "repeat",
+    "itertools.combinations": "tuples",
+    "itertools.combinations_with_replacement": "tuples",
+    "itertools.permutations": "tuples",
+    "itertools.groupby": "groupby",
+    "itertools.tee": "tee",
+    "more_itertools.flatten": "chain_from",
+}
+# operator module functions that are Python operators (on tensors: ops that dispatch)
+OPERATOR_FUNCS = frozenset(
+    "operator." + n for n in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "neg", "pos",
+                              "abs", "iadd", "isub", "imul", "imatmul", "itruediv", "getitem")
+)
+# executors and threads run the function they are given (a worker opening a region
+# runs it with the caller's objects): submit(fn, *args) / map(fn, *its) / Thread(target=fn,
+# args=...).start() call fn right there; a future's result() is fn's return value
+EXECUTORS = frozenset({"concurrent.futures.ThreadPoolExecutor", "concurrent.futures.thread.ThreadPoolExecutor"})
+THREADS = frozenset({"threading.Thread"})
 ARGUMENT_PARSER = frozenset({"argparse.ArgumentParser"})
 # argparse actions -> the default of their destination when no default= is given
 ARGPARSE_ACTION_DEFAULTS = {"store": None, "store_true": False, "store_false": True, "store_const": None,
@@ -354,6 +420,20 @@ MODULE_SELF_METHODS = frozenset(
     }
 )
 TENSOR_SELF_METHODS = frozenset({"requires_grad_"})
+# nn.Module hook registration -> the attribute torch keeps them in; a module call runs
+# the pre hooks as fn(module, args) and the forward hooks as fn(module, args, output)
+# (on the module and on each submodule its forward calls)
+MODULE_HOOK_REGISTRARS = {"register_forward_pre_hook": "_forward_pre_hooks", "register_forward_hook": "_forward_hooks"}
+# nn.Module methods a program may take as a value (`fwd = model.forward`) and call later
+MODULE_METHOD_NAMES = MODULE_SELF_METHODS | frozenset(
+    {
+        "forward", "__call__", "parameters", "named_parameters", "buffers", "named_buffers", "children",
+        "named_children", "modules", "named_modules", "state_dict", "load_state_dict", "to_empty", "zero_grad",
+        "register_buffer", "register_parameter", "add_module", "register_module", "get_submodule", "get_parameter",
+    }
+)
+# optimizer methods taken as values (`step = opt.step`)
+OPTIMIZER_METHOD_NAMES = frozenset({"step", "zero_grad"})
 # module casts away from the default float32: every parameter is a new tensor, so
 # under an allowing mode the module's parameters become the mode's fakes (a cast
 # to the dtype it has, `.float()`, `.to("cpu")`, leaves them as they were)
@@ -375,6 +455,8 @@ PARAMLESS_MODULES = frozenset(
         "ELU", "Hardtanh", "ReLU6", "Mish", "Hardswish", "Upsample", "PixelShuffle", "Module",
     }
 )
+# nn.ModuleDict / ParameterDict methods that view its entries
+MODULE_MAPPING_VIEWS = frozenset({"items", "values", "keys"})
 CONTAINER_MODULES = frozenset({"Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
 WEIGHT_AND_BIAS_MODULES = frozenset(
     {
@@ -405,6 +487,9 @@ EXPORTED_PROGRAM_SELF_METHODS = frozenset({"run_decompositions"})
 # skip_init(cls, *args, **kwargs) builds cls(*args, **kwargs) with real storage
 SKIP_INIT = frozenset({"torch.nn.utils.skip_init", "torch.nn.utils.init.skip_init"})
 
+# torch.func.stack_module_state(models) -> (params, buffers): new leaves stacked from the
+# models' parameters, requiring grad as theirs do (an ensemble trained through vmap)
+STACK_MODULE_STATE = frozenset({"torch.func.stack_module_state", "torch._functorch.functional_call.stack_module_state"})
 # torch.func transforms: kind -> qualified names
 FUNC_TRANSFORMS = {
     "grad": frozenset({"torch.func.grad", "functorch.grad", "torch._functorch.apis.grad", "torch._functorch.eager_transforms.grad"}),
@@ -453,3 +538,38 @@ MODULE_WRAPPER_ATTRS = frozenset({"module", "_orig_mod", "_fsdp_wrapped_module",
 # Module methods that run an op (detach) on every parameter: under a strict mode a
 # real module's call crashes (state_dict() without keep_vars=True)
 MODULE_DETACHING_METHODS = frozenset({"state_dict"})
+
+
+# ------------------------------------------------------------ tensor shapes
+# Shapes are known values where torch's rule is exact (a finding never rests on a
+# guessed shape; an unknown one is None). Factories whose sizes are their leading
+# positional ints (or one sequence of ints, or ``size=``):
+SIZE_FACTORIES = frozenset(
+    "torch." + n for n in ("randn", "rand", "zeros", "ones", "empty")
+) | frozenset({"torch.full"})  # full(size, fill_value): the size is its first argument
+# torch functions and Tensor methods whose result has the shape of their first tensor
+# operand (elementwise on one tensor, `*_like` factories, casts, copies, normalisations)
+_SAME_SHAPE = (
+    "clone", "detach", "contiguous", "float", "double", "half", "bfloat16", "to", "cuda", "cpu", "requires_grad_",
+    "relu", "relu_", "gelu", "silu", "sigmoid", "tanh", "exp", "log", "abs", "neg", "sqrt", "rsqrt", "square", "sin",
+    "cos", "softmax", "log_softmax", "triu", "tril", "clamp", "clamp_", "sign", "zero_", "fill_", "exp_", "mul_", "add_",
+    "masked_fill", "masked_fill_", "dropout", "type_as", "zeros_like", "ones_like", "empty_like", "full_like",
+    "rand_like", "randn_like", "layer_norm", "rms_norm", "normalize", "erf", "reciprocal", "floor", "ceil", "round",
+    "isnan", "isinf", "logical_not", "bool", "long", "int",
+)
+SHAPE_SAME_METHODS = frozenset(_SAME_SHAPE)
+SHAPE_SAME_FUNCS = frozenset("torch." + n for n in _SAME_SHAPE) | frozenset(
+    "torch.nn.functional." + n for n in ("relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax",
+                                         "dropout", "layer_norm", "rms_norm", "normalize", "leaky_relu", "elu")
+)
+# elementwise binary ops (methods and torch functions): operands broadcast
+_BROADCAST = ("add", "sub", "mul", "div", "true_divide", "pow", "maximum", "minimum", "where", "eq", "ne", "lt", "gt",
+              "le", "ge", "logical_and", "logical_or")
+SHAPE_BROADCAST_METHODS = frozenset(_BROADCAST)
+SHAPE_BROADCAST_FUNCS = frozenset("torch." + n for n in _BROADCAST)
+SHAPE_RESHAPE_METHODS = frozenset({"view", "reshape"})
+SHAPE_MATMUL = frozenset({"matmul", "mm", "bmm", "torch.matmul", "torch.mm", "torch.bmm"})
+SHAPE_TRANSPOSE = frozenset({"transpose", "swapaxes", "torch.transpose"})
+SHAPE_UNSQUEEZE = frozenset({"unsqueeze", "torch.unsqueeze"})
+# Tensor reads answered from a known shape
+SHAPE_READS = frozenset({"size", "dim", "ndimension", "numel", "nelement"})

@@ -200,7 +200,7 @@ def _fake_copy(v, mode, depth=0):
         elts = tuple(_fake_copy(x, mode, depth + 1) for x in v.elts) if v.elts is not None else None
         return SeqVal(items, elts, v.keys, v.is_dict)
     if isinstance(v, (TVal, MaybeVal)) or v is UNKNOWN:
-        return TVal(frozenset(), mode)
+        return TVal(frozenset(), mode, shape=v.shape if isinstance(v, TVal) else None)  # (a copy: same sizes)
     return v
 
 
@@ -211,3 +211,141 @@ def _proven_copy(copy, src, may):
         copy.may_fake = may
         copy.fake_out = src.cls is None or _forward_uses_fakes(src.cls, copy.attrs)
     return copy
+
+
+# ------------------------------------------------------------------ shapes
+
+
+def with_shape(t, shape):
+    """``t`` with a known shape (None leaves it unknown)."""
+    if not isinstance(t, TVal) or shape is None or t.shape == shape:
+        return t
+    return TVal(t.origins, t.mode, t.leaks, t.derived, t.may_fake, tuple(shape))
+
+
+def shape_of(v):
+    """The shape ``v`` has as an operand: a tensor's known shape, ``()`` for a Python
+    number; None when not known."""
+    if isinstance(v, TVal):
+        return v.shape
+    if isinstance(v, ConstVal) and type(v.value) in (int, float, bool):
+        return ()
+    return None
+
+
+def _ints(vals):
+    out = []
+    for v in vals:
+        if not (isinstance(v, ConstVal) and type(v.value) is int):
+            return None
+        out.append(v.value)
+    return tuple(out)
+
+
+def size_of_args(args):
+    """``f(2, 3)``, ``f((2, 3))``, ``f(x.shape)``: the sizes (None: not known ints)."""
+    if len(args) == 1 and isinstance(args[0], SeqVal) and args[0].elts is not None and args[0].keys is None:
+        args = args[0].elts
+    sizes = _ints(args)
+    return sizes if sizes is not None and all(n >= 0 for n in sizes) else None
+
+
+def shape_value(shape):
+    """A known shape as Python sees ``x.shape`` (a tuple of ints; torch.Size is one)."""
+    items = tuple(ConstVal(n) for n in shape)
+    return SeqVal(items, items)
+
+
+def broadcast(shapes):
+    """torch's broadcasting of known shapes (None: one is unknown or they do not broadcast)."""
+    if any(s is None for s in shapes):
+        return None
+    n = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(n):
+        dims = {s[len(s) - n + i] for s in shapes if len(s) - n + i >= 0} - {1}
+        if len(dims) > 1:
+            return None
+        out.append(dims.pop() if dims else 1)
+    return tuple(out)
+
+
+def _reshape(shape, args):
+    sizes = _ints(args[0].elts) if len(args) == 1 and isinstance(args[0], SeqVal) and args[0].elts is not None else _ints(args)
+    if shape is None or sizes is None or sizes.count(-1) > 1 or any(n < -1 for n in sizes):
+        return None
+    total = 1
+    for n in shape:
+        total *= n
+    known = 1
+    for n in sizes:
+        if n != -1:
+            known *= n
+    if -1 in sizes:
+        if known == 0 or total % known:
+            return None
+        sizes = tuple(total // known if n == -1 else n for n in sizes)
+    elif known != total:
+        return None
+    return sizes
+
+
+def _dim(d, ndim):
+    if not (isinstance(d, ConstVal) and type(d.value) is int) or ndim == 0:
+        return None
+    i = d.value + ndim if d.value < 0 else d.value
+    return i if 0 <= i < ndim else None
+
+
+def _matmul(a, b):
+    if a is None or b is None or len(a) < 2 or len(b) < 2 or a[-1] != b[-2]:
+        return None
+    batch = broadcast([a[:-2], b[:-2]])
+    return None if batch is None else batch + (a[-2], b[-1])
+
+
+def op_shape(name, shapes, args, kwargs):
+    """The result shape of the op ``name`` (a Tensor method, or a torch function's
+    qualified name) on operands of ``shapes`` (the receiver or first tensor first;
+    ``args``: the values after it). None: not known."""
+    first = shapes[0] if shapes else None
+    if name in N.SHAPE_SAME_METHODS or name in N.SHAPE_SAME_FUNCS:
+        return first
+    if name in N.SHAPE_BROADCAST_METHODS or name in N.SHAPE_BROADCAST_FUNCS:
+        return broadcast(shapes) if len(shapes) >= 2 else None
+    if name in N.SHAPE_RESHAPE_METHODS:
+        return _reshape(first, list(args)) if args and not kwargs else None
+    if name in N.SHAPE_MATMUL:
+        return _matmul(first, shapes[1]) if len(shapes) == 2 else None
+    if name in N.SHAPE_TRANSPOSE and first is not None and len(args) == 2:
+        i, j = _dim(args[0], len(first)), _dim(args[1], len(first))
+        if i is None or j is None:
+            return None
+        out = list(first)
+        out[i], out[j] = out[j], out[i]
+        return tuple(out)
+    if name in N.SHAPE_UNSQUEEZE and first is not None and len(args) == 1:
+        i = _dim(args[0], len(first) + 1)
+        return None if i is None else first[:i] + (1,) + first[i:]
+    if name in ("t", "T") and first is not None and len(first) <= 2:
+        return tuple(reversed(first))
+    return None
+
+
+def shape_read(name, shape, args):
+    """``x.size()``, ``x.size(d)``, ``x.dim()``, ``x.numel()`` on a known shape (None: not known)."""
+    if shape is None:
+        return None
+    if name == "size":
+        if not args:
+            return shape_value(shape)
+        i = _dim(args[0], len(shape)) if len(args) == 1 else None
+        return None if i is None else ConstVal(shape[i])
+    if args:
+        return None
+    if name in ("dim", "ndimension"):
+        return ConstVal(len(shape))
+    total = 1
+    for n in shape:
+        total *= n
+    return ConstVal(total)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import ast
 
+from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
-    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModuleVal, OptimizerVal,
-    PartialVal, SeqVal, TracedFn, TransformVal, TVal, union_all)
+    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, InstanceVal, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal,
+    OptimizerVal, PartialVal, SeqVal, TracedFn, TransformVal, TVal, union_all)
 
 
 def _const_kw(call, name, default=None):
@@ -33,7 +34,7 @@ def _is_none_const(v):
 
 
 _KNOWN_OBJECTS = (ModeVal, CtxVal, ExitStackVal, FuncVal, ClassVal, BoundMethod, PartialVal, TracedFn, TransformVal,
-                  OptimizerVal, DecoratorVal, InstanceVal, ModuleVal, TVal, SeqVal, ExportedProgramVal, FieldVal)
+                  OptimizerVal, DecoratorVal, InstanceVal, ModuleVal, TVal, SeqVal, ExportedProgramVal, FieldVal, MethodRef)
 
 
 _CMP = {
@@ -69,6 +70,11 @@ def _compare(ops, vals):
             if r is None:
                 return None
             r = r if t is ast.Is else not r
+        elif t in _CMP and _is_version_info(a) and _int_tuple(b) is not None:
+            answers = {bool(_CMP[t](v, _int_tuple(b))) for v in N.PYTHON_VERSIONS}
+            if len(answers) != 1:
+                return None
+            r = answers.pop()
         elif t in _CMP and isinstance(a, ConstVal) and isinstance(b, ConstVal):
             try:
                 r = bool(_CMP[t](a.value, b.value))
@@ -88,6 +94,19 @@ def _compare(ops, vals):
             return None
         result = result and r
     return result
+
+
+def _is_version_info(v):
+    return isinstance(v, ModRef) and v.qualname == "sys.version_info"
+
+
+def _int_tuple(v):
+    """A tuple of known ints (``(3, 10)``), else None."""
+    if not (isinstance(v, SeqVal) and v.elts is not None and v.keys is None):
+        return None
+    if not all(isinstance(x, ConstVal) and type(x.value) is int for x in v.elts):
+        return None
+    return tuple(x.value for x in v.elts)
 
 
 def _is_module_value(v):
@@ -131,10 +150,20 @@ def _interesting(v, depth=0):
         return any(_interesting(x, depth + 1) for x in items)
     if isinstance(v, InstanceVal) and depth < 2:
         return any(_interesting(x, depth + 1) for x in v.attrs.values())
+    if isinstance(v, MethodRef) and depth < 3:
+        return _interesting(v.recv, depth + 1)
     if isinstance(v, PartialVal) and depth < 3:
-        # functools.partial(step, model, opt): calling it passes what it holds
-        return any(_interesting(x, depth + 1) for x in (v.func, *v.args, *v.kwargs.values()))
+        # functools.partial(step, model, opt): calling it passes what it holds;
+        # functools.partial(FakeTensorMode, allow_non_fake_inputs=True) makes a mode
+        return _is_mode_class(v.func) or any(_interesting(x, depth + 1) for x in (v.func, *v.args, *v.kwargs.values()))
     return False
+
+
+def _is_mode_class(v) -> bool:
+    from fakegrad_lint.analysis import torch_tables as T
+    from fakegrad_lint.analysis.values import ModRef
+
+    return isinstance(v, ModRef) and v.qualname in T.FAKE_TENSOR_MODE
 
 
 def _arg_exprs(e):
@@ -233,7 +262,7 @@ def _truth(v):
         except Exception:
             return None
     if isinstance(v, (ModeVal, CtxVal, ExitStackVal, FuncVal, ClassVal, BoundMethod, PartialVal, TracedFn,
-                      TransformVal, OptimizerVal, DecoratorVal)):
+                      TransformVal, OptimizerVal, DecoratorVal, MethodRef)):
         return True
     if isinstance(v, InstanceVal):
         cls = v.cls

@@ -128,6 +128,7 @@ class TVal(Value):
     leaks: frozenset = frozenset()
     derived: bool = False  # computed from a requires-grad value (not a leaf)
     may_fake: bool = False  # made in a region entered on some paths only (fake or real)
+    shape: tuple | None = None  # its sizes, when known on every path (a tuple of ints)
 
     def real_rg(self):
         return self.origins if self.mode is None else frozenset()
@@ -154,6 +155,7 @@ class ModuleVal(Value):
     # treats them as non-fake inputs: a strict one crashes, an allowing one fakes their .grad)
     may_fake: bool = False  # made in a region entered on some paths only (fake or real)
     fake_out: bool = False  # its forward is known to use fake parameters: calling it, anywhere, gives fakes
+    container: bool = False  # a torch container (Sequential, ModuleList, ModuleDict): its forward runs every child
 
     def is_real(self):
         return self.origin is not None and self.mode is None
@@ -239,6 +241,9 @@ class FuncVal(Value):
     kw_defaults: dict = field(default_factory=dict)
     wrapped: "FuncVal | None" = None  # a decorator's wrapper: the function it was given
     memo: bool = False  # functools.lru_cache / cache: equal arguments give the first result
+    # context managers used as its decorators (a ContextDecorator: `@torch.enable_grad()`,
+    # `@my_contextmanager()`): each call of the function runs inside them, outermost first
+    contexts: tuple = ()
 
 
 @dataclass(eq=False)
@@ -402,6 +407,47 @@ class ArgParserVal(Value):
 
 
 @dataclass(eq=False)
+class MethodRef(Value):
+    """``recv.name`` read without calling it, for a receiver whose methods are torch's
+    (a torch module, a tensor, an optimizer): calling it later is ``recv.name(...)``
+    (``fwd = model.forward``, ``getattr(model, "forward")`` in a proxy's ``__getattr__``)."""
+
+    recv: Value
+    name: str
+
+    def real_rg(self):
+        return frozenset()
+
+
+@dataclass(eq=False)
+class ChildName(Value):
+    """A name ``module.named_children()`` yields: ``setattr(module, name, m)`` replaces
+    one of its children with ``m`` (which one is not known)."""
+
+    module: Value
+
+
+@dataclass(eq=False)
+class WorkerVal(Value):
+    """A thread pool (``kind="executor"``) or a ``threading.Thread`` (``kind="thread"``,
+    with its target call): the functions given to it run where they are started."""
+
+    kind: str
+    target: object = None  # thread: (fn, args, kwargs)
+    result: object = None  # a future: the function's return value
+
+
+@dataclass(eq=False)
+class HookHandle(Value):
+    """What ``module.register_forward_hook(fn)`` returns: ``remove()`` takes ``fn`` off
+    the module's hooks (``key``: the attribute that holds them)."""
+
+    module: Value
+    key: str
+    fn: Value
+
+
+@dataclass(eq=False)
 class SuperVal(Value):
     """super() in a method: attribute lookups start after ``cls`` in the MRO of ``self_val``."""
 
@@ -424,7 +470,8 @@ def join(a: Value, b: Value) -> Value:
         return a
     if (isinstance(a, TVal) and isinstance(b, TVal) and a.mode is b.mode and bool(a.origins) == bool(b.origins)
             and a.leaks == b.leaks and a.may_fake == b.may_fake):
-        return TVal(a.origins | b.origins, a.mode, a.leaks, a.derived or b.derived, a.may_fake)
+        return TVal(a.origins | b.origins, a.mode, a.leaks, a.derived or b.derived, a.may_fake,
+                    a.shape if a.shape == b.shape else None)
     opts = []
     for v in (a, b):
         for o in _options(v):
@@ -444,7 +491,8 @@ def union(a: Value, b: Value) -> Value:
     if b is UNKNOWN:
         return a if not isinstance(a, (TVal, SeqVal)) else MaybeVal((a, b), each=True)
     if isinstance(a, TVal) and isinstance(b, TVal) and a.mode is b.mode:
-        return TVal(a.origins | b.origins, a.mode, a.leaks | b.leaks, a.derived or b.derived, a.may_fake and b.may_fake)
+        return TVal(a.origins | b.origins, a.mode, a.leaks | b.leaks, a.derived or b.derived, a.may_fake and b.may_fake,
+                    a.shape if a.shape == b.shape else None)
     opts = []
     for v in (a, b):
         for o in v.options if isinstance(v, MaybeVal) and v.each else (v,):

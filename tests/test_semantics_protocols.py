@@ -1,0 +1,702 @@
+"""Python's and torch's semantics, third batch: general mechanisms rather than
+shapes. ``nonlocal`` writes; functions over iterables as one table
+(``functools.reduce``, ``itertools.chain``/``starmap``/..., ``operator.*``);
+user dunder protocols (``__getitem__``, ``__iter__``, ``__getattr__``,
+``obj.__dict__`` writes); context managers as decorators (torch's grad modes and
+``@contextmanager`` helpers are ContextDecorators, also called as ``cm()(fn)``);
+``set_grad_enabled`` switching grad mode when called; ``nn.ModuleDict`` views;
+``load_state_dict(..., assign=True)`` with fake tensors; lambda keyword-only
+defaults; tensor shapes as known values (``lru_cache`` keyed by ``x.shape[-2]``);
+a module's ``forward`` run outside any region (a fake it reads from a global or a
+cache mixes with its real parameters there).
+
+Same format as :mod:`test_semantics`: lines that must be flagged end with
+``# FGLxxx``; each hazard has a safe look-alike. Every program runs with real
+torch as labelled (``python tests/test_semantics_protocols.py --check`` runs them
+through ``tests/oracle.py``).
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from markers import markers_in_source  # noqa: E402
+from test_semantics import HEAD  # noqa: E402
+
+from fakegrad_lint.engine.lint import check_source  # noqa: E402
+
+CASES = {
+    # ------------------------------------------------------------- nonlocal
+    "nonlocal_write_sets_enclosing_mode": """
+def outer():
+    mode = contextlib.nullcontext()
+    def setup():
+        nonlocal mode
+        mode = FakeTensorMode(allow_non_fake_inputs=True)
+    setup()
+    net = nn.Linear(2, 2)
+    with mode:
+        net(torch.ones(1, 2)).sum().backward()  # FGL001
+outer()
+""",
+    "local_write_without_nonlocal_leaves_enclosing": """
+def outer():
+    mode = contextlib.nullcontext()
+    def setup():
+        mode = FakeTensorMode(allow_non_fake_inputs=True)
+        return mode
+    setup()
+    net = nn.Linear(2, 2)
+    with mode:
+        net(torch.ones(1, 2)).sum().backward()
+outer()
+""",
+    # ------------------------------------------------- functions over iterables
+    "functools_reduce_sums_real_outputs": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    outs = [net(torch.ones(1, 2)) for _ in range(2)]  # FGL001
+    loss = functools.reduce(lambda a, b: a + b, outs)
+    loss.sum().backward()
+""",
+    "functools_reduce_sums_fake_outputs": """
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net = nn.Linear(2, 2)
+    outs = [net(torch.ones(1, 2)) for _ in range(2)]
+    loss = functools.reduce(lambda a, b: a + b, outs)
+    loss.sum().backward()
+""",
+    "itertools_chain_of_real_parameters": """
+import itertools
+a = nn.Linear(2, 2)
+b = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    s = sum(p.sum() for p in itertools.chain(a.parameters(), b.parameters()))  # FGL001
+    s.backward()
+""",
+    "itertools_chain_of_fake_copies": """
+import itertools
+a = nn.Linear(2, 2)
+b = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True) as m:
+    params = [m.from_tensor(p) for p in itertools.chain(a.parameters(), b.parameters())]
+    s = sum(p.sum() for p in params)
+""",
+    "itertools_starmap_calls_real_module": """
+import itertools
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    outs = list(itertools.starmap(lambda n, x: n(x), [(net, torch.ones(1, 2))]))  # FGL001
+    outs[0].sum().backward()
+""",
+    "itertools_starmap_calls_fake_module": """
+import itertools
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net = nn.Linear(2, 2)
+    outs = list(itertools.starmap(lambda n, x: n(x), [(net, torch.ones(1, 2))]))
+    outs[0].sum().backward()
+""",
+    "operator_add_on_real_parameter": """
+import operator
+w = nn.Parameter(torch.ones(2))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    functools.reduce(operator.add, [torch.ones(2), w]).sum().backward()  # FGL001
+""",
+    "operator_add_on_detached_parameter": """
+import operator
+w = nn.Parameter(torch.ones(2))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    y = functools.reduce(operator.add, [torch.ones(2, requires_grad=True), w.detach()]).sum()
+    y.backward()
+""",
+    # ---------------------------------------------------- user dunder protocols
+    "dunder_getitem_returns_real_module": """
+class Bank:
+    def __init__(self):
+        self.nets = {"a": nn.Linear(2, 2)}
+    def __getitem__(self, k):
+        return self.nets[k]
+bank = Bank()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    bank["a"](torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "dunder_getitem_builds_module_in_region": """
+class Bank:
+    def __getitem__(self, k):
+        return nn.Linear(2, 2)
+bank = Bank()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    bank["a"](torch.ones(1, 2)).sum().backward()
+""",
+    "dunder_getattr_forwards_to_real_module": """
+class Proxy:
+    def __init__(self, m):
+        self._m = m
+    def __getattr__(self, name):
+        return getattr(self._m, name)
+p = Proxy(nn.Linear(2, 2))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    (torch.ones(1, 2) @ p.weight).sum().backward()  # FGL001
+    p.forward(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "dunder_getattr_forwards_to_fake_module": """
+class Proxy:
+    def __init__(self, m):
+        self._m = m
+    def __getattr__(self, name):
+        return getattr(self._m, name)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    p = Proxy(nn.Linear(2, 2))
+    (torch.ones(1, 2) @ p.weight).sum().backward()
+""",
+    "dunder_iter_yields_real_layers": """
+class Stack:
+    def __init__(self):
+        self.layers = [nn.Linear(2, 2), nn.Linear(2, 2)]
+    def __iter__(self):
+        return iter(self.layers)
+s = Stack()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    x = torch.ones(1, 2)
+    for layer in s:
+        x = layer(x)  # FGL001
+    x.sum().backward()
+""",
+    "dunder_iter_generator_of_fake_layers": """
+class Stack:
+    def __iter__(self):
+        for _ in range(2):
+            yield nn.Linear(2, 2)
+s = Stack()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    x = torch.ones(1, 2)
+    for layer in s:
+        x = layer(x)
+    x.sum().backward()
+""",
+    "instance_dict_write_holds_real_module": """
+class Holder:
+    pass
+h = Holder()
+h.__dict__["net"] = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    h.net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "instance_dict_update_in_region_holds_fake_module": """
+class Holder:
+    pass
+h = Holder()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    h.__dict__.update({"net": nn.Linear(2, 2)})
+    h.net(torch.ones(1, 2)).sum().backward()
+""",
+    # ----------------------------------------- context managers as decorators
+    "contextmanager_helper_as_decorator_opens_region": """
+@contextlib.contextmanager
+def fake_region():
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        yield
+@fake_region()
+def step(net):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+step(nn.Linear(2, 2))
+""",
+    "contextmanager_helper_as_decorator_unsets_mode": """
+@contextlib.contextmanager
+def real_region():
+    with unset_fake_temporarily():
+        yield
+@real_region()
+def step(net):
+    net(torch.ones(1, 2)).sum().backward()
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    step(net)
+""",
+    "enable_grad_called_on_function": """
+def step(net):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+step = torch.enable_grad()(step)
+net = nn.Linear(2, 2)
+with torch.no_grad(), FakeTensorMode(allow_non_fake_inputs=True):
+    step(net)
+""",
+    "no_grad_called_on_function": """
+def step(net):
+    return net(torch.ones(1, 2)).sum()
+step = torch.no_grad()(step)
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    step(net)
+""",
+    # --------------------------------------------- set_grad_enabled when called
+    "set_grad_enabled_true_again_before_region": """
+net = nn.Linear(2, 2)
+torch.set_grad_enabled(False)
+torch.set_grad_enabled(True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "set_grad_enabled_false_called_before_region": """
+net = nn.Linear(2, 2)
+torch.set_grad_enabled(False)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    y = net(torch.ones(1, 2)).sum()
+""",
+    "set_grad_enabled_block_restores_grad": """
+net = nn.Linear(2, 2)
+with torch.set_grad_enabled(False):
+    pass
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    # ------------------------------------------------------ nn.ModuleDict views
+    "module_dict_items_real": """
+md = nn.ModuleDict({"a": nn.Linear(2, 2)})
+with FakeTensorMode(allow_non_fake_inputs=True):
+    for k, blk in md.items():
+        blk(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "module_dict_items_built_in_region": """
+with FakeTensorMode(allow_non_fake_inputs=True):
+    md = nn.ModuleDict({"a": nn.Linear(2, 2)})
+    for blk in md.values():
+        blk(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------------- load_state_dict(assign=True)
+    "load_state_dict_copy_keeps_real_parameters": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    sd = {k: torch.zeros_like(v) for k, v in nn.Linear(2, 2).state_dict().items()}
+    net.load_state_dict(sd)
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "load_state_dict_assign_fake_tensors": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    sd = {k: torch.zeros_like(v) for k, v in nn.Linear(2, 2).state_dict().items()}
+    net.load_state_dict(sd, assign=True)
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------------------------------ lambdas
+    "lambda_keyword_only_default_real_module": """
+net = nn.Linear(2, 2)
+run = lambda x, *, m=net: m(x)  # FGL001
+with FakeTensorMode(allow_non_fake_inputs=True):
+    run(torch.ones(1, 2)).sum().backward()
+""",
+    "lambda_keyword_only_default_fake_copy": """
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    run = lambda x, *, m=copy.deepcopy(net): m(x)
+    run(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------------------------ shapes as values
+    "lru_cache_keyed_by_shape_returns_fake": """
+@functools.lru_cache(maxsize=None)
+def causal_mask(n):
+    return torch.full((n, n), float("-inf")).triu(1)
+w = nn.Parameter(torch.ones(3, 3))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    causal_mask(3)
+x = torch.randn(2, 3, 4)
+(w + causal_mask(x.shape[-2])).sum().backward()  # FGL003
+""",
+    "lru_cache_keyed_by_other_shape_is_real": """
+@functools.lru_cache(maxsize=None)
+def causal_mask(n):
+    return torch.full((n, n), float("-inf")).triu(1)
+w = nn.Parameter(torch.ones(4, 4))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    causal_mask(3)
+x = torch.randn(2, 4, 4)
+(w + causal_mask(x.size(1))).sum().backward()
+""",
+    "dict_cache_keyed_by_sequence_length": """
+class Rope:
+    def __init__(self):
+        self.cache = {}
+    def table(self, seq_len):
+        if seq_len not in self.cache:
+            self.cache[seq_len] = torch.arange(seq_len).float().unsqueeze(1)
+        return self.cache[seq_len]
+rope = Rope()
+w = nn.Parameter(torch.ones(5, 1))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    rope.table(5)
+tokens = torch.zeros(1, 5).view(5, 1)
+(w * rope.table(tokens.shape[0])).sum().backward()  # FGL003
+""",
+    "dict_cache_keyed_by_other_sequence_length": """
+class Rope:
+    def __init__(self):
+        self.cache = {}
+    def table(self, seq_len):
+        if seq_len not in self.cache:
+            self.cache[seq_len] = torch.arange(seq_len).float().unsqueeze(1)
+        return self.cache[seq_len]
+rope = Rope()
+w = nn.Parameter(torch.ones(6, 1))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    rope.table(5)
+tokens = torch.zeros(2, 3).reshape(-1, 1)
+(w * rope.table(len(tokens))).sum().backward()
+""",
+    "branch_on_known_rank_enters_region": """
+net = nn.Linear(4, 4)
+x = torch.zeros(2, 4)
+ctx = FakeTensorMode(allow_non_fake_inputs=True) if x.dim() == 2 else contextlib.nullcontext()
+with ctx:
+    net(x).sum().backward()  # FGL001
+""",
+    "branch_on_known_rank_picks_null": """
+net = nn.Linear(4, 4)
+x = torch.zeros(2, 3, 4)
+ctx = FakeTensorMode(allow_non_fake_inputs=True) if x.dim() == 2 else contextlib.nullcontext()
+with ctx:
+    net(x).sum().backward()
+""",
+    # --------------------------------- a module's forward outside any region
+    "forward_reads_global_fake_outside_region": """
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+    def forward(self, x):
+        return self.lin(x) * BIAS  # FGL003
+with FakeTensorMode(allow_non_fake_inputs=True):
+    BIAS = torch.ones(2)
+net = Scale()
+net(torch.ones(1, 2)).sum().backward()
+""",
+    "forward_reads_global_real_outside_region": """
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+    def forward(self, x):
+        return self.lin(x) * BIAS
+with FakeTensorMode(allow_non_fake_inputs=True):
+    shape = torch.ones(2).shape
+BIAS = torch.ones(shape)
+net = Scale()
+net(torch.ones(1, 2)).sum().backward()
+""",
+    # --------------------------------------------------------- try / except
+    "import_error_fallback_never_runs": """
+try:
+    from torch._subclasses.fake_tensor import FakeTensorMode as FTM
+except ImportError:
+    FTM = None
+net = nn.Linear(2, 2)
+with FTM(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "handler_that_may_run_picks_the_mode": """
+import json
+net = nn.Linear(2, 2)
+ctx = contextlib.nullcontext()
+try:
+    cfg = json.loads("{}")
+except ValueError:
+    ctx = FakeTensorMode(allow_non_fake_inputs=True)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "handler_after_strict_crash_runs": """
+net = nn.Linear(2, 2)
+try:
+    with FakeTensorMode():
+        net(torch.ones(1, 2))
+except AssertionError:
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "handler_of_unknown_error_in_region_is_may": """
+import json
+net = nn.Linear(2, 2)
+try:
+    cfg = json.loads("{}")
+except ValueError:
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        net(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------------------- constants of the platform
+    "type_checking_is_false_at_run_time": """
+from typing import TYPE_CHECKING
+if TYPE_CHECKING:
+    ctx = contextlib.nullcontext()
+else:
+    ctx = FakeTensorMode(allow_non_fake_inputs=True)
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "type_checking_branch_only_for_checkers": """
+import typing
+if typing.TYPE_CHECKING:
+    ctx = FakeTensorMode(allow_non_fake_inputs=True)
+else:
+    ctx = contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "version_info_known_for_every_supported_python": """
+import sys
+ctx = FakeTensorMode(allow_non_fake_inputs=True) if sys.version_info >= (3, 8) else contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "version_info_not_known_across_pythons": """
+import sys
+ctx = FakeTensorMode(allow_non_fake_inputs=True) if sys.version_info >= (3, 12) else contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    # ----------------------------------------------------------- yield from
+    "yield_from_generator_suspended_in_region": """
+def inner(net):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        yield net(torch.ones(1, 2))  # FGL001
+def outer(net):
+    yield from inner(net)
+net = nn.Linear(2, 2)
+for y in outer(net):
+    y.sum().backward()
+""",
+    "yield_from_generator_of_fake_module": """
+def inner():
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        net = nn.Linear(2, 2)
+        yield net(torch.ones(1, 2))
+def outer():
+    yield from inner()
+for y in outer():
+    y.sum().backward()
+""",
+    "enumerate_with_start_of_real_modules": """
+nets = [nn.Linear(2, 2)]
+with FakeTensorMode(allow_non_fake_inputs=True):
+    for i, n in enumerate(nets, start=1):
+        n(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "enumerate_with_start_of_fake_modules": """
+with FakeTensorMode(allow_non_fake_inputs=True):
+    nets = [nn.Linear(2, 2)]
+    for i, n in enumerate(nets, start=1):
+        n(torch.ones(1, 2)).sum().backward()
+""",
+    # --------------------------------------------------------- module hooks
+    "forward_hook_closes_over_real_parameter": """
+temperature = nn.Parameter(torch.tensor(2.0))
+store = {}
+def hook(module, inputs, output):
+    store["aux"] = (output / temperature).sum()  # FGL001
+net = nn.Linear(2, 2)
+net.register_forward_hook(hook)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    shadow = copy.deepcopy(net)
+    (shadow(torch.ones(1, 2)).sum() + store["aux"]).backward()
+""",
+    "forward_hook_removed_before_region": """
+temperature = nn.Parameter(torch.tensor(2.0))
+store = {}
+def hook(module, inputs, output):
+    store["aux"] = (output / temperature).sum()
+net = nn.Linear(2, 2)
+handle = net.register_forward_hook(hook)
+handle.remove()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    shadow = copy.deepcopy(net)
+    shadow(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------- a list or dict object is shared
+    "dict_filled_through_an_alias": """
+def fill(registry):
+    registry["net"] = nn.Linear(2, 2)
+models = {}
+fill(models)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    models["net"](torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "dict_copy_filled_leaves_the_original": """
+models = {"net": None}
+staged = dict(models)
+staged["net"] = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    if models["net"] is not None:
+        models["net"](torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------- a fake given to a module of the file, outside regions
+    "leaked_fake_given_to_forward_mixes_inside": """
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+    def forward(self, x, bias):
+        return self.lin(x) + bias  # FGL003
+with FakeTensorMode(allow_non_fake_inputs=True):
+    bias = torch.zeros(2)
+net = Scale()
+net(torch.ones(1, 2), bias).sum().backward()  # FGL003
+""",
+    "leaked_fake_given_to_forward_unused": """
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+    def forward(self, x, bias):
+        return self.lin(x) + torch.zeros(bias.shape)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    bias = torch.zeros(2)
+net = Scale()
+net(torch.ones(1, 2), bias).sum().backward()
+""",
+    # --------------------------------------------------- stack_module_state
+    "stack_module_state_of_real_models": """
+from torch.func import functional_call, stack_module_state, vmap
+models = [nn.Linear(2, 2) for _ in range(3)]
+params, buffers = stack_module_state(models)
+base = copy.deepcopy(models[0]).to("meta")
+def one(p, b, x):
+    return functional_call(base, (p, b), (x,))  # FGL001
+with FakeTensorMode(allow_non_fake_inputs=True):
+    vmap(one, in_dims=(0, 0, None))(params, buffers, torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "stack_module_state_of_frozen_models": """
+from torch.func import functional_call, stack_module_state, vmap
+models = [nn.Linear(2, 2).requires_grad_(False) for _ in range(3)]
+params, buffers = stack_module_state(models)
+base = copy.deepcopy(models[0]).to("meta")
+def one(p, b, x):
+    return functional_call(base, (p, b), (x,))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    y = vmap(one, in_dims=(0, 0, None))(params, buffers, torch.ones(1, 2)).sum()
+""",
+    # ------------------------------------------------------ threads and pools
+    "thread_pool_worker_opens_region": """
+from concurrent.futures import ThreadPoolExecutor
+def profile(model):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        model(torch.ones(1, 2)).sum().backward()  # FGL001
+net = nn.Linear(2, 2)
+with ThreadPoolExecutor(max_workers=1) as pool:
+    pool.submit(profile, net).result()
+""",
+    "thread_pool_worker_outside_callers_region": """
+from concurrent.futures import ThreadPoolExecutor
+def step(model):
+    model(torch.ones(1, 2)).sum().backward()
+net = nn.Linear(2, 2)
+with ThreadPoolExecutor(max_workers=1) as pool:
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        pool.submit(step, net).result()
+""",
+    "thread_target_opens_region": """
+import threading
+def profile(model):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        model(torch.ones(1, 2)).sum().backward()  # FGL001
+net = nn.Linear(2, 2)
+t = threading.Thread(target=profile, args=(net,))
+t.start()
+t.join()
+""",
+    "thread_target_outside_callers_region": """
+import threading
+def step(model):
+    model(torch.ones(1, 2)).sum().backward()
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    t = threading.Thread(target=step, args=(net,))
+    t.start()
+    t.join()
+""",
+    # ------------------------------------ children replaced by setattr
+    "lora_children_injected_into_frozen_model": """
+class Adapter(nn.Module):
+    def __init__(self, base):
+        super().__init__()
+        self.base = base
+        self.a = nn.Parameter(torch.zeros(2, 2))
+    def forward(self, x):
+        return self.base(x) + x @ self.a
+def inject(model):
+    for name, child in list(model.named_children()):
+        if isinstance(child, nn.Linear):
+            setattr(model, name, Adapter(child))
+net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+net.requires_grad_(False)
+inject(net)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "lora_children_injected_frozen_too": """
+class Adapter(nn.Module):
+    def __init__(self, base):
+        super().__init__()
+        self.base = base
+        self.a = nn.Parameter(torch.zeros(2, 2))
+    def forward(self, x):
+        return self.base(x) + x @ self.a
+def inject(model):
+    for name, child in list(model.named_children()):
+        if isinstance(child, nn.Linear):
+            setattr(model, name, Adapter(child))
+net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+inject(net)
+net.requires_grad_(False)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    y = net(torch.ones(1, 2)).sum()
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_semantics_protocols(name):
+    source = HEAD + textwrap.dedent(CASES[name])
+    got = {(f.location.row, f.code) for f in check_source(source, f"{name}.py")}
+    want = markers_in_source(source)
+    assert got == want, f"{name}: got {sorted(got)}, want {sorted(want)}"
+
+
+def test_every_mechanism_has_a_hazard_and_a_safe_case():
+    marked = [n for n, src in CASES.items() if markers_in_source(HEAD + textwrap.dedent(src))]
+    assert len(marked) >= 10 and len(CASES) - len(marked) >= 10
+
+
+def _check_at_runtime():  # pragma: no cover - a manual tool (imports torch through the oracle)
+    import tempfile
+
+    from oracle import run_fixtures
+
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {}
+        for name, src in CASES.items():
+            p = Path(tmp) / f"{name}.py"
+            p.write_text(HEAD + textwrap.dedent(src))
+            paths[str(p)] = name
+        results = run_fixtures(list(paths), jobs=2)
+        bad = 0
+        for path, res in sorted(results.items()):
+            src = Path(path).read_text()
+            codes = {c for _, c in markers_in_source(src)}
+            want = "crash" if "FGL002" in codes else "hazard" if codes & {"FGL001", "FGL003"} else "clean"
+            outcome = getattr(res, "outcome", res[0] if isinstance(res, tuple) else res)
+            if outcome != want:
+                bad += 1
+            print(f"{'ok ' if outcome == want else 'BAD'} {paths[path]}: {outcome} (want {want})")
+        return bad
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--check"]:
+    sys.exit(1 if _check_at_runtime() else 0)
