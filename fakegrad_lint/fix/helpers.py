@@ -137,8 +137,8 @@ def build_function_fix(leak, source: str) -> Fix:
     for module, obj in wanted:
         ops.add_import(module, obj)
 
-    where = _fname(func)
-    message = (f"{what} {'inside ' if not isinstance(func, ast.Module) else 'in '}{where}, with the mode active when it runs (`torch._guards.detect_fake_mode()`: "
+    where = ("in " if isinstance(func, ast.Module) else "inside ") + _fname(func)
+    message = (f"{what} {where}, with the mode active when it runs (`torch._guards.detect_fake_mode()`: "
                f"outside a fake region it keeps the real value, so every caller keeps working)")
     read = _grad_read(plan, kind)
     if read is not None:
@@ -203,7 +203,7 @@ def grad_read_copy(plan, w, following, leak):
     (``p.grad`` over ``model.parameters()``, ``model[0].weight.grad``), in the block or
     after it in the same block of code: the module runs as a fake copy made in the region
     and those reads go to the copy, so the code reads the same fake gradients (same shapes,
-    same ``None``\s for frozen parameters) and the real ones stay untouched. None (the fix
+    ``None`` for the same frozen parameters) and the real ones stay untouched. None (the fix
     stays display-only) unless every reference to the module there is a use or such a
     read, and every gradient read the analysis knows of is among them."""
     from dataclasses import replace
@@ -226,7 +226,7 @@ def grad_read_copy(plan, w, following, leak):
     for stmt in stmts:
         for node in ast.walk(stmt):
             if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and id(node) not in allowed and \
-                    _same_text(node, module, plan):
+                    dotted_name(node) == module:
                 return None  # another use of the real module: it must stay real
     lines = {n.lineno for n in reads}
     if any(ln not in lines for ln in plan.grad_reads):
@@ -296,13 +296,6 @@ def _first_line_of(w) -> int:
     if bind is not None:
         return bind.lineno
     return getattr(w, "lineno", None) or w.body[0].lineno
-
-
-def _same_text(node, module, plan) -> bool:
-    name = dotted_name(node)
-    if name is not None:
-        return name == module
-    return False
 
 
 class _Block:
