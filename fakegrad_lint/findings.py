@@ -109,6 +109,11 @@ class TraceStep:
     cell: int | None = None  # notebooks: the cell the location refers to
 
 
+# ``Finding.extra`` key of a finding made at a leak line inside a helper of another
+# module by the analysis of the file that calls it (its value: "caller line N")
+HELPER_OF = "helper_of"
+
+
 @dataclass(frozen=True)
 class Finding:
     code: str

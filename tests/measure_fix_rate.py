@@ -33,6 +33,8 @@ SETS = {
     "cases": lambda: CASES,
     "unseen": lambda: sorted((FIXTURES_DIR / "unseen").glob("*.py")),
     "heldout": lambda: sorted((FIXTURES_DIR / "heldout").glob("*.py")),
+    "blind": lambda: sorted((FIXTURES_DIR / "blind").glob("*.py")),
+    "sealed": lambda: sorted((FIXTURES_DIR / "sealed").glob("*.py")),
     "fresh": lambda: sorted((FIXTURES_DIR / "fresh").glob("*.py")),
     "vault": lambda: sorted((FIXTURES_DIR / "vault").glob("*.py")),
 }

@@ -182,9 +182,33 @@ def test_safe_only_fix_differs_exactly_for_unsafe_fixes(fixed_safe, applicabilit
     assert (safe_only != original) == ("safe" in kinds)
 
 
-def test_every_fixability_is_represented(applicabilities):
-    kinds = set().union(*applicabilities.values())
+def _snapshot_fixabilities() -> set:
+    """The applicability of every fix of a default-rule finding in the fixtures'
+    snapshots (``tests/test_snapshots.py`` keeps them equal to the CLI's output, in
+    the default tier: read here instead of running the CLI over the corpus again)."""
+    import re
+
+    kinds, code = set(), None
+    for p in FIXTURES:
+        for line in p.with_suffix(".snap").read_text(encoding="utf-8").splitlines():
+            m = re.match(r"(FGL\d{3}) \d+:\d+-\d+:\d+ ", line)
+            if m:
+                code = m.group(1)
+                continue
+            m = re.match(r"  fix \(([a-z-]+)\)", line)
+            if m and code in DEFAULT_CODES:
+                kinds.add(m.group(1))
+    return kinds
+
+
+def test_every_fixability_is_represented():
+    kinds = _snapshot_fixabilities()
     assert {"safe", "unsafe"} <= kinds, kinds  # otherwise the test above checks one side only
+
+
+@pytest.mark.slow  # a whole-corpus run: slow tier (CI runs it)
+def test_snapshot_fixabilities_are_the_clis(applicabilities):
+    assert _snapshot_fixabilities() == set().union(*applicabilities.values()) - {None}
 
 
 @pytest.mark.slow  # a whole-corpus run: slow tier (CI runs it)

@@ -396,8 +396,12 @@ def test_cli_prefilter_cache_and_formats(tmp_path):
     r = cli("--cache-dir", cache, "--output-format", "json", "--show-trace", ".", cwd=proj)
     assert r.returncode == 2, r.stderr
     assert "broken.py: error: SyntaxError" in r.stderr and "plain.py" not in r.stderr
-    (d,) = json.loads(r.stdout)
-    assert d["filename"].endswith("train.py") and d["location"] == {"row": 6, "column": 1}
+    found = json.loads(r.stdout)
+    (d,) = [x for x in found if x["filename"].endswith("train.py")]
+    assert d["location"] == {"row": 6, "column": 1}
+    # utils/memory.py is checked too: the leak is also reported at its line there
+    (h,) = [x for x in found if x["filename"].endswith("memory.py")]
+    assert h["location"] == {"row": 7, "column": 15} and h["trace"] == d["trace"], h
     assert [t["kind"] for t in d["trace"]] == ["source", "call", "region", "leak", "sink"]
     assert d["trace"][2]["filename"] == str(proj / "utils" / "memory.py")
     r = cli("--cache-dir", cache, "--show-trace", "train.py", cwd=proj)
@@ -498,3 +502,318 @@ def test_star_reexport_through_a_namespace_package_passes_the_prefilter(tmp_path
     )
     got = {(os.path.basename(d["filename"]), d["location"]["row"], d["code"]) for d in json.loads(proc.stdout)}
     assert ("main.py", 5, "FGL001") in got, proc.stdout + proc.stderr
+
+
+# ----------------------------------------------- a leak inside a helper: also at its own line there
+
+
+def _json_findings(proj, *paths):
+    r = cli("--isolated", "--no-cache", "--output-format", "json", *paths, cwd=proj)
+    assert r.returncode in (0, 1), r.stderr
+    return {(os.path.relpath(d["filename"], proj).replace(os.sep, "/"), d["location"]["row"], d["code"])
+            for d in json.loads(r.stdout)}, json.loads(r.stdout)
+
+
+def test_leak_in_a_checked_helper_is_also_reported_at_its_line(tmp_path):
+    second = "import torch\nfrom models import Net\nfrom utils.memory import estimate\n\nestimate(Net(), torch.ones(1, 4))\n"
+    proj = make(tmp_path / "p", {"models.py": NET, "utils/__init__.py": "", "utils/memory.py": MEM,
+                                  "train.py": TRAIN, "again.py": second})
+    got, raw = _json_findings(proj, ".")
+    # the call sites stay; the helper's line is reported once for both callers
+    assert got == {("train.py", 6, "FGL001"), ("again.py", 5, "FGL001"), ("utils/memory.py", 7, "FGL001")}, got
+    (h,) = [d for d in raw if d["filename"].endswith("memory.py")]
+    assert [t["kind"] for t in h["trace"]] == ["source", "call", "region", "leak", "sink"]
+    assert h["trace"][1]["filename"].endswith(("train.py", "again.py")) and h["fix"] is None
+    assert "the real value comes from the call at ../" in h["message"] and "utils/memory.py" not in h["message"]
+    # only when the helper is one of the files checked; linting the helper alone proves nothing
+    assert _json_findings(proj, "train.py")[0] == {("train.py", 6, "FGL001")}
+    assert _json_findings(proj, "utils")[0] == set()
+    # the helper's own `# noqa` silences the finding at its line, not the call's
+    mem = proj / "utils" / "memory.py"
+    mem.write_text(MEM.replace("out = model(batch)", "out = model(batch)  # noqa: FGL001"))
+    assert _json_findings(proj, ".")[0] == {("train.py", 6, "FGL001"), ("again.py", 5, "FGL001")}
+    # and that directive is used (FGL100 says so only when the helper is linted alone)
+    assert _json_findings(proj, "--extend-select", "FGL100", ".")[0] == {("train.py", 6, "FGL001"), ("again.py", 5, "FGL001")}
+    assert _json_findings(proj, "--extend-select", "FGL100", "utils")[0] == {("utils/memory.py", 7, "FGL100")}
+
+
+def test_safe_caller_of_a_checked_helper_reports_nowhere(tmp_path):
+    safe = TRAIN.replace("model = Net()\n", "model = Net().requires_grad_(False)\n").replace("  # FGL001", "")
+    proj = make(tmp_path / "p", {"models.py": NET, "utils/__init__.py": "", "utils/memory.py": MEM, "train.py": safe})
+    assert _json_findings(proj, ".")[0] == set()
+
+
+def test_helper_line_findings_survive_the_cache(tmp_path):
+    proj = make(tmp_path / "p", {"models.py": NET, "utils/__init__.py": "", "utils/memory.py": MEM, "train.py": TRAIN})
+    cache = str(tmp_path / "cache")
+    runs = []
+    for _ in range(2):
+        r = cli("--isolated", "--cache-dir", cache, "--output-format", "json", ".", cwd=proj)
+        runs.append(sorted((os.path.basename(d["filename"]), d["location"]["row"]) for d in json.loads(r.stdout)))
+    assert runs[0] == runs[1] == [("memory.py", 7), ("train.py", 6)], runs
+
+
+# ----------------------------------------------- registries filled by import side effects
+
+REGISTRY = """\
+BACKENDS = {}
+
+
+def register(name):
+    def deco(cls):
+        BACKENDS[name] = cls
+        return cls
+
+    return deco
+
+
+def get_backend(name, **kwargs):
+    return BACKENDS[name](**kwargs)
+"""
+
+FAKE_BACKEND = """\
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from registry import register
+
+
+@register("fake")
+class FakeBackend:
+    def run_step(self, step_fn, *args):
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return step_fn(*args)
+"""
+
+EAGER_BACKEND = """\
+from registry import register
+
+
+@register("eager")
+class EagerBackend:
+    def run_step(self, step_fn, *args):
+        return step_fn(*args)
+"""
+
+
+def _plugin_main(key_expr):
+    return f"""\
+import torch
+from torch import nn
+
+import backends  # noqa: F401  (registers the backends)
+from registry import get_backend
+
+
+def step(model):
+    loss = model(torch.randn(2, 3)).sum()  # MARK
+    loss.backward()
+
+
+model = nn.Linear(3, 1)
+get_backend({key_expr}).run_step(step, model)
+"""
+
+
+@pytest.mark.parametrize("reexported", [False, True])
+@pytest.mark.parametrize("key, hazard", [('"fake"', True), ('"eager"', False), ("input()", False)])
+def test_registry_filled_by_a_package_init_side_effect(tmp_path, key, hazard, reexported):
+    """``backends/__init__.py`` imports its submodules, whose decorators fill
+    ``registry.BACKENDS``; main.py names no fake mode and imports only
+    ``get_backend``. The "eager" look-alike and an unknown key (a may-value: one
+    candidate is safe) report nothing."""
+    from fakegrad_lint.analysis.project import reaches_region
+
+    main = _plugin_main(key).replace("# MARK", "# FGL001" if hazard else "")
+    files = {"registry.py": REGISTRY, "backends/__init__.py": "from . import eager, fake  # noqa: F401\n",
+             "backends/fake.py": FAKE_BACKEND, "backends/eager.py": EAGER_BACKEND, "main.py": main}
+    if reexported:
+        # the registry lives in core/registry.py; core/__init__.py re-exports it
+        files = {k.replace("registry.py", "core/registry.py"): v.replace("from registry import", "from core import")
+                 for k, v in files.items()}
+        files["core/__init__.py"] = "from .registry import BACKENDS, get_backend, register\n"
+    proj = make(tmp_path / "p", files)
+    assert reaches_region(str(proj / "main.py"), (proj / "main.py").read_text())  # the prefilter lets it through
+    got = _json_findings(proj, ".")[0]
+    assert got == ({("main.py", 9, "FGL001")} if hazard else set()), got
+
+
+# ----------------------------------------------- module summaries, once per content
+
+
+def test_module_summaries_are_made_once_per_content_and_kept_on_disk(tmp_path):
+    """Two copies of the same module (same bytes, two projects) are summarised
+    once; a second process reads the summaries from the store under the cache
+    folder instead of making them; an edited module is summarised again; the
+    findings are the same with and without the store."""
+    for name in ("a", "b"):
+        make(tmp_path / name, {"models.py": NET, "utils/__init__.py": "", "utils/memory.py": MEM, "train.py": TRAIN})
+    cache = tmp_path / "cache"
+    code = textwrap.dedent(f"""
+        import json, sys
+        from fakegrad_lint.analysis import summaries
+        from fakegrad_lint.engine import process
+        from fakegrad_lint.engine.cache import Cache
+        from fakegrad_lint.rules import DEFAULT_CODES
+        files = [str(p) for p in sorted(__import__("pathlib").Path({str(tmp_path)!r}).glob("[ab]/**/*.py"))]
+        cache = Cache(sys.argv[1]) if sys.argv[1] != "-" else None
+        r = process.run(files, lambda p: DEFAULT_CODES, process.Options(), jobs=1, cache=cache)
+        print(json.dumps([sorted((f.filename[len({str(tmp_path)!r}):], f.location.row) for f in r.findings),
+                          summaries.store_stats]))
+    """)
+
+    def run(cache_dir):
+        proc = subprocess.run([sys.executable, "-c", code, cache_dir], capture_output=True, text=True, check=True)
+        return json.loads(proc.stdout)
+
+    plain, stats0 = run("-")
+    assert plain == [["/a/train.py", 6], ["/a/utils/memory.py", 7], ["/b/train.py", 6], ["/b/utils/memory.py", 7]]
+    assert stats0["memory"] > 0  # b's modules: the same bytes as a's
+    cold, stats1 = run(str(cache))
+    assert cold == plain and stats1["made"] == stats0["made"] and stats1["disk"] == 0
+    assert list((cache / "summaries").rglob("*-imports")) and (cache / ".gitignore").is_file()
+    (tmp_path / "b" / "train.py").write_text(TRAIN + "\n")  # a new content: the cached findings of b/train.py go too
+    warm, stats2 = run(str(cache))
+    assert warm == plain and stats2["made"] >= 1 and stats2["disk"] >= 1
+
+
+# ----------------------------------------------- layouts: import cycles, namespace packages, importlib
+
+CYCLE = {
+    "pkg/__init__.py": "from .a import estimate\n",
+    "pkg/a.py": "from . import b\n" + MEM + "\n\ndef g():\n    return b.h()\n",
+    "pkg/b.py": "from .a import estimate\n\n\ndef h():\n    return estimate\n",
+}
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_import_cycle_does_not_hide_a_reexport_whatever_the_order(tmp_path, frozen):
+    """``pkg/__init__`` re-exports ``a.estimate``; ``a`` imports ``pkg.b``, which
+    imports from ``a``. Linting ``pkg/b.py`` first used to leave ``pkg/__init__``
+    with no hot name (computed inside the cycle), so train.py stopped at the
+    prefilter. The frozen model is the safe look-alike."""
+    model = "nn.Linear(4, 2).requires_grad_(False)" if frozen else "nn.Linear(4, 2)"
+    train = f"import torch\nfrom torch import nn\nfrom pkg import estimate\n\nmodel = {model}\nestimate(model, torch.randn(2, 4))\n"
+    proj = make(tmp_path / "p", {**CYCLE, "train.py": train})
+    want = set() if frozen else {("train.py", 6, "FGL001"), ("pkg/a.py", 8, "FGL001")}
+    assert _json_findings(proj, "pkg/b.py", "train.py", "pkg/a.py")[0] == want
+    assert _json_findings(proj, ".")[0] == want
+
+
+def _helper_call(imports, call, frozen=False):
+    model = "nn.Linear(4, 2).requires_grad_(False)" if frozen else "nn.Linear(4, 2)"
+    return f"import torch\nfrom torch import nn\n{imports}\n\nmodel = {model}\n{call}(model, torch.randn(2, 4))\n"
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+@pytest.mark.parametrize("files, imports, call", [
+    # `import ns.sub.mem`: ns and ns/sub are namespace packages (no __init__.py)
+    ({"ns/sub/mem.py": MEM}, "import ns.sub.mem", "ns.sub.mem.estimate"),
+    ({"pkg/__init__.py": "", "pkg/mem.py": MEM}, "import importlib\nm = importlib.import_module('pkg.mem')", "m.estimate"),
+    ({"pkg/__init__.py": "", "pkg/mem.py": MEM}, "from importlib import import_module\nm = import_module('pkg.mem')",
+     "m.estimate"),
+    ({"pkg/__init__.py": "", "pkg/mem.py": MEM, "pkg/sibling.py": ""},
+     "import importlib\nm = importlib.import_module('.mem', __package__)", "m.estimate"),
+    # a fallback import that cannot be taken: pkg.mem imports only torch
+    ({"pkg/__init__.py": "", "pkg/mem.py": MEM},
+     "try:\n    from pkg.mem import estimate\nexcept ImportError:\n    estimate = None", "estimate"),
+], ids=["namespace-dotted", "import_module", "import_module-from", "import_module-relative", "try-except-ImportError"])
+def test_project_layouts_are_followed(tmp_path, files, imports, call, frozen):
+    where = "pkg/train.py" if "__package__" in imports else "train.py"
+    proj = make(tmp_path / "p", {**files, where: _helper_call(imports, call, frozen)})
+    got = _json_findings(proj, ".")[0]
+    helper = next(f for f in files if f.endswith("mem.py"))
+    assert got == (set() if frozen else {(where, 6 + imports.count("\n"), "FGL001"), (helper, 7, "FGL001")}), got
+
+
+def test_fallback_import_that_may_be_taken_stays_a_may_value(tmp_path):
+    """The module tried imports a third-party package (it may be missing, and the
+    handler then runs): the helper may be None, nothing is reported."""
+    mem = "import triton  # noqa: F401\n" + MEM
+    imports = "try:\n    from pkg.mem import estimate\nexcept ImportError:\n    estimate = None"
+    proj = make(tmp_path / "p", {"pkg/__init__.py": "", "pkg/mem.py": mem, "train.py": _helper_call(imports, "estimate")})
+    assert _json_findings(proj, ".")[0] == set()
+
+
+CONTEXTS = """\
+import contextlib
+import functools
+
+from torch._subclasses import FakeTensorMode
+
+CONTEXTS = {
+    "fake": functools.partial(FakeTensorMode, allow_non_fake_inputs=True),
+    "off": contextlib.nullcontext,
+}
+
+
+def make_context(key):
+    return CONTEXTS[key]()
+"""
+
+
+@pytest.mark.parametrize("key, hazard", [('"fake"', True), ('"off"', False)])
+def test_context_registry_of_partials_in_another_module(tmp_path, key, hazard):
+    """``toolkit/contexts.py`` maps keys to ``functools.partial(FakeTensorMode, ...)``
+    or ``nullcontext``; the helper that looks one up names no fake mode itself."""
+    step = ("import torch\n\nfrom .contexts import make_context\n\n\n"
+            f"def step(model, x):\n    with make_context({key}):\n        model(x).sum().backward()\n")
+    main = "import torch\nfrom torch import nn\n\nfrom toolkit.sizing import step\n\nstep(nn.Linear(3, 1), torch.randn(2, 3))\n"
+    proj = make(tmp_path / "p", {"toolkit/__init__.py": "", "toolkit/contexts.py": CONTEXTS, "toolkit/sizing.py": step,
+                                  "main.py": main})
+    assert _json_findings(proj, ".")[0] == ({("main.py", 6, "FGL001"), ("toolkit/sizing.py", 8, "FGL001")} if hazard else set())
+
+
+SHIM = """\
+try:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+except ImportError:  # old torch
+
+    class FakeTensorMode:
+        def __init__(self, allow_non_fake_inputs=False):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+"""
+
+
+@pytest.mark.parametrize("shim, hazard", [(SHIM, True), ("\n".join(SHIM.splitlines()[4:]).replace("    ", "", 1) + "\n", False)],
+                         ids=["torch-first", "local-class-only"])
+def test_compat_shim_that_imports_torchs_fake_mode(tmp_path, shim, hazard):
+    """A shim that imports torch's FakeTensorMode (its stand-in only on ImportError)
+    is torch's; a module that defines its own class of that name is not."""
+    main = ("import torch\nfrom torch import nn\n\nfrom simkit import FakeTensorMode\n\nmodel = nn.Linear(3, 1)\n"
+            "with FakeTensorMode(allow_non_fake_inputs=True):\n    model(torch.randn(2, 3)).sum().backward()\n")
+    proj = make(tmp_path / "p", {"simkit/__init__.py": "from .fake import FakeTensorMode\n", "simkit/fake.py": shim,
+                                  "main.py": main})
+    assert _json_findings(proj, ".")[0] == ({("main.py", 8, "FGL001")} if hazard else set())
+
+
+def test_import_module_of_a_module_outside_the_project(tmp_path):
+    """``importlib.import_module`` of torch (not a project module) is torch's module;
+    an unknown or relative name outside a package is an unknown value, never an error."""
+    main = ("import importlib\nimport torch\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n\n"
+            "nn = importlib.import_module('torch.nn')\nother = importlib.import_module(input())\n"
+            "rel = importlib.import_module('.x')\nmodel = nn.Linear(3, 1)\n"
+            "with FakeTensorMode(allow_non_fake_inputs=True):\n    model(torch.randn(2, 3)).sum().backward()\n")
+    proj = make(tmp_path / "p", {"pkg/__init__.py": "", "main.py": main})
+    r = cli("--isolated", "--no-cache", "--output-format", "json", ".", cwd=proj)
+    assert r.returncode == 1 and not r.stderr, r.stderr
+    assert {(d["location"]["row"], d["code"]) for d in json.loads(r.stdout)} == {(10, "FGL001")}
+
+
+@pytest.mark.parametrize("call, hazard", [("manual_backward(loss)", True), ("manual_backward(loss, inputs=[x])", False)])
+def test_backward_helper_passing_its_default_inputs_none(tmp_path, call, hazard):
+    """``lit/core.py``'s ``manual_backward(loss, inputs=None)`` hands its default on
+    to ``torch.autograd.backward``: every leaf gets a gradient (the real parameters
+    too). The look-alike asks for the fake input's gradient only."""
+    core = "import torch\n\n\ndef manual_backward(loss, inputs=None):\n    torch.autograd.backward(loss, inputs=inputs)\n"
+    main = ("import torch\nfrom torch import nn\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n\n"
+            "from lit.core import manual_backward\n\nmodel = nn.Linear(3, 1)\n"
+            "with FakeTensorMode(allow_non_fake_inputs=True):\n    x = torch.randn(2, 3, requires_grad=True)\n"
+            f"    loss = model(x).sum()\n    {call}\n")
+    proj = make(tmp_path / "p", {"lit/__init__.py": "", "lit/core.py": core, "main.py": main})
+    assert _json_findings(proj, ".")[0] == ({("main.py", 10, "FGL001")} if hazard else set())

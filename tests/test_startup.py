@@ -81,3 +81,17 @@ def test_the_check_catches_a_heavy_import(tmp_path):
     (tmp_path / "a.py").write_text("from torch._subclasses import FakeTensorMode\nx = 1\n")
     rc, out, mods = loaded_after(["--no-cache", "."], tmp_path)
     assert "fakegrad_lint.analysis.interpreter" in mods and "fakegrad_lint.engine.lint" in mods
+
+
+def test_a_fix_that_adds_no_import_needs_no_codemod(tmp_path):
+    """libcst.codemod (its AddImportsVisitor) costs as much to import as libcst itself:
+    it is imported only when a fix adds an import."""
+    from pathlib import Path
+
+    fixture = Path(__file__).resolve().parent.parent / "fixtures" / "hazard_allow_set_later.py"
+    (tmp_path / "a.py").write_text(fixture.read_text(encoding="utf-8"), encoding="utf-8")
+    rc, out, mods = loaded_after(["--no-cache", "--output-format", "json", "."], tmp_path)
+    fixes = [d["fix"] for d in json.loads(out)]
+    assert rc == 1 and fixes and all(fixes)  # fixes were built (with libcst) ...
+    assert "libcst" in mods and "fakegrad_lint.fix.cst" in mods
+    assert "libcst.codemod" not in mods  # ... and none added an import

@@ -131,22 +131,62 @@ def _hot_in_code(node, text, hot_re):
     hits = outside(hits, header)
     if not hits:
         return False
-    spans = []
-    for n in ast.walk(node):  # the body too: annotations of locals and nested defs, docstrings
-        t = type(n)
-        if t is ast.arg or t is ast.AnnAssign:
-            a = n.annotation
-        elif t in _FUNCTION_DEFS:
-            a = n.returns
-        elif t is ast.Expr and type(n.value) is ast.Constant and isinstance(n.value.value, str):
-            a = n.value
-        elif t is ast.Call and type(n.func) is ast.Name and n.func.id in _TYPE_TESTS and len(n.args) == 2:
-            a = n.args[1]  # `isinstance(m, FakeTensorMode)`: a type test opens no region
-        else:
+    # the body too (annotations of locals and nested defs, docstrings, type tests): a
+    # hit is left out when a node that holds it excludes it; only the nodes whose lines
+    # hold the hit are visited (a walk of the whole unit costs more than the analysis
+    # of most units)
+    return any(not _excluded(node, hit) for hit in hits)
+
+
+def _excluded_span(n):
+    """The part of node ``n`` that opens no region: an annotation, a docstring, the
+    class of a type test (or None)."""
+    t = type(n)
+    if t is ast.arg or t is ast.AnnAssign:
+        return n.annotation
+    if t in _FUNCTION_DEFS:
+        return n.returns
+    if t is ast.Expr and type(n.value) is ast.Constant and isinstance(n.value.value, str):
+        return n.value
+    if t is ast.Call and type(n.func) is ast.Name and n.func.id in _TYPE_TESTS and len(n.args) == 2:
+        return n.args[1]  # `isinstance(m, FakeTensorMode)`: a type test opens no region
+    return None
+
+
+_DEF_LIKE = (*_FUNCTION_DEFS, ast.ClassDef)
+
+
+def _excluded(node, hit) -> bool:
+    """Is ``hit`` (line, start, end) inside the excluded span of a node of ``node``'s
+    tree (what ``ast.walk`` reaches)? Children whose lines cannot hold the hit are
+    not visited: a node's span holds its children's (a def's and a class's from their
+    first decorator); nodes without a position, and f-strings (whose parts' positions
+    are not always their own), are always entered."""
+    ln, c0, c1 = hit
+
+    def holds(a):
+        return a is not None and (a.lineno, a.col_offset) <= (ln, c0) and (ln, c1) <= (a.end_lineno, a.end_col_offset)
+
+    todo = [node]
+    pop, push = todo.pop, todo.append
+    while todo:
+        n = pop()
+        if type(n) is ast.JoinedStr:
+            if any(holds(_excluded_span(m)) for m in ast.walk(n)):
+                return True
             continue
-        if a is not None:
-            spans.append(span(a))
-    return bool(outside(hits, spans))
+        if holds(_excluded_span(n)):
+            return True
+        for child in ast.iter_child_nodes(n):
+            first = getattr(child, "lineno", None)
+            if first is None:
+                push(child)
+                continue
+            if isinstance(child, _DEF_LIKE) and child.decorator_list:
+                first = min(first, *(d.lineno for d in child.decorator_list))
+            if first <= ln <= child.end_lineno:
+                push(child)
+    return False
 
 
 def _is_word_char(c):
@@ -168,22 +208,18 @@ def _names_a_word(text, words):
     return any(next(_word_starts(text, w), None) is not None for w in words)
 
 
+_REVERSED_CALL_RE = re.compile(r"\(\s*(\w+)")
+
+
 def _call_sites(text):
     """``(word start, paren index, name)`` of each ``name(`` in ``text`` (a name,
     optional whitespace, an opening parenthesis): what ``_CALL_RE`` finds, found from
-    the parentheses backwards."""
-    out = []
-    i = text.find("(")
-    while i >= 0:
-        j = i - 1
-        while j >= 0 and text[j].isspace():
-            j -= 1
-        end = j + 1
-        while j >= 0 and _is_word_char(text[j]):
-            j -= 1
-        if j + 1 < end:
-            out.append((j + 1, i, text[j + 1 : end]))
-        i = text.find("(", i + 1)
+    the parentheses backwards (one regex pass over the reversed text: the word before
+    a parenthesis is the longest run of word characters after it there)."""
+    n = len(text)
+    out = [(n - m.end(1), n - 1 - m.start(), text[n - m.end(1) : n - m.start(1)])
+           for m in _REVERSED_CALL_RE.finditer(text[::-1])]
+    out.reverse()
     return out
 
 

@@ -19,8 +19,9 @@ assembled from one mixin per concern, each in its own module:
   :mod:`.method_calls` (torch's API and methods of values), :mod:`.dispatch`
   (ops under a mode: leaks and sinks);
 - :mod:`.facts` (records -> proved :class:`~fakegrad_lint.analysis.leaks.Leak` facts
-  with traces and fix plans), :mod:`.relevance` (which code can reach a region),
-  :mod:`.project_link` (imports of project modules);
+  with traces and fix plans), :mod:`.fix_plans` (fix plans outside the region's block),
+  :mod:`.relevance` (which code can reach a region), :mod:`.project_link` (imports of
+  project modules);
 - pure helpers: :mod:`.state`, :mod:`.valueops`, :mod:`.torch_values`, :mod:`.code_text`.
 
 Top-level functions and methods that can touch a fake region are also analysed
@@ -41,6 +42,7 @@ from fakegrad_lint.analysis.definitions import DefinitionsMixin
 from fakegrad_lint.analysis.dispatch import DispatchMixin
 from fakegrad_lint.analysis.expressions import EXPRESSION_METHODS, ExpressionsMixin
 from fakegrad_lint.analysis.facts import FactsMixin
+from fakegrad_lint.analysis.fix_plans import FixPlansMixin
 from fakegrad_lint.analysis.leaks import Leak
 from fakegrad_lint.analysis.method_calls import MethodCallsMixin
 from fakegrad_lint.analysis.positions import PositionMap
@@ -62,6 +64,7 @@ class Interpreter(
     TorchCallsMixin,
     RegionsMixin,
     DispatchMixin,
+    FixPlansMixin,
     FactsMixin,
     RelevanceMixin,
     ProjectLinkMixin,

@@ -6,12 +6,12 @@ characters. The conversion happens once, here.
 
 from __future__ import annotations
 
-from fakegrad_lint.sources.text import NEWLINE_RE as _LINE_RE
+from fakegrad_lint.sources.text import split_rows
 
 
 class PositionMap:
     def __init__(self, source: str):
-        self.lines = _LINE_RE.split(source)
+        self.lines = split_rows(source)
 
     def char_pos(self, lineno: int, byte_col: int) -> tuple[int, int]:
         if 1 <= lineno <= len(self.lines):

@@ -175,8 +175,27 @@ def _hot_word_re(roots):
         for path in possible:
             _hot.pop(path, None)  # computed with fewer possible modules: again
         words = set()
+        fed = set()
         for path in possible:
-            words |= hot_names_of(path, 0)
+            names = hot_names_of(path, 0)
+            words |= names
+            if names:
+                fed |= _feeds(path, names)
+        # a registry filled by hot code (`@register("fake")` on a class that opens a
+        # region, in another module): the module that holds it is possible too
+        for target, name in _through_reexports(fed):
+            if name not in _fed.setdefault(target, set()):
+                _fed[target].add(name)
+                old = _summaries.get(target)
+                if old is not None and not old[1]:
+                    _summaries.pop(target)  # made without its statements: again
+                _hot.pop(target, None)
+            if target not in possible:
+                possible.add(target)
+                _possible.add(target)
+                _hot.pop(target, None)
+                words |= hot_names_of(target, 0)
+
         if not words:
             break
         words = frozenset(words)
@@ -285,34 +304,65 @@ def _under(path, roots) -> bool:
     return path is not None and any((path + os.sep).startswith(r.rstrip(os.sep) + os.sep) for r in _outer_roots(roots))
 
 
-def _import_bindings(text: str, path: str, project: "Project", me: str) -> list:
-    """What each import statement of a module binds: (local name, module file,
-    imported name or None for a module, submodule file or None); "*" for a star."""
-    own, is_pkg = module_name_of(path)
+def _import_specs(text: str) -> tuple:
+    """The import statements of a module's text, layout-free (so they keep by
+    content): ("import", dotted name, local name) or ("from", level, module,
+    ((name, local name), ...))."""
     out: list = []
     for m in _import_statements(text):
         if m.group(4) is not None:  # import a.b [as m]
             for part in m.group(4).split(","):
                 bits = part.split()
-                if not bits:
-                    continue
-                target = project.find(bits[0])
-                if target is not None and os.path.abspath(target) != me:
-                    out.append((bits[2] if len(bits) >= 3 and bits[1] == "as" else bits[0].split(".")[0],
-                                target, None, None))
+                if bits:
+                    out.append(("import", bits[0],
+                                bits[2] if len(bits) >= 3 and bits[1] == "as" else bits[0].split(".")[0]))
             continue
-        base = absolute_name(own, is_pkg, m.group(2) or None, len(m.group(1)))
+        names = []
+        for part in m.group(3).strip("()").split(","):
+            bits = part.split()
+            if bits:
+                names.append((bits[0], bits[2] if len(bits) >= 3 and bits[1] == "as" else bits[0]))
+        out.append(("from", len(m.group(1)), m.group(2) or "", tuple(names)))
+    if "import_module" in text:
+        # `m = importlib.import_module("pkg.mod")` (or `(".mod", __package__)`)
+        for m in _IMPORT_MODULE_RE.finditer(text):
+            local, name = m.group(1), m.group(2)
+            level = len(name) - len(name.lstrip("."))
+            if not level:
+                out.append(("import", name, local))
+            elif name[level:]:
+                head, _, last = name[level:].rpartition(".")
+                out.append(("from", level, head, ((last, local),)))
+    return tuple(out)
+
+
+_IMPORT_MODULE_RE = re.compile(
+    r"^[ \t]*([A-Za-z_]\w*)[ \t]*=[ \t]*(?:[\w.]+\.)?import_module\([ \t]*[\"']([\w.]+)[\"']", re.MULTILINE)
+
+
+def _import_bindings(text: str, path: str, project: "Project", me: str) -> list:
+    """What each import statement of a module binds: (local name, module file,
+    imported name or None for a module, submodule file or None); "*" for a star."""
+    return _bind_imports(_import_specs(text), path, project, me)
+
+
+def _bind_imports(specs, path: str, project: "Project", me: str) -> list:
+    """:func:`_import_bindings` of a module's :func:`_import_specs`, in its layout."""
+    own, is_pkg = module_name_of(path)
+    out: list = []
+    for spec in specs:
+        if spec[0] == "import":
+            target = project.find(spec[1])
+            if target is not None and os.path.abspath(target) != me:
+                out.append((spec[2], target, None, None))
+            continue
+        base = absolute_name(own, is_pkg, spec[2] or None, spec[1])
         if base is None:
             continue
         target = project.find(base)
         if target is not None and os.path.abspath(target) == me:
             target = None
-        for part in m.group(3).strip("()").split(","):
-            bits = part.split()
-            if not bits:
-                continue
-            name = bits[0]
-            local = bits[2] if len(bits) >= 3 and bits[1] == "as" else name
+        for name, local in spec[3]:
             sub = None
             if name != "*" and (target is None or target.endswith("__init__.py")):
                 sub = project.find(f"{base}.{name}")  # `from pkg import mod`
@@ -338,6 +388,10 @@ def _hot_imports(text: str, path: str, project: "Project", me: str, depth: int =
 
 
 _hot: dict = {}
+# module -> its names that hot code of another module calls or reads (`register`
+# of a registry, used by `@register("fake")` on a class that opens a region): what
+# they touch at the module's top level (the registry dict) is hot there
+_fed: dict = {}
 _summaries: dict = {}  # path -> (import bindings, statements, names a fake mode)
 # a top-level statement starts at column 0 (decorators join the def that follows)
 _TOP_RE = re.compile(r"^(?=[@A-Za-z_])", re.MULTILINE)
@@ -349,69 +403,181 @@ _BIND_RE = re.compile(
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 
+_in_progress: list = []  # modules whose hot names are being computed (outermost first)
+_cycle = [False]  # one of them was read before it was done (an import cycle)
+_this_round: list = []  # the modules computed since the outermost call began
+
+
 def hot_names_of(target: str, depth: int) -> frozenset:
-    """:func:`hot_names` of a project module, once per process."""
+    """:func:`hot_names` of a project module, once per process. An import cycle
+    (``pkg/__init__`` re-exports ``a``, which imports ``pkg.b``, which imports from
+    ``a``) first sees a module that is not done as naming nothing; the modules of
+    that computation are then computed again until nothing changes (hot names only
+    grow), so no module keeps a value computed from a partial one."""
     key = target
     if key in _hot:
+        if key in _in_progress:
+            _cycle[0] = True
         return _hot[key]
     if target in _scanned and target not in _possible:
         return frozenset()  # names neither a fake mode nor a hot name of its project
-    _hot[key] = frozenset()  # cycles stop here
     if depth > 8:
         return frozenset()
-    names = hot_names(target, None, depth)
+    outer = not _in_progress
+    _hot[key] = frozenset()  # cycles stop here (for now)
+    _in_progress.append(key)
+    _this_round.append(key)
+    try:
+        names = hot_names(target, None, depth)
+    finally:
+        _in_progress.pop()
     _hot[key] = names
+    if outer:
+        keys = list(_this_round)
+        _this_round.clear()
+        if _cycle[0]:
+            _cycle[0] = False
+            _in_progress.append(None)  # what is computed now is not an outermost call
+            try:
+                for _ in range(16):
+                    changed = False
+                    for k in keys:
+                        again = hot_names(k, None, 0)
+                        if again != _hot.get(k):
+                            _hot[k] = again
+                            changed = True
+                    if not changed:
+                        break
+            finally:
+                _in_progress.pop()
+                _this_round.clear()
+                _cycle[0] = False
+        names = _hot[key]
     return names
 
 
 def _summary(path: str, text: str | None):
-    """A module's import bindings and top-level statements (names bound, words
-    used), computed once per process from its text."""
+    """A module's import bindings, top-level statements (names bound, words used)
+    and registrations (a decorator or a top-level call, subscript store or method
+    call on a name: that name, the names the statement binds, its words).
+
+    Once per process per module; the text part (everything but the bindings,
+    which depend on the layout) once per module *content*, kept in memory and in
+    the on-disk store of :func:`fakegrad_lint.analysis.summaries.by_content`."""
     hit = _summaries.get(path) if text is None else None
     if hit is not None:
         return hit
-    from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
+    from fakegrad_lint.analysis import summaries
 
     if text is None:
         try:
             with open(path, "rb") as fh:
-                text = fh.read().decode("utf-8", "replace")
+                raw = fh.read()
         except OSError:
-            text = ""
-    bindings = _import_bindings(text, path, Project(roots_for(path)), os.path.abspath(path))
-    entry = any(w in text for w in ENTRY_WORDS)
-    info = []  # (names a statement binds, words it uses)
-    if entry or bindings:
-        starts = [m.start() for m in _TOP_RE.finditer(text)]
-        chunks: list = []
-        joined = False
-        for i, a in enumerate(starts):
-            b = starts[i + 1] if i + 1 < len(starts) else len(text)
-            chunk = text[a:b]
-            if joined:
-                chunks[-1] += chunk
-            else:
-                chunks.append(chunk)
-            joined = chunk.startswith("@")
-        for chunk in chunks:
-            if chunk.startswith(("import ", "from ")):
-                if any(w in chunk for w in ENTRY_WORDS):
-                    # `from torch._subclasses import FakeTensorMode as FTM`: FTM is a way in
-                    words = _WORD.findall(chunk.split(" import", 1)[-1])
-                    info.append((frozenset(w for w in words if w != "as"), frozenset(ENTRY_WORDS)))
-                continue  # the project import bindings say what the others bind
-            bound = set()
-            for m in _BIND_RE.finditer(chunk):
-                if m.group(1):
-                    bound.add(m.group(1))
-                elif m.group(2):
-                    bound.update(x.strip() for x in m.group(2).split(",") if x.strip().isidentifier())
-            if bound:
-                info.append((frozenset(bound), frozenset(map(sys.intern, _WORD.findall(chunk)))))
-    hit = (bindings, info, entry)
+            raw = b""
+        text = None
+    else:
+        raw = text.encode("utf-8", "surrogatepass")
+
+    def decoded():
+        return text if text is not None else raw.decode("utf-8", "replace")
+
+    content = summaries.content_key(raw)
+    specs, entry = summaries.by_content(content, "imports", lambda: _text_imports(decoded()))
+    bindings = _bind_imports(specs, path, Project(roots_for(path)), os.path.abspath(path))
+    info, regs = (), ()
+    if entry or bindings or path in _fed:
+        info, regs = summaries.by_content(content, "statements", lambda: _text_statements(decoded()))
+    hit = (bindings, info, entry, regs)
     if len(_summaries) < 50_000:
         _summaries[path] = hit
     return hit
+
+
+def _text_imports(text: str) -> tuple:
+    from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
+
+    return _import_specs(text), any(w in text for w in ENTRY_WORDS)
+
+
+def _text_statements(text: str) -> tuple:
+    """(statements: (names bound, words used), registrations: (name, names bound,
+    words)) of a module's top level, from its text."""
+    from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
+
+    info = []
+    regs = []
+    starts = [m.start() for m in _TOP_RE.finditer(text)]
+    chunks: list = []
+    joined = False
+    for i, a in enumerate(starts):
+        b = starts[i + 1] if i + 1 < len(starts) else len(text)
+        chunk = text[a:b]
+        if joined:
+            chunks[-1] += chunk
+        else:
+            chunks.append(chunk)
+        joined = chunk.startswith("@")
+    for chunk in chunks:
+        if chunk.startswith(("import ", "from ")):
+            if any(w in chunk for w in ENTRY_WORDS):
+                # `from torch._subclasses import FakeTensorMode as FTM`: FTM is a way in
+                words = _WORD.findall(chunk.split(" import", 1)[-1])
+                info.append((frozenset(w for w in words if w != "as"), frozenset(ENTRY_WORDS)))
+            continue  # the project import bindings say what the others bind
+        bound = set()
+        for m in _BIND_RE.finditer(chunk):
+            if m.group(1):
+                bound.add(m.group(1))
+            elif m.group(2):
+                bound.update(x.strip() for x in m.group(2).split(",") if x.strip().isidentifier())
+        words = None
+        if bound:
+            words = frozenset(map(sys.intern, _WORD.findall(chunk)))
+            info.append((frozenset(bound), words))
+        m = _REG_RE.match(chunk)
+        if m is not None and (m.group(1) or not bound):
+            if words is None:
+                words = frozenset(_WORD.findall(chunk))
+            regs.append((m.group(1) or m.group(2), frozenset(bound), words))
+    return tuple(info), tuple(regs)
+
+
+# a registration: `@register("fake")` / `@registry.register` before a def or class,
+# or a top-level `register("fake", FakeBackend)`, `REGISTRY["fake"] = FakeBackend`,
+# `REGISTRY.update(...)`
+_REG_RE = re.compile(r"@[ \t]*([A-Za-z_]\w*)|([A-Za-z_]\w*)[ \t]*[(\[.]")
+
+
+def _through_reexports(fed) -> set:
+    """``fed`` (module, name) pairs, and the modules each name comes from when
+    a module only re-exports it (``core/__init__.py``: ``from .registry import
+    register_probe``), to a depth of 8."""
+    out = set(fed)
+    todo = list(fed)
+    for _ in range(8):
+        more = []
+        for target, name in todo:
+            for local, src, orig, _sub in _summary(target, None)[0]:
+                if local == name and src is not None and orig not in (None, "*") and (src, orig) not in out:
+                    out.add((src, orig))
+                    more.append((src, orig))
+        if not more:
+            break
+        todo = more
+    return out
+
+
+def _feeds(path: str, hot) -> set:
+    """(module file, name) for each name this module imports from another project
+    module and registers a hot value with (a decorator on a hot def or class, a
+    top-level call or store that names a hot name)."""
+    bindings, _info, _entry, regs = _summary(path, None)
+    used = {name for name, bound, words in regs if not bound.isdisjoint(hot) or (not bound and not words.isdisjoint(hot))}
+    if not used:
+        return set()
+    return {(target, name) for local, target, name, _sub in bindings
+            if target is not None and name not in (None, "*") and local in used}
 
 
 def hot_names(path: str, text: str | None, depth: int = 0) -> frozenset:
@@ -422,12 +588,20 @@ def hot_names(path: str, text: str | None, depth: int = 0) -> frozenset:
     only, a superset."""
     from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
 
-    bindings, info, entry = _summary(path, text)
+    bindings, info, entry, _regs = _summary(path, text)
     imported = _hot_imports("", path, None, "", depth, bindings)
-    if not imported and not entry:
+    fed = _fed.get(path)
+    if not imported and not entry and not fed:
         return frozenset()
     entries = set(ENTRY_WORDS)
     hot = set(imported)
+    if fed:
+        # a name hot code of another module uses: it and the top-level names its
+        # code touches (`BACKENDS[name] = cls` in `register`) hold hot values
+        top = set().union(*(bound for bound, _w in info)) if info else set()
+        for bound, words in info:
+            if not bound.isdisjoint(fed):
+                hot |= bound | (words & top)
     changed = True
     while changed:
         changed = False

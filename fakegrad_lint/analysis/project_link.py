@@ -8,6 +8,7 @@ file's code hands the real value over.
 
 from __future__ import annotations
 
+import ast
 import os
 
 from fakegrad_lint.analysis import roots as R
@@ -15,7 +16,7 @@ from fakegrad_lint.analysis import values as _values
 from fakegrad_lint.analysis.project import hot_names_of
 from fakegrad_lint.analysis.state import MAX_DEPTH, Crashed, Scope, State, YieldReached, _BlockExit
 from fakegrad_lint.analysis.summaries import summarize
-from fakegrad_lint.analysis.values import UNKNOWN, ClassVal, ConstVal, FuncVal, LazyImport, ProjModVal
+from fakegrad_lint.analysis.values import UNKNOWN, ClassVal, ConstVal, FuncVal, LazyImport, ModRef, ProjModVal
 
 
 class ProjectLinkMixin:
@@ -92,6 +93,8 @@ class ProjectLinkMixin:
         if v is not None:
             return self._force(v)
         sub = self._load_module(f"{mv.name}.{attr}")
+        if sub is None and self.project.is_namespace(f"{mv.name}.{attr}"):
+            sub = self._namespace(f"{mv.name}.{attr}")  # `import ns.sub.mod`: ns.sub has no __init__
         return sub if sub is not None else UNKNOWN
 
     def _force(self, v):
@@ -170,6 +173,91 @@ class ProjectLinkMixin:
                 continue
             st.scope.assign(a.asname or a.name, self._module_attr(mv, a.name))
         return True
+
+    def imports_cannot_fail(self, body) -> bool:
+        """Is ``body`` (of a ``try``) only imports of project modules whose own
+        top-level imports are of the standard library, torch or the project, or of
+        torch's fake-mode API that the tables know (``from
+        torch._subclasses.fake_tensor import FakeTensorMode``: torch is what is
+        analysed)? Then it cannot raise ImportError and its handlers never run. A
+        module that imports a third-party package (which may be missing: the
+        fallback then runs) or cannot be read keeps the handlers."""
+        if not body or not all(isinstance(x, (ast.Import, ast.ImportFrom)) for x in body):
+            return False
+        from fakegrad_lint.analysis import torch_tables as T
+
+        known = T.FAKE_TENSOR_MODE | T.FAKE_COPY_MODE | T.DETECT_FAKE_MODE | T.UNSET_FAKE
+        ctx = self.ctx
+        files = []
+        for x in body:
+            if isinstance(x, ast.ImportFrom) and x.level == 0 and x.module and x.module.split(".")[0] == "torch":
+                if all(f"{x.module}.{a.name}" in known for a in x.names):
+                    continue
+                return False
+            if isinstance(x, ast.Import):
+                names = [a.name for a in x.names]
+                if all(n == "torch" for n in names):
+                    continue
+            else:
+                base = R.absolute_name(ctx.name, ctx.is_pkg, x.module, x.level)
+                if base is None:
+                    return False
+                names = [base]
+            for name in names:
+                path = self.project.find(name)
+                if path is None:
+                    return False
+                files.append(path)
+        for path in files:
+            mf = R.load(path)
+            if mf is None or not self._imports_present(mf):
+                return False
+        return True
+
+    def _imports_present(self, mf) -> bool:
+        """Every top-level import of a project module names the standard library,
+        torch or a module of the project."""
+        project = R.Project(R.roots_for(mf.path))
+        for x in mf.tree.body:
+            if isinstance(x, ast.Import):
+                names = [a.name for a in x.names]
+            elif isinstance(x, ast.ImportFrom):
+                names = [R.absolute_name(mf.name, mf.is_pkg, x.module, x.level) or ""]
+            else:
+                continue
+            for name in names:
+                top = name.split(".", 1)[0]
+                if not (top in R._STDLIB or top in ("torch", "functorch", "__future__") or project.find(name) is not None
+                        or project.find(top) is not None):
+                    return False
+        return True
+
+    def import_module_call(self, args, kwargs):
+        """``importlib.import_module(name[, package])`` with a constant name: the
+        project module it names (a relative name against ``package``, or the running
+        module's package for ``__package__``), else the module as a reference."""
+        first = args[0] if args else kwargs.get("name", UNKNOWN)
+        if not (isinstance(first, ConstVal) and isinstance(first.value, str) and first.value):
+            return UNKNOWN
+        name = first.value
+        if name.startswith("."):
+            level = len(name) - len(name.lstrip("."))
+            pkg = args[1] if len(args) > 1 else kwargs.get("package", UNKNOWN)
+            ctx = self.ctx
+            if isinstance(pkg, ConstVal) and isinstance(pkg.value, str) and pkg.value:
+                base = R.absolute_name(pkg.value, True, name[level:] or None, level)
+            elif ctx is not None and ctx.name:
+                # `__package__` (or an unknown package): the running module's own
+                base = R.absolute_name(ctx.name, ctx.is_pkg, name[level:] or None, level)
+            else:
+                base = None
+            if base is None:
+                return UNKNOWN
+            name = base
+        if self.project is not None and self.project.find(name) is not None:
+            mv = self._load_module(name)
+            return mv if mv is not None else UNKNOWN
+        return UNKNOWN if name.startswith(".") else ModRef(name)
 
     def _from_module(self, base, name):
         mv = self._load_module(base)

@@ -53,6 +53,20 @@ def set_run_roots(paths) -> None:
     _run_roots = tuple(dict.fromkeys(roots))
 
 
+_summary_store: list = [None]
+
+
+def set_summary_store(cache_dir: str | None) -> None:
+    """Keep the project modules' summaries on disk, by content, under the run's
+    cache folder (:func:`fakegrad_lint.analysis.summaries.by_content`); None: in
+    memory only (``--no-cache``). The engine sets it with the cache."""
+    _summary_store[0] = os.path.join(cache_dir, "summaries") if cache_dir else None
+
+
+def summary_store() -> str | None:
+    return _summary_store[0]
+
+
 def run_roots() -> tuple[str, ...]:
     """The folders given to the run (see :func:`set_run_roots`)."""
     return _run_roots
@@ -269,6 +283,26 @@ class Project:
                 break
         self._found[name] = hit
         return hit
+
+
+    def is_namespace(self, name: str | None) -> bool:
+        """Is ``name`` a namespace package of the project (a folder under a root,
+        with no ``__init__.py``, that holds a module or a folder)?"""
+        if not name or _modeled(name) or self.find(name) is not None:
+            return False
+        parts = name.split(".")
+        for root in self.roots:
+            if root.endswith(os.sep):
+                continue  # an installed package's own folder: its packages have an __init__
+            folder = root
+            for part in parts:
+                if part not in _entries(folder):
+                    break
+                folder = os.path.join(folder, part)
+            else:
+                if os.path.isdir(folder) and "__init__.py" not in _entries(folder) and _entries(folder):
+                    return True
+        return False
 
 
 _listing: dict[str, frozenset] = {}

@@ -313,7 +313,10 @@ class StatementsMixin:
                         st.scope.assign(h.name, UNKNOWN)
                     self.exec_branch(h.body, st)
             else:
-                live = [h for h in s.handlers if not _dead_import_handler(s, h)]
+                # `try: from .impl import f / except ImportError: f = None` over project
+                # modules that import nothing that can be missing: the handlers never run
+                dead = self.project is not None and self.imports_cannot_fail(s.body)  # (project_link)
+                live = [] if dead else [h for h in s.handlers if not _dead_import_handler(s, h)]
                 self._may_handlers(live, s.orelse, st)
         finally:
             try:

@@ -78,3 +78,107 @@ def summarize(mf) -> ModuleSummary:
     if summary is None:
         summary = mf.summary = ModuleSummary(mf.source, mf.pos.lines)
     return summary
+
+
+# ---------------------------------------------------------------------------
+# text summaries of project modules, by content (the prefilter's project side)
+
+import hashlib as _hashlib
+import marshal as _marshal
+import os as _os
+
+STORE_FORMAT = "fgl-module-summary-1"
+_by_content: dict = {}  # key -> summary, for the process
+_fingerprint: list = [None]
+store_stats = {"memory": 0, "disk": 0, "made": 0}
+
+
+def _code_fingerprint() -> bytes:
+    """What the summaries' shape depends on: the code that makes them and the
+    entry words (a new version of either never reads an old entry)."""
+    if _fingerprint[0] is None:
+        from fakegrad_lint.analysis import project
+        from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
+
+        h = _hashlib.sha256(STORE_FORMAT.encode())
+        try:
+            with open(project.__file__, "rb") as fh:
+                h.update(fh.read())
+        except OSError:
+            h.update(b"?")
+        h.update("\0".join(ENTRY_WORDS).encode())
+        _fingerprint[0] = h.digest()
+    return _fingerprint[0]
+
+
+def content_key(raw: bytes) -> str:
+    """The key of a module's bytes in the store (with the code that summarises them)."""
+    return _hashlib.sha256(_code_fingerprint() + raw).hexdigest()
+
+
+def by_content(content: str, form: str, make):
+    """The summary ``make()`` computes from a module's bytes (``content``: their
+    :func:`content_key`), once per content: from this process' memory, else from
+    the on-disk store (keyed by the content, the form and the code that makes it),
+    else made and stored. Values are what ``marshal`` holds (tuples, frozensets,
+    strings, numbers)."""
+    key = f"{content}-{form}"
+    hit = _by_content.get(key)
+    if hit is not None:
+        store_stats["memory"] += 1
+        return hit
+    from fakegrad_lint.analysis.roots import summary_store
+
+    folder = summary_store()
+    target = _os.path.join(folder, key[:2], key[2:]) if folder else None
+    if target is not None:
+        try:
+            with open(target, "rb") as fh:
+                hit = _marshal.loads(fh.read())
+            store_stats["disk"] += 1
+        except (OSError, EOFError, ValueError, TypeError):
+            hit = None
+    if hit is None:
+        hit = make()
+        store_stats["made"] += 1
+        if target is not None:
+            _write(target, _marshal.dumps(hit))
+    if len(_by_content) < 50_000:
+        _by_content[key] = hit
+    return hit
+
+
+def _prepare(cache_dir: str) -> None:
+    """A new cache folder is marked as the engine's cache marks it (CACHEDIR.TAG,
+    a ``.gitignore`` of ``*``), so the summaries never show up in a checkout."""
+    _os.makedirs(cache_dir, exist_ok=True)
+    for name, text in (("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n# fakegrad-lint cache\n"),
+                       (".gitignore", "# created by fakegrad-lint\n*\n")):
+        marker = _os.path.join(cache_dir, name)
+        if not _os.path.exists(marker):
+            with open(marker, "w", encoding="utf-8") as fh:
+                fh.write(text)
+
+
+def _write(target: str, data: bytes) -> None:
+    """Atomically, never failing the run (a read-only cache folder keeps it in memory)."""
+    import tempfile
+
+    try:
+        folder = _os.path.dirname(target)
+        if not _os.path.isdir(folder):
+            _prepare(_os.path.dirname(_os.path.dirname(folder)))
+        _os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+        try:
+            with _os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            _os.replace(tmp, target)
+        except BaseException:
+            try:
+                _os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError:
+        pass

@@ -153,9 +153,17 @@ def _interesting(v, depth=0):
     if isinstance(v, MethodRef) and depth < 3:
         return _interesting(v.recv, depth + 1)
     if isinstance(v, PartialVal) and depth < 3:
-        # functools.partial(step, model, opt): calling it passes what it holds
-        return any(_interesting(x, depth + 1) for x in (v.func, *v.args, *v.kwargs.values()))
+        # functools.partial(step, model, opt): calling it passes what it holds;
+        # functools.partial(FakeTensorMode, allow_non_fake_inputs=True) makes a mode
+        return _is_mode_class(v.func) or any(_interesting(x, depth + 1) for x in (v.func, *v.args, *v.kwargs.values()))
     return False
+
+
+def _is_mode_class(v) -> bool:
+    from fakegrad_lint.analysis import torch_tables as T
+    from fakegrad_lint.analysis.values import ModRef
+
+    return isinstance(v, ModRef) and v.qualname in T.FAKE_TENSOR_MODE
 
 
 def _arg_exprs(e):

@@ -173,6 +173,7 @@ def _mode(args) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv_given = argv  # None: the process entry point (it exits after this)
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SUBCOMMANDS:
         return _delegate(argv[0], argv[1:])
@@ -184,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     # paths and options in any order (`src --fix tests`), as in ruff
     args = parser.parse_intermixed_args(argv)
     try:
-        return _check(args)
+        return _check(args, final=argv_given is None)
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")
         return 130
@@ -244,7 +245,7 @@ def overrides(args):
     )
 
 
-def _check(args) -> int:
+def _check(args, final: bool = False) -> int:
     from fakegrad_lint.config import settings as settings_mod
 
     # `--stdin-filename` alone reads stdin, as in ruff
@@ -315,7 +316,7 @@ def _check(args) -> int:
             from fakegrad_lint.engine.cache import open_cache
 
             cache = open_cache(True, st.config_path, args.cache_dir)
-        result = pipeline.run(files, st.codes_for, options, jobs=args.jobs, cache=cache)
+        result = pipeline.run(files, st.codes_for, options, jobs=args.jobs, cache=cache, final=final)
         found_errors = found.errors
         fixed_bytes = None
 

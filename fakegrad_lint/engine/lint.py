@@ -25,7 +25,7 @@ from fakegrad_lint.engine.prefilter import (  # noqa: F401  (may_reach_region, p
     may_reach_region,
     project_for,
 )
-from fakegrad_lint.findings import Finding, Location, TraceStep
+from fakegrad_lint.findings import HELPER_OF, Finding, Location, TraceStep
 from fakegrad_lint.rules import UNUSED_NOQA_CODE, rule_for
 from fakegrad_lint.sources.text import ParserLimit, parse_quietly
 
@@ -66,6 +66,7 @@ def lint_source(
     noqa: bool = True,
     fixes: bool = True,
     region: bool | None = None,
+    foreign: list | None = None,
 ) -> list[Finding]:
     """The findings to report for ``text``: every rule's findings, restricted to
     ``codes``, minus those a ``# noqa`` silences, plus FGL100 (unused noqa) when
@@ -76,7 +77,11 @@ def lint_source(
     read. ``noqa=False``: the caller applies ``# noqa`` itself (flake8);
     ``fixes=False``: no fixes are built (flake8 shows none). ``region``: the
     caller's prefilter already said whether the text can reach a fake region
-    (:func:`may_reach_region`), so it is not run again.
+    (:func:`may_reach_region`), so it is not run again. ``foreign``, when given,
+    receives the findings this analysis makes in *other* project modules (a leak
+    inside a helper, at its own line: :func:`helper_findings`), restricted to
+    ``codes`` but not to ``# noqa`` (the helper's text decides that: the caller,
+    :func:`fakegrad_lint.engine.process.run`, applies it).
     """
     if region is None:
         region = may_reach_region(text, path)
@@ -84,7 +89,7 @@ def lint_source(
     if region:
         if tree is None:
             tree = parse(text, path)
-        found = check_source(text, path, tree=tree, deps=deps, fixes=fixes)
+        found = check_source(text, path, tree=tree, deps=deps, fixes=fixes, foreign=foreign)
         from fakegrad_lint.sources.lazyparse import raise_deferred
 
         try:
@@ -92,6 +97,8 @@ def lint_source(
         except MemoryError as exc:
             raise _parser_limit(exc) from None
         findings = [f for f in found if f.code in codes]
+        if foreign:
+            foreign[:] = [f for f in foreign if f.code in codes]
     if not noqa:
         return findings
     report_unused = UNUSED_NOQA_CODE in codes and may_have_fgl_noqa(text)
@@ -130,7 +137,8 @@ def lint_and_fix(text: str, path: str = "<string>", *, unsafe: bool = False, cod
 
 
 def check_source(source: str, filename: str = "<string>", *, tree: ast.Module | None = None,
-                 fixes: bool = True, project=_AUTO, deps: dict | None = None) -> list[Finding]:
+                 fixes: bool = True, project=_AUTO, deps: dict | None = None,
+                 foreign: list | None = None) -> list[Finding]:
     """Return every finding of every rule (default and opt-in) in ``source``.
 
     ``project``: whole-project analysis context; by default found from
@@ -141,6 +149,10 @@ def check_source(source: str, filename: str = "<string>", *, tree: ast.Module | 
     Each finding whose leak has a fix plan gets the fix built from it, once the fix
     is proved (:mod:`fakegrad_lint.fix.proof`); otherwise ``no_fix`` says why it has
     none. ``fixes=False`` skips that (the proof's own re-lint).
+
+    ``foreign``, when given, receives a second finding for each leak that happens
+    inside a helper of another project module, at the leak's own line there
+    (:func:`helper_findings`); the finding at the call in this file stays.
 
     A caller that gives ``tree`` has run the prefilter (:func:`lint_source`
     does); without it the prefilter runs here and the text is parsed.
@@ -180,12 +192,49 @@ def check_source(source: str, filename: str = "<string>", *, tree: ast.Module | 
         )
         seen[key] = finding
         findings.append(finding)
+        if foreign is not None:
+            foreign.extend(helper_findings(finding, leak, rule))
         if leak.fix is not None and fixes:
             planned.append((len(findings) - 1, leak))
     if planned:
         findings = _with_fixes(source, filename, findings, planned)
     findings.sort(key=lambda f: f.sort_key)
     return findings
+
+
+def helper_findings(finding: Finding, leak=None, rule=None) -> list[Finding]:
+    """The finding at the leak line inside the helper of another module that
+    ``finding`` (reported at the call in the linted file) goes through: same code,
+    same trace (whose ``call`` step points back to the call that hands the real
+    value in), no fix, the message's paths relative to the helper's folder.
+    Empty when the leak is in the linted file itself."""
+    import os
+    from dataclasses import replace
+
+    op = next((s for s in finding.trace if s.kind == "leak"), None)
+    call = next((s for s in finding.trace if s.kind == "call"), None)
+    if op is None or call is None or os.path.abspath(op.filename) == os.path.abspath(finding.filename):
+        return []
+    message = finding.message
+    if leak is not None and rule is not None:
+        caller, helper = os.path.dirname(os.path.abspath(finding.filename)), os.path.abspath(op.filename)
+
+        def moved(rel):
+            where = os.path.normpath(os.path.join(caller, rel if rel is not None else os.path.basename(finding.filename)))
+            return None if where == helper else os.path.relpath(where, os.path.dirname(helper)).replace(os.sep, "/")
+
+        message = rule.message(replace(leak, mode_path=moved(leak.mode_path), sink_path=moved(leak.sink_path)))
+    where = f"{os.path.relpath(os.path.abspath(finding.filename), os.path.dirname(os.path.abspath(op.filename)))}"
+    where = f"{where.replace(os.sep, '/')} line {call.location.row}"
+    return [Finding(
+        code=finding.code,
+        message=f"{message} (the real value comes from the call at {where})",
+        filename=op.filename,
+        location=op.location,
+        end_location=op.end_location,
+        extra={**finding.extra, HELPER_OF: where},
+        trace=finding.trace,
+    )]
 
 
 def _with_fixes(source: str, filename: str, findings: list[Finding], planned) -> list[Finding]:

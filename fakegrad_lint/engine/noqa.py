@@ -22,7 +22,7 @@ import tokenize
 from dataclasses import dataclass, replace
 
 from fakegrad_lint.findings import Applicability, Edit, Finding, Fix, Location
-from fakegrad_lint.sources.text import NEWLINE_RE, split_lines
+from fakegrad_lint.sources.text import split_lines, split_rows
 from fakegrad_lint.rules import UNUSED_NOQA_CODE
 
 _NOQA_RE = re.compile(
@@ -120,7 +120,7 @@ def scan(text: str) -> NoqaMap:
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return NoqaMap({}, {})
     # backslash continuations: the directive goes on the last continued line
-    for r, line in enumerate(NEWLINE_RE.split(text), start=1):
+    for r, line in enumerate(split_rows(text), start=1):
         if r in redirect or r in comment_rows:
             continue
         if line.endswith("\\"):
@@ -172,7 +172,7 @@ def apply(text: str, findings: list[Finding], *, report_unused: bool = False, fi
         kept.append(f)
     unused: list[Finding] = []
     if report_unused:
-        lines = NEWLINE_RE.split(text)
+        lines = split_rows(text)
         for row, d in sorted(nmap.directives.items()):
             if d.codes is None:
                 continue

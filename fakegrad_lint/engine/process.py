@@ -31,8 +31,8 @@ from typing import Callable
 
 from fakegrad_lint.engine.prefilter import may_contain_fake_region, needs_work, prefilter  # noqa: F401
 from fakegrad_lint.engine.subprocs import FileTimeout, disarm_alarm, time_limit
-from fakegrad_lint.findings import Finding, ToolError, hidden_unsafe
-from fakegrad_lint.sources.kind import SourceKind, open_source
+from fakegrad_lint.findings import HELPER_OF, Finding, ToolError, hidden_unsafe
+from fakegrad_lint.sources.kind import PythonSource, SourceKind, open_source
 from fakegrad_lint.sources.sourcefile import SourceError, SourceFile, read_source, write_atomic
 from fakegrad_lint.sources.text import ParserLimit
 from fakegrad_lint.rules import UNUSED_NOQA_CODE
@@ -89,6 +89,10 @@ class FileResult:
     # {path: sha256} of the other project modules the analysis read (whole-project
     # analysis): the cached result holds only while they are unchanged
     deps: dict = field(default_factory=dict)
+    # check mode: findings the analysis made in other project modules, at a leak
+    # line inside a helper (``engine.lint.helper_findings``); :func:`run` keeps
+    # those whose file is one of the run's, after that file's ``# noqa``
+    foreign: list[Finding] = field(default_factory=list)
 
 
 def syntax_error_reason(exc: SyntaxError) -> str:
@@ -146,7 +150,7 @@ def process_source(src: SourceKind, codes: frozenset[str], options: Options, cac
             raise  # KeyboardInterrupt, SystemExit
         _failed(result, path, options, exc, alarm["fired"])
     if key is not None and result.cacheable:
-        cache.put(key, result.findings, result.errors, deps=result.deps)
+        cache.put(key, result.findings + result.foreign, result.errors, deps=result.deps)
     return result
 
 
@@ -159,7 +163,9 @@ def cache_lookup(src: SourceKind, codes: frozenset[str], options: Options, cache
     hit = cache.get(key)
     if hit is None:
         return None, key
-    result = FileResult(src.path, findings=hit[0], errors=hit[1], cached=True)
+    own = [f for f in hit[0] if HELPER_OF not in f.extra]
+    result = FileResult(src.path, findings=own, errors=hit[1], cached=True,
+                        foreign=[f for f in hit[0] if HELPER_OF in f.extra] if len(own) < len(hit[0]) else [])
     _finish(result, options, src, None)
     return result, key
 
@@ -176,14 +182,16 @@ def _dispatch(result: FileResult, src: SourceKind, codes: frozenset[str], option
 
     from fakegrad_lint.engine.lint import lint_source
 
-    def lint(t: str, deps: dict | None = None) -> list[Finding]:
-        return src.lint(lambda p: lint_source(p, path, codes, deps=deps, region=known.pop(p, None)), t)
+    def lint(t: str, deps: dict | None = None, foreign: list | None = None) -> list[Finding]:
+        return src.lint(lambda p: lint_source(p, path, codes, deps=deps, region=known.pop(p, None), foreign=foreign), t)
 
     mode = options.mode
     new = text
     fixed = added = 0  # what the mode did: counted once the file is written
     if mode == "check":
-        findings = lint(text, result.deps)
+        # findings at a helper's line in another module: Python files only
+        # (a notebook's positions are its cells')
+        findings = lint(text, result.deps, result.foreign if type(src) is PythonSource else None)
     elif mode == "add-noqa":
         from fakegrad_lint.engine.noqa import add_noqa
 
@@ -393,13 +401,20 @@ def run(
     progress: bool | None = None,
     cache=None,
     stats: bool = False,
+    final: bool = False,
 ) -> RunResult:
     """Check ``paths`` (files found by discovery).
 
     ``cache``: a :class:`fakegrad_lint.engine.cache.Cache` (used for ``check`` runs
     only). ``stats``: also count files and lines per stage (``RunResult.stats``).
+    ``final``: the process exits after this run (the command line), so the garbage
+    left is never collected (:func:`gc.freeze`).
     """
     jobs = jobs or os.cpu_count() or 1
+    from fakegrad_lint.analysis.roots import set_summary_store
+
+    # module summaries of the whole-project analysis are kept by content beside the findings
+    set_summary_store(cache.directory if cache is not None and options.mode == "check" else None)
     bar = Progress(len(paths), progress)
     gc_was = gc.get_threshold()
     gc.set_threshold(*GC_THRESHOLD)  # forked workers inherit it
@@ -409,10 +424,87 @@ def run(
         else:
             out = _run_here(paths, codes_for, options, jobs, bar, cache, stats)
     finally:
+        if final:
+            # the process exits after this run (the CLI): the cycles the analysis left
+            # are frozen, not collected, so neither the thresholds put back nor the
+            # interpreter's collection at exit traverse them (0.2-0.3 s on torch's
+            # fake-mode files in one process)
+            gc.freeze()
         gc.set_threshold(*gc_was)
         bar.close()
+    if options.mode == "check":
+        _place_foreign(out, paths, codes_for)
     out.results.sort(key=lambda r: r.path.replace(os.sep, "/"))
     return out
+
+
+def _used_by(f: Finding, silenced: dict) -> bool:
+    """Is ``f`` an unused-noqa finding (FGL100) whose every code silenced a
+    finding at a helper's line on that row?"""
+    if f.code != UNUSED_NOQA_CODE or f.location.row not in silenced:
+        return False
+    import re
+
+    m = re.search(r"unused: ([^)]*)\)", f.message)
+    dead = {c.strip() for c in m.group(1).split(",")} if m else set()
+    return bool(dead) and dead <= silenced[f.location.row]
+
+
+def _place_foreign(out: RunResult, paths: list[str], codes_for) -> None:
+    """Whole-project analysis: a leak inside a helper of another module is also
+    reported at its line there, when that module is one of the files checked
+    (never otherwise: linting the helper alone sees no real value). Each goes
+    through that file's enabled codes and ``# noqa`` and is kept once per
+    (file, line, code), beside the file's own findings."""
+    foreign = [f for r in out.results for f in r.foreign]
+    for r in out.results:
+        r.foreign = []
+    if not foreign:
+        return
+    checked = {os.path.realpath(p): p for p in paths}
+    by_file: dict = {}
+    for f in foreign:
+        p = checked.get(os.path.realpath(f.filename))
+        if p is not None:
+            by_file.setdefault(p, []).append(f)
+    if not by_file:
+        return
+    from dataclasses import replace
+
+    from fakegrad_lint.engine import noqa as noqa_mod
+
+    results = {r.path: r for r in out.results}
+    for p, found in sorted(by_file.items()):
+        codes = codes_for(p)
+        r = results.get(p)
+        seen = {(f.location.row, f.code) for f in r.findings} if r is not None else set()
+        mine = []
+        for f in found:
+            if f.code in codes and (f.location.row, f.code) not in seen:
+                seen.add((f.location.row, f.code))
+                mine.append(replace(f, filename=p))
+        if not mine:
+            continue
+        try:
+            sf = read_source(p)
+        except SourceError:
+            continue
+        kept, _unused = noqa_mod.apply(sf.text, mine, filename=p)
+        if r is not None and len(kept) < len(mine):
+            # a directive that silences a finding at a helper's line is used
+            silenced: dict = {}
+            for f in mine:
+                if not any(k is f or (k.location, k.code) == (f.location, f.code) for k in kept):
+                    silenced.setdefault(f.location.row, set()).add(f.code)
+            r.findings = [f for f in r.findings if not _used_by(f, silenced)]
+        if not kept:
+            continue
+        if r is None:
+            r = results[p] = FileResult(p)
+            out.results.append(r)
+        r.findings = sorted(r.findings + kept, key=lambda f: f.sort_key)
+        if r.source is None and r.cells is None:
+            r.source = sf.text
 
 
 def _run_here(paths, codes_for, options: Options, jobs: int, bar: Progress, cache, stats: bool) -> RunResult:

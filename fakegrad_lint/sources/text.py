@@ -19,7 +19,7 @@ import ast
 import re
 import warnings
 
-__all__ = ["NEWLINE_RE", "ParserLimit", "dominant_newline", "indent_of", "line_starts", "lines_of", "parse_quietly", "parses", "split_lines"]
+__all__ = ["NEWLINE_RE", "ParserLimit", "dominant_newline", "indent_of", "line_starts", "lines_of", "parse_quietly", "parses", "split_lines", "split_rows"]
 
 NEWLINE_RE = re.compile(r"\r\n|\r|\n")
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
@@ -32,6 +32,12 @@ def split_lines(text: str) -> list[str]:
     as in Python's tokenizer. ``"".join(split_lines(t)) == t`` always holds.
     """
     return _LINE_RE.findall(text)
+
+
+def split_rows(text: str) -> list[str]:
+    """``NEWLINE_RE.split(text)``: the rows of ``text`` without their terminators
+    (one more, empty, after a final newline); ``str.split`` when there is no ``\r``."""
+    return text.split("\n") if "\r" not in text else NEWLINE_RE.split(text)
 
 
 def lines_of(text: str) -> list[str]:

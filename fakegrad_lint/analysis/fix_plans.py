@@ -1,0 +1,129 @@
+"""Fix plans for leaks that the region's own block cannot fix (the facts of
+:class:`~fakegrad_lint.analysis.facts.FactsMixin` cover the block that opened the region).
+
+Two more placements, tried in this order when that one has no plan:
+
+- **at the call in the block**: a real *module* handed to a helper called in the region's
+  block (``train_step(model, opt, x)``, ``loss_fn(ae, x)`` with ``loss_fn`` a lambda of a
+  registry): the call gets a fake copy of the module made in the block (``module-copy``),
+  so the helper is left as it is for its other callers;
+- **in the function whose code leaks** (``placement="function"``), when the value does not
+  pass through a call of the block: a global or a closure variable read by a helper, a
+  module bound by ``functools.partial``, a function run by a decorator's wrapper that opens
+  the region, a method called through ``getattr``, code in the body of a context-manager
+  class or a helper that enters the mode without handing it out (``ExitStack``). The mode
+  has no name there: the fix finds it at run time (``torch._guards.detect_fake_mode()``,
+  ``None`` outside any fake region, so every other caller keeps the real value).
+
+Only values the analysis proved are planned: a tensor named by a stable expression, a
+real module called or copied; never a may value, a meta module, a lambda's body (no
+statement to hoist into) or code of another module.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from fakegrad_lint.analysis.code_text import _constant_subscripts
+from fakegrad_lint.analysis.names import dotted_name
+from fakegrad_lint.analysis.values import MaybeVal, ModuleVal, SeqVal, TVal
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)
+
+
+def _in_place(node) -> bool:
+    """Is ``node`` an in-place call (``x.add_(...)``, ``nn.init.zeros_(w)``)?"""
+    if not isinstance(node, ast.Call):
+        return False
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+    return name.endswith("_") and not name.endswith("__")
+
+
+class FixPlansMixin:
+    """``_fix_plan`` with the call-site module copy and the in-function placement."""
+
+    def _fix_plan(self, node, expr, value, origin, region, st):
+        plan = super()._fix_plan(node, expr, value, origin, region, st)
+        if plan is not None:
+            return plan
+        if isinstance(value, MaybeVal) or (isinstance(value, ModuleVal) and value.meta):
+            return None
+        if getattr(self, "ctx", None) is not getattr(self, "main", None):
+            return None  # code of another project module
+        from fakegrad_lint.analysis.facts import _op_mode_fix_plan  # last: at the op, with a fake operand's mode
+
+        return self._call_site_module_plan(region, origin, st) or self._function_plan(node, expr, value, region, st) \
+            or _op_mode_fix_plan(self, node, expr, value, region, st)
+
+    # -- a real module passed to a helper called in the region's block ----------
+
+    def _call_site_module_plan(self, region, origin, st):
+        if region.with_node is None or region.func_node is st.scope.func_node:
+            return None
+        site = next((x for x in reversed(st.sites) if x.caller is region.func_node), None)
+        if site is None:
+            return None
+        _, call, exprs, values = site
+        if len(exprs) != len(values):
+            return None  # the arguments are not the call's own (a `functools.partial` adds its bound ones)
+        starred = {id(a.value) for a in getattr(call, "args", ()) if isinstance(a, ast.Starred)}
+        starred |= {id(k.value) for k in getattr(call, "keywords", ()) if k.arg is None}
+        for ex, val in zip(exprs, values):
+            if ex is not None and id(ex) in starred:
+                return None  # `fn(*args)`: the name is the whole tuple, not the module
+            if ex is None or not isinstance(val, ModuleVal) or val.meta or origin not in val.real_rg():
+                continue
+            dotted = dotted_name(ex)
+            if dotted is None:
+                return None
+            plan = self._plan("module-copy", dotted, ex, region, st, region_uses=True)
+            plan.helper = dotted_name(call.func) or self._text(call.func)
+            return plan
+        return None
+
+    # -- in the function whose code leaks -----------------------------------------
+
+    def _function_plan(self, node, expr, value, region, st):
+        func = st.scope.func_node
+        if not isinstance(func, _FUNCTIONS) or expr is None:
+            return None
+        if region.with_node is not None and region.func_node is func:
+            return None  # the region's own block: the facts' placement (it said no)
+        if _in_place(node):
+            return None  # `nn.init.xavier_uniform_(m.weight)`: a copy would take the change away from the value
+        if isinstance(value, ModuleVal):
+            if isinstance(node, ast.Call) and node.func is expr:
+                kind = "module"
+            else:
+                kind = "module-copy"
+        elif isinstance(value, TVal) and not isinstance(value, SeqVal):
+            kind = "tensor"
+        else:
+            return None
+        dotted = dotted_name(expr)
+        if dotted is None and kind == "module" and _constant_subscripts(expr):
+            dotted = self._text(expr)
+            if "\n" in dotted or "..." in dotted:
+                return None
+        if dotted is None:
+            return None
+        target = node if kind == "module" else expr
+        plan = self._plan(kind, dotted, target, region, st, func=func)
+        plan.derived = isinstance(value, TVal) and value.derived
+        return plan
+
+    def _plan(self, kind, dotted, target, region, st, region_uses=False, func=None):
+        from fakegrad_lint.analysis.leaks import FixPlan
+
+        if region_uses:
+            uses = region.uses.setdefault((kind, dotted), [])
+        else:
+            table = self.__dict__.setdefault("_function_uses", {})
+            uses = table.setdefault((id(func), kind, dotted), [])
+        if not any(u is target for u in uses):
+            uses.append(target)
+        return FixPlan(kind=kind, value=dotted, with_node=region.with_node if func is None else None,
+                       item_index=region.item_index, mode_name=region.bound_name if func is None else None,
+                       uses=uses, module_tree=self.tree, loop_modules=self.loop_modules,
+                       conditional=region.mode.conditional,
+                       placement="region" if func is None else "function", func_node=func)
