@@ -132,8 +132,10 @@ class TestTransformers(CodemodTest):
             """,
         )
 
-    def test_module_copy_import_joins_the_existing_from_import(self):
-        # AddImportsVisitor: `FakeCopyMode` joins `from ...fake_tensor import FakeTensorMode`
+    def test_module_copy_is_a_deepcopy_over_a_from_tensor_memo(self):
+        # `import copy` through AddImportsVisitor, after the file's imports; no FakeCopyMode
+        # (it raises under a strict mode): the memo hands deepcopy each fake parameter; the
+        # line over the file's length gets its arguments on a line of their own
         self.assertCodemod(
             """
             import torch
@@ -148,14 +150,15 @@ class TestTransformers(CodemodTest):
             """,
             """
             import torch
-            from torch._subclasses.fake_tensor import FakeCopyMode, FakeTensorMode
+            from torch._subclasses.fake_tensor import FakeTensorMode
             import copy
 
             model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Linear(3, 3))
             with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
                 h = torch.randn(2, 3)
-                with FakeCopyMode(fake_mode):
-                    model_fake = copy.deepcopy(model)
+                model_fake = copy.deepcopy(
+                    model, {id(t): fake_mode.from_tensor(t) for t in [*model.parameters(), *model.buffers()]}
+                )
                 for layer in model_fake.children():
                     h = layer(h)
                 h.sum().backward()

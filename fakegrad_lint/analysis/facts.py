@@ -11,7 +11,7 @@ import ast
 import os
 
 from fakegrad_lint.analysis.code_text import _constant_subscripts, _defined_in, _free_in
-from fakegrad_lint.analysis.leaks import Leak, Route, Step, Verdict
+from fakegrad_lint.analysis.leaks import Leak, Route, Step, Verdict, describe_container
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import PseudoWith
 from fakegrad_lint.analysis.torch_values import _owns
@@ -169,7 +169,7 @@ class FactsMixin:
         """How to convert the real value at the region's boundary, when that is
         expressible in the ``with`` block that opened the region."""
         if region.with_node is None:
-            return None
+            return _traced_fix_plan(self, node, expr, value, region, st)
         if isinstance(value, ModuleVal) and value.meta:
             return None  # fake copies of meta parameters stay on the meta device: not proven to run
         from fakegrad_lint.analysis.leaks import FixPlan
@@ -207,6 +207,8 @@ class FactsMixin:
             if isinstance(value, MaybeVal):
                 return None  # one of several values: no single conversion is proven to fit
             kind = "module" if isinstance(value, ModuleVal) else None
+            if kind == "module" and _deepcopy_of(node, expr):
+                kind = "module-deepcopy"  # `copy.deepcopy(model)` in a strict region: copy it as fakes
             if kind == "module" and not (isinstance(node, ast.Call) and (node.func is expr or getattr(node.func, "value", None) is expr)):
                 return None
         if expr is None:
@@ -235,15 +237,18 @@ class FactsMixin:
         if kind is None:
             kind = "container" if isinstance(value, SeqVal) else "tensor"
         # every expression in the block that leaks this value: the fix converts them all
-        target = node if kind == "module" else (base if kind == "container" else expr)
-        if kind == "module-copy" and dotted is None:
+        target = node if kind in ("module", "module-deepcopy") else (base if kind == "container" else expr)
+        if kind in ("module-copy", "module-deepcopy") and dotted is None:
             return None
         uses = region.uses.setdefault((kind, dotted), [])
         if not any(u is target for u in uses):
             uses.append(target)
+        contents = describe_container(st.scope.lookup(dotted)) if kind == "container" and "." not in dotted \
+            and region.func_node is st.scope.func_node else None
         return FixPlan(kind=kind, value=dotted, with_node=region.with_node, item_index=region.item_index,
                        mode_name=region.bound_name, uses=uses, module_tree=self.tree, loop_modules=self.loop_modules,
-                       derived=isinstance(value, TVal) and value.derived, conditional=region.mode.conditional)
+                       derived=isinstance(value, TVal) and value.derived, conditional=region.mode.conditional,
+                       contents=contents)
 
     def _leaked_fix_plan(self, node, expr, value, fake_ex):
         """Mixing with a leaked fake: convert the real operand with the fake's own mode."""
@@ -269,3 +274,79 @@ class FactsMixin:
             return "value"
         seg = " ".join(seg.split())
         return seg if len(seg) <= 40 else seg[:37] + "..."
+
+
+def _deepcopy_of(node, expr) -> bool:
+    """Is ``node`` the call ``copy.deepcopy(expr)`` (the copy a fix can make fake)?"""
+    return isinstance(node, ast.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] == "deepcopy" \
+        and len(node.args) == 1 and node.args[0] is expr and not node.keywords
+
+
+def _traced_fix_plan(an, node, expr, value, region, st):
+    """A real value used in a function traced by ``make_fx(f, tracing_mode="fake")``:
+    convert it at the op with the tracer's own mode, named through a parameter of ``f``
+    that holds one of the traced (fake) inputs (``x.fake_mode``). The builder
+    (``fix/traced.py``) checks that ``f`` is only traced."""
+    fn = st.scope.func_node
+    if not (region.mode.desc or "").startswith("make_fx(") or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    if expr is None or dotted_name(expr) is None or getattr(value, "meta", False):
+        return None
+    params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+    name = next((p for p in params if isinstance(v := st.scope.vars.get(p), TVal) and v.mode is region.mode
+                 and not v.origins), None)
+    if name is None or any(dotted_name(t) == name for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AugAssign))
+                           for t in (n.targets if isinstance(n, ast.Assign) else [n.target])):
+        return None
+    from fakegrad_lint.analysis.leaks import FixPlan
+
+    if isinstance(value, ModuleVal):
+        if not (isinstance(node, ast.Call) and node.func is expr):
+            return None
+        kind = "traced-module"
+    elif isinstance(value, TVal):
+        kind = "traced-tensor"
+    else:
+        return None
+    return FixPlan(kind=kind, value=dotted_name(expr), with_node=fn, item_index=-1, mode_name=f"{name}.fake_mode",
+                   uses=[node if kind == "traced-module" else expr], module_tree=an.tree,
+                   derived=isinstance(value, TVal) and value.derived)
+
+
+def _op_mode_fix_plan(an, node, expr, value, region, st):
+    """The region's ``with`` block is not where the leak is (a generator that yields inside
+    its region, a mode entered by a helper): convert the real value at the op with the mode
+    of a fake operand of that op, named by a plain name (``model(x)`` ->
+    ``functional_call(model, {... x.fake_mode.from_tensor(t) ...}, (x,))``). Allow modes
+    only: under a strict mode the op's other real inputs raise too."""
+    if region.allow is not True or expr is None or dotted_name(expr) is None or getattr(value, "meta", False):
+        return None
+    if isinstance(node, ast.Call):
+        operands = [*node.args, *(kw.value for kw in node.keywords)]
+        if isinstance(node.func, ast.Attribute):
+            operands.append(node.func.value)
+    elif isinstance(node, ast.BinOp):
+        operands = [node.left, node.right]
+    else:
+        return None
+    name = None
+    for op in operands:
+        v = st.scope.lookup(op.id) if isinstance(op, ast.Name) and op is not expr else None
+        if isinstance(v, TVal) and v.mode is region.mode and not v.origins and not v.may_fake:
+            name = op.id
+            break
+    if name is None:
+        return None
+    from fakegrad_lint.analysis.leaks import FixPlan
+
+    if isinstance(value, ModuleVal):
+        if node.func is not expr:
+            return None
+        kind = "op-module"
+    elif isinstance(value, TVal):
+        kind = "op-tensor"
+    else:
+        return None
+    return FixPlan(kind=kind, value=dotted_name(expr), with_node=st.scope.func_node, item_index=-1,
+                   mode_name=f"{name}.fake_mode", uses=[node if kind == "op-module" else expr], module_tree=an.tree,
+                   derived=isinstance(value, TVal) and value.derived)

@@ -50,7 +50,10 @@ class FixPlansMixin:
             return None
         if getattr(self, "ctx", None) is not getattr(self, "main", None):
             return None  # code of another project module
-        return self._call_site_module_plan(region, origin, st) or self._function_plan(node, expr, value, region, st)
+        from fakegrad_lint.analysis.facts import _op_mode_fix_plan  # last: at the op, with a fake operand's mode
+
+        return self._call_site_module_plan(region, origin, st) or self._function_plan(node, expr, value, region, st) \
+            or _op_mode_fix_plan(self, node, expr, value, region, st)
 
     # -- a real module passed to a helper called in the region's block ----------
 

@@ -13,7 +13,10 @@ class FixPlan:
     """How a leak can be fixed at its region: a fact of the analysis, which the fix
     builders (``fakegrad_lint.fix``) turn into edits; the analysis never imports fix code."""
 
-    kind: str  # "tensor" | "container" | "module" | "leaked-tensor" | "leaked-module"
+    # "tensor" | "container" | "module" | "module-copy" | "module-deepcopy" | "leaked-tensor" |
+    # "leaked-module" (also: converted at the op with a fake operand's mode) | "traced-tensor" |
+    # "traced-module" (in a function traced by make_fx)
+    kind: str
     value: str  # "x", "self.w", "model"
     with_node: object  # ast.With or analysis.state.PseudoWith (None for leaked-*)
     item_index: int
@@ -25,6 +28,8 @@ class FixPlan:
     grad_reads: list = field(default_factory=list)
     # id(For node) -> expression of the real module the loop draws from (see the analysis)
     loop_modules: dict = field(default_factory=dict)
+    # what a container holds, as the analysis proved it (see ``describe_container``)
+    contents: object = None
     # "region": the edit lands in the block that opened the region (``with_node``);
     # "function": in ``func_node``, the function (or module) whose code leaks, which runs
     # inside a region opened elsewhere (a caller, a decorator's wrapper, a context-manager
@@ -33,6 +38,27 @@ class FixPlan:
     func_node: object = None
     helper: str | None = None  # the helper a module-copy is handed to (``train_step(model_fake, ...)``)
     grad_redirect: bool = False  # set by the fix builder: the code's gradient reads go to the copy
+
+
+def describe_container(value, depth: int = 0):
+    """What a container value holds, as plain data for the fix builders: ``"tensor"``
+    (a leaf), ``"derived"`` (a tensor computed from a requires-grad one), ``("dict", x)``,
+    ``("seq", x)`` (``x`` describing every element), ``"any"`` (not only tensors, or not
+    known: converted behind an ``isinstance`` check) or None (no container)."""
+    from fakegrad_lint.analysis.values import SeqVal, TVal
+
+    if isinstance(value, TVal):
+        return "derived" if value.derived else "tensor"
+    if not isinstance(value, SeqVal) or depth > 3:
+        return "any" if depth else None
+    parts = {describe_container(v, depth + 1) for v in value.items} or {"any"}
+    if len(parts) == 1:
+        inner = parts.pop()
+    elif parts <= {"tensor", "derived"}:
+        inner = "derived"
+    else:
+        inner = "any"
+    return ("dict" if value.is_dict else "seq", inner)
 
 
 class Verdict(str, enum.Enum):

@@ -267,7 +267,10 @@ class TorchCallsMixin:
             return TVal(frozenset([Origin("parameter", "parameter", e.lineno)]), shape=shape)
         if q in N.AUTOGRAD_BACKWARD:
             tensors = args[0] if args else kwargs.get("tensors", UNKNOWN)
-            self.sink(tensors, "torch.autograd.backward", e, st, inputs=kwargs.get("inputs"))
+            inputs = kwargs.get("inputs")
+            if isinstance(inputs, ConstVal) and inputs.value is None:
+                inputs = None  # `inputs=None` (a parameter's default passed on): every leaf
+            self.sink(tensors, "torch.autograd.backward", e, st, inputs=inputs)
             return UNKNOWN
         if q in N.AUTOGRAD_GRAD:
             outputs = args[0] if args else kwargs.get("outputs", UNKNOWN)
@@ -308,6 +311,10 @@ class TorchCallsMixin:
     def call_table(self, e, q, args, kwargs, st):
         """Calls whose meaning is a row of ``torch_tables`` (None: not one of them)."""
         first = args[0] if args else UNKNOWN
+        if q in N.DEEPCOPY and len(args) == 2 and isinstance(src_mode := _memo_mode(args[1]), ModeVal):
+            # `copy.deepcopy(m, {id(t): mode.from_tensor(t) for t in ...})`: every parameter and
+            # buffer comes from the memo, as its fake copy (the fix of a module, fix/modules.py)
+            return _proven_copy(_fake_copy(first, src_mode), first, bool(st.may))
         if q in N.DEEPCOPY or q in N.MODULE_DEEPCOPYING_WRAPPERS:
             return self.deepcopy(e, first, st)
         if q in N.RETURNS_MODULE_GIVEN:
@@ -449,3 +456,13 @@ class TorchCallsMixin:
         elif last in N.PARAMLESS_MODULES:
             mod.origin = None
         return mod
+
+
+def _memo_mode(memo):
+    """The fake mode of every value of a deepcopy memo (a dict of fake tensors), else None."""
+    if not isinstance(memo, SeqVal) or not memo.is_dict or not memo.items:
+        return None
+    modes = {id(v.mode): v.mode for v in memo.items if isinstance(v, TVal)}
+    if len(modes) != 1 or not all(isinstance(v, TVal) and v.mode is not None for v in memo.items):
+        return None
+    return next(iter(modes.values()))

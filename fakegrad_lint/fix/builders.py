@@ -12,12 +12,16 @@ never reach a fake op (``history.append(x)``, ``x.shape``) keep the real value.
   where ``x`` leaked. Shapes in the region are unchanged and the real tensor is
   never touched: **safe**. (A non-leaf is copied as a fake leaf of its own:
   ``from_tensor(x).detach().requires_grad_()``.)
-- container: the same with ``torch.utils._pytree.tree_map_only`` over its tensors.
+- container: the same with a generated comprehension over its tensors (``fix/containers.py``).
 - module: ``model(args)`` becomes ``torch.func.functional_call(model, state,
   args)`` over ``from_tensor`` copies of its parameters and buffers, hoisted once.
   The module and its real parameters are untouched and every shape is the same,
   but gradients and in-place buffer updates land on the fake copies and the call
   skips ``model.__call__`` hooks: **unsafe**.
+- a method other than forward, a loop over a module, a region that reads the gradients
+  or calls the module's own methods, ``copy.deepcopy(model)`` under a strict mode: a fake
+  deep copy over a ``from_tensor`` memo (``fix/modules.py``, where the forms are measured).
+- a function traced by ``make_fx``: converted at the op with the tracer's mode (``fix/traced.py``).
 - leaked fake (FGL003): the real operand becomes ``f.fake_mode.from_tensor(w)``,
   made by the leaked tensor's own mode: **unsafe** (which side should be real is
   the author's call).
@@ -40,6 +44,7 @@ from fakegrad_lint.analysis.leaks import FixPlan
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.positions import PositionMap
 from fakegrad_lint.findings import Applicability, Fix
+from fakegrad_lint.fix import containers, modules, traced
 from fakegrad_lint.fix.cst import CstError, CstFile, Ops
 
 
@@ -90,7 +95,26 @@ class _Nodes:
 def _build_fix(leak, source: str) -> Fix | None:
     plan: FixPlan = leak.fix
     if plan.kind.startswith("leaked-"):
-        return _leaked_fix(plan, _Nodes(source))
+        reason = modules.leaked_refusal(leak, plan)
+        if reason is not None:
+            raise NoFix(reason)
+        fix = _leaked_fix(plan, _Nodes(source))
+        read = next(iter(sorted(plan.grad_reads)), None)
+        if read is not None:
+            # the real value's gradient is read later: with a fake operand it has none
+            return Fix(f"{fix.message} (not applied: line {read} reads the real gradient of `{plan.value}`)",
+                       Applicability.DISPLAY_ONLY, fix.edits)
+        return fix
+    if plan.kind.startswith(("traced-", "op-")):
+        try:
+            fix = traced.build(plan, _Nodes(source), _leaked_fix)
+        except traced.NotTracedOnly as exc:
+            raise NoFix(str(exc)) from None
+        read = next(iter(sorted(plan.grad_reads)), None) if plan.kind.startswith("op-") else None
+        if read is not None:
+            return Fix(f"{fix.message} (not applied: line {read} reads the real gradient of `{plan.value}`)",
+                       Applicability.DISPLAY_ONLY, fix.edits)
+        return fix
     if plan.placement == "function":
         from fakegrad_lint.fix.helpers import build_function_fix  # the mode is found at run time (fix/helpers.py)
 
@@ -106,7 +130,8 @@ def _build_fix(leak, source: str) -> Fix | None:
         raise NoFix("the region's body shares its line with other code")
     # every expression the fix rewrites in the block: the hoist goes right above the
     # statement with the first of them (after whatever the block does to the value first)
-    rewritten = list(plan.uses) if plan.kind == "module" else _with_gradient_reads(plan.uses, w.body, plan.value)
+    rewritten = list(plan.uses) if plan.kind in ("module", "module-deepcopy") else \
+        _with_gradient_reads(plan.uses, w.body, plan.value)
     first_stmt = _first_use_stmt(w, rewritten)
     if _rebound_before_use(w, plan, first_stmt.lineno if not one_line else 0) and not one_line:
         loop_root = _loop_module(w, plan)
@@ -116,11 +141,22 @@ def _build_fix(leak, source: str) -> Fix | None:
             plan = replace(plan, kind="module-copy", value=dotted_name(loop_root) or "", uses=[loop_root])
             rewritten = [loop_root]
             first_stmt = _first_use_stmt(w, rewritten)
+    copy_all, after_roots, later = False, None, []
+    if plan.kind == "module" and not one_line and (_reads_grads_in_region_only(leak, plan, w) or
+                                                   modules.uses_own_methods(w.body, plan.value, plan.uses)):
+        # the region reads the gradients it makes (`p.grad` for `p` in `model.parameters()`):
+        # the region runs on a fake deep copy, every read of the module included
+        loads = modules.module_loads(w.body, plan.value, 0)
+        after_roots = modules.grad_read_roots(_following(plan.module_tree, w), plan.value)
+        if loads and after_roots is not None:
+            loads = loads + after_roots  # the reads of the gradients after the block read the copy's
+            plan, rewritten, copy_all = replace(plan, kind="module-copy", uses=loads), loads, True
+            first_stmt = _first_use_stmt(w, rewritten)
     if _rebound_before_use(w, plan, first_stmt.lineno if not one_line else 0):
         # the name means something else by the time it leaks
         raise NoFix(f"`{plan.value}` is rebound in the region before it leaks (a loop or comprehension "
                     f"variable, an assignment)")
-    if plan.kind in ("module", "module-copy"):
+    if plan.kind in ("module", "module-copy") and not copy_all:
         from fakegrad_lint.fix.helpers import grad_read_copy  # a copy whose gradients the code reads
 
         plan = grad_read_copy(plan, w, _following(plan.module_tree, w), leak) or plan
@@ -159,11 +195,51 @@ def _build_fix(leak, source: str) -> Fix | None:
     base = re.sub(r"\W+", "_", plan.value.rsplit(".", 1)[-1]).strip("_") or "value"
     base = base.lower() if base.isupper() else base
 
-    if plan.kind == "module-copy":
-        from fakegrad_lint.fix.helpers import region_module_copy  # methods, loops, arguments (fix/helpers.py)
-
-        applicability, message = region_module_copy(plan, leak, nodes, ops, taken, mode, hoist, base, _first_line(w),
-                                                     indent)
+    if plan.kind in ("module-copy", "module-deepcopy"):
+        if "id" in taken:
+            raise NoFix("`id` names something else in this scope")
+        names = _bound_imports(plan.module_tree, _first_line(w))
+        copy_name = names.get(("copy", None))
+        wanted = []
+        if copy_name is None and plan.kind == "module-copy":
+            if "copy" in taken:
+                raise NoFix("`copy` names something else in this scope")
+            copy_name = "copy"
+            wanted.append(("copy", None))
+        if plan.kind == "module-deepcopy":
+            layout = _Layout(pos)
+            for call in plan.uses:
+                line = pos.lines[call.lineno - 1]
+                new_call = modules.fake_copy(pos.segment(call.func), plan.value, mode)
+                if call.lineno == call.end_lineno:
+                    new_call = modules.wrapped_call(new_call, line, len(pos.segment(call)), _indent_of(line),
+                                                    layout.unit, layout.limit)
+                ops.replace(nodes.expr(call), new_call)
+            applicability = Applicability.SAFE
+            message = (f"Copy `{plan.value}` as fakes: `copy.deepcopy` with its parameters and buffers "
+                       f"replaced by `{mode}.from_tensor` copies")
+        else:
+            fake = _unique(f"{base}_fake", taken)
+            layout = _Layout(pos)
+            each = not copy_all and modules.iterated(w.body, plan.uses[0])
+            hoist(modules.wrapped(f"{fake} = ", modules.fake_copy(f"{copy_name}.deepcopy", plan.value, mode, each),
+                                  indent, layout.unit, layout.limit))
+            for node in plan.uses:
+                ops.replace(nodes.expr(node), fake)
+            applicability = Applicability.UNSAFE
+            form = f"`copy.deepcopy` over `{mode}.from_tensor` copies of its parameters and buffers"
+            if plan.grad_redirect:
+                message = (f"Run `{plan.value}` as a fake copy ({form}), and read the copy's gradients where the "
+                           f"code reads `{plan.value}`'s: gradients and state changes land on the copy")
+            elif plan.helper:
+                message = (f"Pass a fake copy of `{plan.value}` ({form}) to `{plan.helper}` in the region: "
+                           f"`{plan.helper}` is left as it is for its other callers; gradients and state changes "
+                           f"land on the copy")
+            else:
+                message = (f"Run `{plan.value}` as a fake copy ({form}): gradients and state changes land on "
+                           f"the copy")
+        for module, obj in wanted:
+            ops.add_import(module, obj)
     elif plan.kind == "module":
         torch_name, needs_import = _torch_module_name(plan.module_tree, pos, _first_line(w))
         rhs = (f"{{name: {mode}.from_tensor(t) for name, t in "
@@ -196,8 +272,11 @@ def _build_fix(leak, source: str) -> Fix | None:
         needs_import = False
         if plan.kind == "container":
             torch_name, needs_import = _torch_module_name(plan.module_tree, pos, _first_line(w))
-            rhs = (f"{torch_name}.utils._pytree.tree_map_only({torch_name}.Tensor, lambda t: "
-                   f"{mode}.from_tensor(t).detach().requires_grad_(t.requires_grad), {plan.value})")
+            try:
+                rhs, reads_torch = containers.conversion(plan, mode, torch_name, taken)
+            except containers.NoConversion as exc:
+                raise NoFix(str(exc)) from None
+            needs_import = needs_import and reads_torch
         elif plan.derived:
             # from_tensor of a non-leaf keeps a fake history that backward cannot walk:
             # make the fake copy a leaf of its own
@@ -222,8 +301,8 @@ def _build_fix(leak, source: str) -> Fix | None:
     if plan.kind in ("module", "module-copy"):
         from fakegrad_lint.fix.helpers import parameter_grad_read_elsewhere
 
-        read = _module_grad_read(list(w.body) + _following(plan.module_tree, w), plan.value) or \
-            parameter_grad_read_elsewhere(plan.module_tree, w)
+        read = None if copy_all else (_module_grad_read(list(w.body) + _following(plan.module_tree, w), plan.value)
+                                      or parameter_grad_read_elsewhere(plan.module_tree, w))
         if read is not None:
             # the gradients land on the fake copies: what the code reads there changes
             return Fix(f"{message} (not applied: line {read} reads the gradients of `{plan.value}`'s parameters)",
@@ -234,11 +313,16 @@ def _build_fix(leak, source: str) -> Fix | None:
             return Fix(f"{message} (not applied: `torch.autograd.grad` on line {leak.sink_line} may differentiate "
                        f"with respect to `{plan.value}`'s real parameters)",
                        Applicability.DISPLAY_ONLY, ops.edits())
+    if copy_all:
+        # every read of the gradients, in the block and after it, reads the copy's
+        if after_roots:
+            message += ", and read the copy's gradients after the block"
+        return Fix(message, applicability, ops.edits())
     outside_grad = [ln for ln in plan.grad_reads if not body_lines[0] <= ln <= body_lines[1]]
     outside_sink = leak.sink == "torch.autograd.grad" and leak.sink_line is not None and not (
         body_lines[0] <= leak.sink_line <= body_lines[1]
     )
-    if (outside_grad or outside_sink) and plan.kind != "module":
+    if (outside_grad or outside_sink) and plan.kind not in ("module", "module-copy"):
         # the code reads the gradient after the block: it read a FakeTensor before the fix,
         # it reads the fake copy's gradient (same shapes) after it; later real reads change
         covered = {n.lineno for n in later}
@@ -255,6 +339,24 @@ def _build_fix(leak, source: str) -> Fix | None:
         applicability = Applicability.UNSAFE
         message += " (right for the current value of the condition that picks the mode)"
     return Fix(message, applicability, ops.edits())
+
+
+def _reads_grads_in_region_only(leak, plan, w) -> bool:
+    """Does the function read the gradients of the module's parameters, in the region or
+    after it in the same block, only through the module's name (and no
+    ``torch.autograd.grad`` may name the real parameters)? Then a fake copy made in the
+    region serves every such read."""
+    following = _following(plan.module_tree, w)
+    if leak.sink == "torch.autograd.grad" or not modules.grad_reads_in(w.body + following, plan.value):
+        return False
+    lines = (w.body[0].lineno, (following or w.body)[-1].end_lineno)
+    if any(not lines[0] <= ln <= lines[1] for ln in plan.grad_reads):
+        return False
+    roots = modules.grad_read_roots(following, plan.value)
+    loads = modules.module_loads(following, plan.value, 0)
+    # after the block the module is only read for those gradients (no real step that
+    # would make real ones: those reads must stay on the real module)
+    return roots is not None and loads is not None and {id(n) for n in loads} <= {id(n) for n in roots}
 
 
 def _first_use_stmt(w, nodes):

@@ -29,17 +29,25 @@ RULE = Rule(
     fix_safety=(
         "Safe for a tensor: the fix binds the mode (`as fake_mode`) and uses "
         "`fake_mode.from_tensor(x)` inside the region, so every shape computed there is "
-        "unchanged and the real tensor is never touched. For a module the fix runs it with "
-        "`torch.func.functional_call` over `from_tensor` copies of its parameters and "
-        "buffers; it is marked unsafe because gradients then land on the fake copies, "
-        "which changes what the code computes for anything that reads them. A method other "
-        "than `forward` (`ae.encode(x)`) or a loop over a real module (`for layer in "
-        "model.children()`) runs on a fake copy made in the region with "
-        "`with FakeCopyMode(fake_mode): ae_fake = copy.deepcopy(ae)` (unsafe for the same "
-        "reason). Both forms were measured on torch 2.13: the real shapes, forward hooks run, "
-        "buffer updates go to fake tensors, no real storage; `functional_call` also works "
-        "under a strict mode, the deep copy needs `allow_non_fake_inputs=True`. When the code "
-        "reads the module's parameter gradients the module fix is display-only."
+        "unchanged and the real tensor is never touched. A list, tuple or dict of them gets a "
+        "comprehension of the same type (`[fake_mode.from_tensor(t) for t in params]`, "
+        "`{k: fake_mode.from_tensor(v) for k, v in sd.items()}`; never the private "
+        "`torch.utils._pytree`). For a module the fix picks one of two forms, measured on torch "
+        "2.13 (shapes, hooks, buffers, tied weights, memory): a direct call `model(x)` becomes "
+        "`torch.func.functional_call` over `from_tensor` copies of its parameters and buffers "
+        "(the forward hooks run on the real module object); a method other than `forward`, a "
+        "loop over the module or its parameters, and a region that reads the gradients it makes "
+        "(`p.grad` for `p` in `model.parameters()`, in the block or right after it) run on a fake "
+        "copy, `copy.deepcopy(model, {id(t): fake_mode.from_tensor(t) for t in "
+        "[*model.parameters(), *model.buffers()]})` (the memo hands deepcopy each fake "
+        "parameter: tied weights stay tied, hooks are copied, no real storage, and it works under "
+        "a strict mode too, where `FakeCopyMode` raises; a plain `copy.deepcopy` in an allow "
+        "region fails on `set_` of a meta storage). Both are unsafe: gradients and buffer "
+        "updates land on the fake copies. In a function traced by `make_fx(f, "
+        "tracing_mode=\"fake\")` the real module or tensor is converted at the op with the "
+        "tracer's mode (`x.fake_mode.from_tensor`, `x` a traced input): the same graph, unsafe. "
+        "When code outside the fixed region reads the module's real parameter gradients the module fix "
+        "is display-only."
     ),
     invalid=(
         """\
@@ -63,6 +71,44 @@ with FakeTensorMode(allow_non_fake_inputs=True):
     out.sum().backward()
 print(tuple(out.shape))
 """,
+        """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+params = [torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)]
+with FakeTensorMode(allow_non_fake_inputs=True):
+    y = (params[0] * params[1]).sum()  # FGL001
+    y.backward()
+print(tuple(y.shape))
+""",
+        """\
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+model = nn.Linear(3, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    model(torch.randn(4, 3)).sum().backward()  # FGL001
+    grad_bytes = sum(p.grad.numel() * p.grad.element_size() for p in model.parameters())
+print(grad_bytes)
+""",
+        """\
+import torch
+from torch import nn
+from torch.fx.experimental.proxy_tensor import make_fx
+
+net = nn.Linear(3, 3)
+
+
+def train_step(x):
+    loss = net(x).sum()  # FGL001
+    loss.backward()
+    return loss
+
+
+gm = make_fx(train_step, tracing_mode="fake", _allow_non_fake_inputs=True)(torch.randn(2, 3))
+print(len(gm.graph.nodes))
+""",
     ),
     valid=(
         """\
@@ -85,6 +131,32 @@ with FakeTensorMode(allow_non_fake_inputs=True):
     out = model(torch.randn(4, 3))
     out.sum().backward()
 print(tuple(out.shape))
+""",
+        """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+params = [torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)]
+with FakeTensorMode(allow_non_fake_inputs=True):
+    y = (params[0].detach() * params[1].detach()).sum()  # detached: no real leaf in the graph
+print(tuple(y.shape))
+""",
+        """\
+import torch
+from torch import nn
+from torch.fx.experimental.proxy_tensor import make_fx
+
+net = nn.Linear(3, 3)
+
+
+def train_step(x):
+    loss = net(x).sum()
+    loss.backward()
+    return loss
+
+
+gm = make_fx(train_step, tracing_mode="real")(torch.randn(2, 3))  # real tracing: real gradients
+print(len(gm.graph.nodes))
 """,
     ),
     # What `--fix --unsafe-fixes` writes for each invalid example (None: no fix),
@@ -117,6 +189,53 @@ with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
     )  # FGL001
     out.sum().backward()
 print(tuple(out.shape))
+""",
+        """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+params = [torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)]
+with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
+    params_fake = [fake_mode.from_tensor(t) for t in params]
+    y = (params_fake[0] * params_fake[1]).sum()  # FGL001
+    y.backward()
+print(tuple(y.shape))
+""",
+        """\
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+import copy
+
+model = nn.Linear(3, 2)
+with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
+    model_fake = copy.deepcopy(
+        model, {id(t): fake_mode.from_tensor(t) for t in [*model.parameters(), *model.buffers()]}
+    )
+    model_fake(torch.randn(4, 3)).sum().backward()  # FGL001
+    grad_bytes = sum(p.grad.numel() * p.grad.element_size() for p in model_fake.parameters())
+print(grad_bytes)
+""",
+        """\
+import torch
+from torch import nn
+from torch.fx.experimental.proxy_tensor import make_fx
+
+net = nn.Linear(3, 3)
+
+
+def train_step(x):
+    loss = torch.func.functional_call(
+        net,
+        {name: x.fake_mode.from_tensor(t) for name, t in [*net.named_parameters(), *net.named_buffers()]},
+        (x,),
+    ).sum()  # FGL001
+    loss.backward()
+    return loss
+
+
+gm = make_fx(train_step, tracing_mode="fake", _allow_non_fake_inputs=True)(torch.randn(2, 3))
+print(len(gm.graph.nodes))
 """,
     ),
     fixed_example="""\

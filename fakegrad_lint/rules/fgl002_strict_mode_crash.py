@@ -29,9 +29,14 @@ RULE = Rule(
     fix_safety=(
         "Safe for a tensor: converting at the boundary with `fake_mode.from_tensor(x)` turns "
         "a certain crash into the shape computation the code intended; shapes are those of "
-        "the real tensor and the real tensor is never touched. Unsafe for a module: the call "
-        "becomes `torch.func.functional_call` over `from_tensor` copies of its parameters "
-        "and buffers, which bypasses the module's `__call__` hooks."
+        "the real tensor and the real tensor is never touched. Safe for `copy.deepcopy(model)` "
+        "in the region: it becomes `copy.deepcopy(model, {id(t): fake_mode.from_tensor(t) for t "
+        "in [*model.parameters(), *model.buffers()]})`, the fake copy the code meant (works "
+        "under the strict mode, where `FakeCopyMode` raises; the mode stays strict). Unsafe for a "
+        "module call: `torch.func.functional_call` over `from_tensor` copies of its parameters "
+        "and buffers, or for its other methods and loops over it, the same fake deep copy. In a "
+        "function traced by `make_fx(f, tracing_mode=\"fake\" | \"symbolic\")` the real value "
+        "is converted at the op with the tracer's mode (`x.fake_mode.from_tensor`): unsafe."
     ),
     invalid=(
         """\
@@ -42,6 +47,34 @@ w = torch.randn(3, 3, requires_grad=True)
 with FakeTensorMode():
     y = w @ torch.randn(3, 5)  # FGL002
 print(tuple(y.shape))
+""",
+        """\
+import copy
+
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+model = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8))
+with FakeTensorMode():
+    twin = copy.deepcopy(model)  # FGL002
+    out = twin(torch.empty(2, 8))
+print(tuple(out.shape))
+""",
+        """\
+import torch
+from torch import nn
+from torch.fx.experimental.proxy_tensor import make_fx
+
+encoder = nn.Linear(4, 4)
+
+
+def forward_fn(x):
+    return encoder(x).relu()  # FGL002
+
+
+gm = make_fx(forward_fn, tracing_mode="symbolic")(torch.randn(3, 4))
+print(gm.code)
 """,
     ),
     valid=(
@@ -63,6 +96,19 @@ with FakeTensorMode():
     y = torch.zeros(w.shape) @ torch.randn(3, 5)  # metadata only
 print(tuple(y.shape))
 """,
+        """\
+import copy
+
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+model = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8))
+with FakeTensorMode() as fake_mode:
+    twin = copy.deepcopy(model, {id(t): fake_mode.from_tensor(t) for t in [*model.parameters(), *model.buffers()]})
+    out = twin(torch.empty(2, 8))
+print(tuple(out.shape))
+""",
     ),
     # What `--fix --unsafe-fixes` writes for each invalid example (None: no fix),
     # checked like Fixit's expected_replacement.
@@ -76,6 +122,40 @@ with FakeTensorMode() as fake_mode:
     w_fake = fake_mode.from_tensor(w)
     y = w_fake @ torch.randn(3, 5)  # FGL002
 print(tuple(y.shape))
+""",
+        """\
+import copy
+
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+model = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8))
+with FakeTensorMode() as fake_mode:
+    twin = copy.deepcopy(
+        model, {id(t): fake_mode.from_tensor(t) for t in [*model.parameters(), *model.buffers()]}
+    )  # FGL002
+    out = twin(torch.empty(2, 8))
+print(tuple(out.shape))
+""",
+        """\
+import torch
+from torch import nn
+from torch.fx.experimental.proxy_tensor import make_fx
+
+encoder = nn.Linear(4, 4)
+
+
+def forward_fn(x):
+    return torch.func.functional_call(
+        encoder,
+        {name: x.fake_mode.from_tensor(t) for name, t in [*encoder.named_parameters(), *encoder.named_buffers()]},
+        (x,),
+    ).relu()  # FGL002
+
+
+gm = make_fx(forward_fn, tracing_mode="symbolic")(torch.randn(3, 4))
+print(gm.code)
 """,
     ),
     fixed_example="""\

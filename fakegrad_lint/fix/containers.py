@@ -1,0 +1,144 @@
+"""Containers of real tensors converted at the region boundary without
+``torch.utils._pytree`` (private): a generated comprehension.
+
+The analysis proves what a container holds (:func:`fakegrad_lint.analysis.leaks.describe_container`:
+leaf tensors, tensors computed from a requires-grad one, nested lists/dicts, or values
+that are not all tensors) and the code says what the container is (its bindings: a
+list display, ``list(...)``, a dict display, ``dict(...)``, ``.state_dict(...)``, a
+``*args`` tuple, ``**kwargs``). The conversion keeps that type and every key:
+
+- ``[fake_mode.from_tensor(t) for t in params]`` (a list), ``tuple(... for t in args)``;
+- ``{k: fake_mode.from_tensor(v) for k, v in sd.items()}`` (a dict);
+- a nested container converts each level (``type(v)(...)`` for an inner list or tuple);
+- an element that is not proven a tensor is converted behind ``isinstance(t, torch.Tensor)``;
+- a tensor computed from a requires-grad one becomes a fake leaf of its own
+  (``.detach().requires_grad_(t.requires_grad)``: ``from_tensor`` of a non-leaf keeps a
+  fake history that backward cannot walk).
+
+``from_tensor`` memoizes: the fake copy of a tensor is the same object wherever it is
+made, so a container converted here and a module converted elsewhere in the region
+share their fake parameters. When the container's type is not known (a generator
+would be consumed, a named tuple has no ``type(x)(iterable)``), there is no fix.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from fakegrad_lint.analysis.names import dotted_name
+
+__all__ = ["container_kind", "conversion"]
+
+_LIST_CALLS = {"list", "sorted"}
+_TUPLE_CALLS = {"tuple"}
+_DICT_CALLS = {"dict", "OrderedDict", "collections.OrderedDict"}
+_DICT_METHODS = {"state_dict"}
+
+
+def _kind_of(expr) -> str | None:
+    if isinstance(expr, (ast.List, ast.ListComp)):
+        return "list"
+    if isinstance(expr, ast.Tuple):
+        return "tuple"
+    if isinstance(expr, (ast.Dict, ast.DictComp)):
+        return "dict"
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        left, right = _kind_of(expr.left), _kind_of(expr.right)
+        return left if left == right else left or right
+    if isinstance(expr, ast.Call):
+        name = dotted_name(expr.func) or ""
+        if name in _LIST_CALLS:
+            return "list"
+        if name in _TUPLE_CALLS:
+            return "tuple"
+        if name in _DICT_CALLS:
+            return "dict"
+        if isinstance(expr.func, ast.Attribute) and expr.func.attr in _DICT_METHODS:
+            return "dict"
+    return None
+
+
+def container_kind(tree, value: str) -> str | None:
+    """``"list"``, ``"tuple"`` or ``"dict"`` when every binding of ``value`` in the file
+    (an assignment, a ``*args``/``**kwargs`` parameter) makes that type; else None."""
+    kinds = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if node.value is not None and any(dotted_name(t) == value for t in targets):
+                kinds.add(_kind_of(node.value))
+            elif any(dotted_name(e) == value for t in targets if isinstance(t, (ast.Tuple, ast.List))
+                     for e in ast.walk(t)):
+                kinds.add(None)  # unpacked from something else
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension, ast.withitem, ast.NamedExpr)):
+            target = node.optional_vars if isinstance(node, ast.withitem) else node.target
+            if target is not None and any(dotted_name(e) == value for e in ast.walk(target)):
+                kinds.add(None)
+        elif isinstance(node, ast.arguments):
+            if node.vararg is not None and node.vararg.arg == value:
+                kinds.add("tuple")
+            if node.kwarg is not None and node.kwarg.arg == value:
+                kinds.add("dict")
+            if any(a.arg == value for a in [*node.posonlyargs, *node.args, *node.kwonlyargs]):
+                kinds.add(None)
+    if len(kinds) == 1:
+        return kinds.pop()
+    return None
+
+
+class _Names:
+    def __init__(self, avoid):
+        self.avoid = set(avoid)
+
+    def new(self, name: str) -> str:
+        out, i = name, 2
+        while out in self.avoid:
+            out, i = f"{name}{i}", i + 1
+        self.avoid.add(out)
+        return out
+
+
+def _element(desc, var: str, mode: str, torch_name: str, names: _Names) -> tuple[str, bool]:
+    """The expression converting ``var`` (described by ``desc``) and whether it reads
+    ``torch``."""
+    if desc == "tensor":
+        return f"{mode}.from_tensor({var})", False
+    if desc == "derived":
+        return f"{mode}.from_tensor({var}).detach().requires_grad_({var}.requires_grad)", False
+    if isinstance(desc, tuple):
+        inner, reads_torch = _level(desc, var, None, mode, torch_name, names)
+        return inner, reads_torch
+    return f"({mode}.from_tensor({var}) if isinstance({var}, {torch_name}.Tensor) else {var})", True
+
+
+def _level(desc, source: str, kind: str | None, mode, torch_name, names) -> tuple[str, bool]:
+    top, inner = desc
+    if top == "dict":
+        k, v = names.new("k"), names.new("v")
+        elt, reads = _element(inner, v, mode, torch_name, names)
+        return f"{{{k}: {elt} for {k}, {v} in {source}.items()}}", reads
+    t = names.new("t")
+    elt, reads = _element(inner, t, mode, torch_name, names)
+    if kind == "list":
+        return f"[{elt} for {t} in {source}]", reads
+    if kind == "tuple":
+        return f"tuple({elt} for {t} in {source})", reads
+    return f"type({source})({elt} for {t} in {source})", reads
+
+
+class NoConversion(Exception):
+    """No conversion is proven to fit the container."""
+
+
+def conversion(plan, mode: str, torch_name: str, taken) -> tuple[str, bool]:
+    """``(expression, reads_torch)``: the fake copy of the container ``plan.value``."""
+    kind = container_kind(plan.module_tree, plan.value)
+    desc = plan.contents
+    if kind is None:
+        raise NoConversion(f"the type of `{plan.value}` is not known (a list, a tuple or a dict)")
+    if not isinstance(desc, tuple):
+        desc = ("dict" if kind == "dict" else "seq", "derived" if plan.derived else "any")
+    if (desc[0] == "dict") != (kind == "dict"):
+        raise NoConversion(f"`{plan.value}` is not proven a {'dict' if desc[0] == 'dict' else 'list or tuple'}")
+    names = _Names({plan.value.split(".", 1)[0], mode, torch_name})  # comprehension names are local
+    return _level(desc, plan.value, kind, mode, torch_name, names)

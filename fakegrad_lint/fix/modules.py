@@ -1,0 +1,164 @@
+"""Fake copies of real modules, the form each module fix uses (measured on torch 2.13).
+
+Two forms keep every shape of the region and never touch the real module:
+
+- ``torch.func.functional_call(model, state, args)`` over ``state = {name:
+  fake_mode.from_tensor(t) ...}`` (:mod:`fakegrad_lint.fix.builders`): for a direct
+  call ``model(x)``. Works under a strict and an allow mode; forward hooks run (on the
+  real module object, with fake tensors); gradients and in-place buffer updates land on
+  the fake state; no real storage.
+- ``copy.deepcopy(model, {id(t): fake_mode.from_tensor(t) for t in [*model.parameters(),
+  *model.buffers()]})``: a deep copy whose parameters and buffers are looked up in the
+  memo, so each one is replaced by its fake copy (``from_tensor`` memoizes: tied
+  weights stay tied, the copy's parameters are ``nn.Parameter`` fakes). Works under a
+  strict and an allow mode (no tensor op runs; ``FakeCopyMode`` raises the strict-mode
+  error inside a strict region, and a plain ``copy.deepcopy`` inside an allow region
+  fails on ``set_`` of a meta storage); hooks are copied with the module; buffer
+  updates and gradients land on the copy; the only real memory is the module's Python
+  objects. Used for a method other than ``forward``, a loop over the module's
+  parameters or children, a ``copy.deepcopy(model)`` in a strict region (FGL002), and
+  when the region itself reads the gradients (they are read on the copy).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from fakegrad_lint.analysis.names import dotted_name
+
+__all__ = ["fake_copy", "module_loads", "grad_reads_in", "uses_own_methods", "leaked_refusal"]
+
+# nn.Module's own methods: calling one of them in the region is no reason for a copy
+_NN_MODULE_METHODS = frozenset({
+    "forward", "train", "eval", "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type",
+    "requires_grad_", "zero_grad", "apply", "parameters", "named_parameters", "buffers",
+    "named_buffers", "children", "named_children", "modules", "named_modules", "state_dict",
+    "load_state_dict", "extra_repr", "get_submodule", "get_parameter", "get_buffer", "share_memory",
+    "to_empty", "register_buffer", "register_parameter", "register_module", "add_module",
+    "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
+    "register_backward_hook", "register_full_backward_pre_hook",
+})
+
+
+def fake_copy(copy_fn: str, module: str, mode: str, each: bool = False) -> str:
+    """The expression of a fake deep copy of ``module`` made by ``mode`` (``each``: of a
+    list of modules, or the children a container module iterates over)."""
+    if each:
+        return (f"{copy_fn}({module}, {{id(t): {mode}.from_tensor(t) for m in {module} for t in "
+                f"[*m.parameters(), *m.buffers()]}})")
+    return (f"{copy_fn}({module}, {{id(t): {mode}.from_tensor(t) for t in "
+            f"[*{module}.parameters(), *{module}.buffers()]}})")
+
+
+def iterated(stmts, expr) -> bool:
+    """Is ``expr`` the iterable of a loop or comprehension in ``stmts`` itself (``for blk
+    in blocks``), not the receiver of ``.children()``/``.parameters()``?"""
+    return any(isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension)) and n.iter is expr
+               for s in stmts for n in ast.walk(s))
+
+
+def wrapped(stmt_head: str, call: str, indent: str, unit: str, limit: int) -> str:
+    """``name = copy.deepcopy(module, {...})`` as one line, or its arguments on a line of
+    their own when the line would pass ``limit``."""
+    line = f"{stmt_head}{call}"
+    if len(indent) + len(line) <= limit:
+        return line
+    fn, args = call.split("(", 1)
+    return f"{stmt_head}{fn}(\n{indent}{unit}{args[:-1]}\n{indent})"
+
+
+def wrapped_call(call: str, line: str, old_len: int, indent: str, unit: str, limit: int) -> str:
+    """``call`` replacing ``old_len`` characters of ``line``, its arguments on a line of
+    their own when the line would pass ``limit``."""
+    if len(line) - old_len + len(call) <= limit:
+        return call
+    fn, args = call.split("(", 1)
+    return f"{fn}(\n{indent}{unit}{args[:-1]}\n{indent})"
+
+
+def module_loads(stmts, module: str, from_line: int):
+    """Every load of ``module`` (``model``, ``self.net``) in ``stmts`` from ``from_line``
+    on, outermost first (``model.fc`` gives ``model``); None when the name is assigned
+    there or read in a nested function (the copy would not be what those read)."""
+    out = []
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                if any(dotted_name(n) == module for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))):
+                    return None
+            if isinstance(node, (ast.Name, ast.Attribute)) and dotted_name(node) == module:
+                if not isinstance(node.ctx, ast.Load):
+                    return None
+                if node.lineno >= from_line:
+                    out.append(node)
+    return out
+
+
+def uses_own_methods(stmts, module: str, calls) -> bool:
+    """Does the region call a method of the module's own class (``ddp.all_reduce_grads()``,
+    not one of ``nn.Module``'s) besides the leaking calls? Such a method reads the state the
+    fake run makes (gradients, statistics): the region then runs on a fake copy, which the
+    method reads too."""
+    own = {id(c) for c in calls}
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and id(node) not in own and isinstance(node.func, ast.Attribute) \
+                    and dotted_name(node.func.value) == module and node.func.attr not in _NN_MODULE_METHODS \
+                    and not node.func.attr.startswith("__"):
+                return True
+    return False
+
+
+def leaked_refusal(leak, plan) -> str | None:
+    """Why a leaked fake mixed with a real value (FGL003) gets no fix, or None. Under a
+    strict mode every other real input of the op raises too: converting the module's
+    parameters does not make a call with real inputs run (a tensor mixed with the fake in
+    one op is converted: the fake is the other operand)."""
+    if getattr(leak.verdict, "value", None) == "crash" and plan.kind == "leaked-module":
+        return ("the leaked fake's mode is strict: the op's other real inputs would still raise "
+                "(compute the value outside the fake region instead)")
+    return None
+
+
+def grad_read_roots(stmts, module: str):
+    """The loads of ``module`` through which ``stmts`` read its gradients: the root of
+    ``module.fc.weight.grad``, the receiver of ``module.parameters()`` (any method) that a
+    loop or comprehension reading ``.grad`` draws from. None when a gradient is read
+    some other way (through another name)."""
+    def drawn(it):
+        return it.func.value if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
+            dotted_name(it.func.value) == module else None
+
+    def reads_grad(nodes) -> bool:
+        return any(isinstance(n, ast.Attribute) and n.attr == "grad" for b in nodes for n in ast.walk(b))
+
+    roots, covered = [], set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.For, ast.AsyncFor)) and drawn(node.iter) is not None and reads_grad(node.body):
+                roots.append(drawn(node.iter))
+                covered.update(id(n) for b in node.body for n in ast.walk(b))
+            elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+                gens = [drawn(g.iter) for g in node.generators]
+                if any(g is not None for g in gens) and reads_grad([node]):
+                    roots.extend(g for g in gens if g is not None)
+                    covered.update(id(n) for n in ast.walk(node))
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Attribute) and node.attr == "grad" and id(node) not in covered:
+                base = node.value
+                while isinstance(base, ast.Attribute) and dotted_name(base) != module:
+                    base = base.value
+                if dotted_name(base) != module:
+                    return None
+                roots.append(base)
+    return roots
+
+
+def grad_reads_in(stmts, module: str) -> bool:
+    """Does ``stmts`` read a gradient through ``module`` (``p.grad`` for ``p`` drawn
+    from it, ``module.fc.weight.grad``)? (Then the region reads the gradients the fix
+    sends to the fake copy.)"""
+    from fakegrad_lint.fix.builders import _module_grad_read
+
+    return _module_grad_read(stmts, module) is not None
