@@ -496,10 +496,6 @@ def _leaked_fix(plan, nodes) -> Fix | None:
         ops.replace(nodes.expr(node), call)
         if needs_import:
             ops.add_import("torch")
-    if plan.grad_reads:
-        # the code reads the real value's gradient later: the fix takes it away (None)
-        return Fix(f"Use a fake copy of `{plan.value}` made by `{mode}` (not applied: line {plan.grad_reads[0]} "
-                   f"reads the real gradient of `{plan.value}`)", Applicability.DISPLAY_ONLY, ops.edits())
     return Fix(f"Use a fake copy of `{plan.value}` made by `{mode}`", Applicability.UNSAFE, ops.edits())
 
 

@@ -147,44 +147,6 @@ def build_function_fix(leak, source: str) -> Fix:
     return Fix(message, Applicability.UNSAFE, ops.edits())
 
 
-def region_module_copy(plan, leak, nodes, ops, taken, mode, hoist, base, first_line, indent):
-    """The ``module-copy`` fix in the region's block: ``with FakeCopyMode(fake_mode):
-    model_fake = copy.deepcopy(model)`` hoisted there, and the method call, the loop or
-    the helper's argument uses the copy. Under a strict mode the copy is made with the
-    mode's dispatch off (``unset_fake_temporarily()``: ``FakeCopyMode`` then converts
-    each tensor with ``from_tensor``; inside a strict region it would raise). Returns
-    ``(applicability, message)``."""
-    from fakegrad_lint.fix import builders as B
-
-    names = B._bound_imports(plan.module_tree, first_line)
-    wanted = []
-    copy_name = _import_name(names, taken, ("copy", None), "copy", wanted)
-    fcm = _import_name(names, taken, ("torch._subclasses.fake_tensor", "FakeCopyMode"), "FakeCopyMode", wanted)
-    strict = leak.verdict.value == "crash"
-    unset = _import_name(names, taken, ("torch._subclasses.fake_tensor", "unset_fake_temporarily"),
-                         "unset_fake_temporarily", wanted) if strict else ""
-    if None in (copy_name, fcm, unset):
-        raise B.NoFix("`copy`, `FakeCopyMode` or `unset_fake_temporarily` names something else in this scope")
-    fake = B._unique(f"{base}_fake", taken)
-    contexts = f"{unset}(), {fcm}({mode})" if strict else f"{fcm}({mode})"
-    hoist(f"with {contexts}:\n{indent}{nodes.file.indent}{fake} = {copy_name}.deepcopy({plan.value})")
-    for node in plan.uses:
-        ops.replace(nodes.expr(node), fake)
-    for module, obj in wanted:
-        ops.add_import(module, obj)
-    if plan.grad_redirect:
-        message = (f"Run `{plan.value}` as a fake copy (`copy.deepcopy` under `FakeCopyMode`), and read the copy's "
-                   f"gradients where the code reads `{plan.value}`'s: gradients and state changes land on the copy")
-    elif plan.helper:
-        message = (f"Pass a fake copy of `{plan.value}` (`copy.deepcopy` under `FakeCopyMode`) to `{plan.helper}` "
-                   f"in the region: `{plan.helper}` is left as it is for its other callers; gradients and state "
-                   f"changes land on the copy")
-    else:
-        message = (f"Call `{plan.value}`'s method on a fake copy (`copy.deepcopy` under `FakeCopyMode`): "
-                   f"gradients and state changes land on the copy")
-    return Applicability.UNSAFE, message
-
-
 _PARAM_ITERATORS = frozenset({"parameters", "named_parameters", "modules", "named_modules", "children",
                               "named_children"})
 
