@@ -823,6 +823,27 @@ net = nn.Linear(2, 2)
 with ctx:
     net(torch.ones(1, 2)).sum().backward()
 """,
+    # ------- a function the program calls is analysed through its calls only
+    "function_called_with_simulate_on": """
+def pick_mode(simulate):
+    return FakeTensorMode(allow_non_fake_inputs=True) if simulate else None
+def main(simulate):
+    net = nn.Linear(2, 2)
+    if (mode := pick_mode(simulate)) is not None:
+        with mode:
+            net(torch.ones(1, 2)).sum().backward()  # FGL001
+main(True)
+""",
+    "function_called_with_simulate_off": """
+def pick_mode(simulate):
+    return FakeTensorMode(allow_non_fake_inputs=True) if simulate else None
+def main(simulate):
+    net = nn.Linear(2, 2)
+    if (mode := pick_mode(simulate)) is not None:
+        with mode:
+            net(torch.ones(1, 2)).sum().backward()
+main(False)
+""",
 }
 
 

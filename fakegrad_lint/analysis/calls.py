@@ -32,6 +32,13 @@ class OpenKwargs(dict):
 class CallsMixin:
     """Calls of every kind of callee; functions run with bound arguments."""
 
+    @property
+    def _ran_by_program(self):
+        ran = self.__dict__.get("_ran_nodes")
+        if ran is None:
+            ran = self.__dict__["_ran_nodes"] = set()  # def nodes whose body the program's own calls ran
+        return ran
+
     def call_forced(self, node, callee, args, kwargs, st):
         """Call ``callee`` and run its body even when nothing of interest goes in."""
         if isinstance(callee, FuncVal):
@@ -104,6 +111,14 @@ class CallsMixin:
                 or any(_interesting(a) for a in args)
                 or any(_interesting(v) for v in kwargs.values())):
             return UNKNOWN  # outside any region, nothing of interest in or out: skip the body
+        if st.cur is None and not st.stack and getattr(node, "name", None) != "__init__":
+            # a run with unknown arguments (no caller): a function the program itself
+            # called is what those calls made it do; unknown arguments would only add
+            # paths the program does not take
+            if node in self._ran_by_program:
+                return UNKNOWN
+        else:
+            self._ran_by_program.add(node)
         is_gen = not isinstance(node, ast.Lambda) and _contains_yield(node, self.pos.lines)
         scope = Scope(parent=fv.scope, module=fv.scope.module, func_node=node)
         cst = st.child(scope)

@@ -138,8 +138,9 @@ class DefinitionsMixin:
         cv = ClassVal(node, st.scope, is_module, {}, bases)
         cv.torch_base = torch_base
         cv.mro = _c3_mro(cv)
-        # (an instance of it is worth following into calls: its methods can matter)
-        cv.matters = self._may_matter(node) or any(isinstance(b, ClassVal) and b.matters for b in bases)
+        # (an instance of it is worth following into calls: its methods can open a region)
+        text = "\n".join(self.pos.lines[node.lineno - 1 : node.end_lineno])
+        cv.matters = self._names_entry(text) or any(isinstance(b, ClassVal) and b.matters for b in bases)
         # the class body runs in its own scope; its names become class attributes
         cls_scope = Scope(parent=st.scope, module=st.scope.module, func_node=st.scope.func_node)
         cst = st.child(cls_scope)
