@@ -422,6 +422,10 @@ class MethodCallsMixin:
             flag = True
             if args and isinstance(args[0], ConstVal):
                 flag = bool(args[0].value)
+            elif args:
+                # an unknown flag (`p.requires_grad_(saved_flag)`) tells nothing:
+                # the value keeps what was known of it
+                return recv
             if _kw_false(kwargs, "requires_grad"):
                 flag = False
             if recv.mode is None:

@@ -13,7 +13,7 @@ import sys
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _FUNCTION_DEFS, _is_main_guard, _sets_requires_grad
 from fakegrad_lint.analysis.names import dotted_name
-from fakegrad_lint.analysis.state import STEP_BUDGET, Crashed, _BlockExit
+from fakegrad_lint.analysis.state import STEP_BUDGET, Crashed, YieldReached, _BlockExit
 from fakegrad_lint.analysis.torch_values import (_MODULE_ITERATORS, _disable_module_origins, _enable_module_origins,
     _name_origins)
 from fakegrad_lint.analysis.valueops import _dict_val, _is_none_const, _truth
@@ -294,7 +294,7 @@ class StatementsMixin:
         succeed (torch's, the standard library's) never run."""
         catches = any(_catches_assertion(h.type) and not any(isinstance(x, ast.Raise) for x in h.body) for h in s.handlers)
         before = set(self.records) if catches else None
-        crashed = False
+        crashed = paused = False
         try:
             try:
                 self.exec_block(s.body, st)
@@ -304,6 +304,11 @@ class StatementsMixin:
                 if not s.handlers:
                     raise
                 crashed = True
+            except YieldReached:
+                # a @contextmanager helper paused at its yield inside this try: its
+                # finally runs when the with-block exits, not before the block
+                paused = True
+                raise
             finally:
                 if catches:
                     self.crashes_caught(before)
@@ -319,10 +324,11 @@ class StatementsMixin:
                 live = [] if dead else [h for h in s.handlers if not _dead_import_handler(s, h)]
                 self._may_handlers(live, s.orelse, st)
         finally:
-            try:
-                self.exec_block(s.finalbody, st)
-            except _BlockExit:
-                pass
+            if not paused:
+                try:
+                    self.exec_block(s.finalbody, st)
+                except _BlockExit:
+                    pass
 
     def _may_handlers(self, handlers, orelse, st):
         """The ``else`` path and each handler's path (one that only may be taken), run
