@@ -103,7 +103,7 @@ print(tuple(loss.shape))
         """\
 import torch
 from torch import nn
-from torch._subclasses.fake_tensor import FakeCopyMode, FakeTensorMode
+from torch._subclasses.fake_tensor import FakeTensorMode
 import copy
 
 
@@ -114,8 +114,9 @@ def l2(model):
 net = nn.Linear(3, 2)
 penalty = l2
 with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
-    with FakeCopyMode(fake_mode):
-        net_fake = copy.deepcopy(net)
+    net_fake = copy.deepcopy(
+        net, {id(t): fake_mode.from_tensor(t) for t in [*net.parameters(), *net.buffers()]}
+    )
     loss = penalty(net_fake)
     loss.backward()
 print(tuple(loss.shape))
@@ -387,14 +388,15 @@ print(tuple(loss.shape))
         """\
 import torch
 from torch import nn
-from torch._subclasses.fake_tensor import FakeCopyMode, FakeTensorMode
+from torch._subclasses.fake_tensor import FakeTensorMode
 import copy
 
 LOSSES = {"l2": lambda m, x: m(x).pow(2).mean()}
 net = nn.Linear(3, 2)
 with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
-    with FakeCopyMode(fake_mode):
-        net_fake = copy.deepcopy(net)
+    net_fake = copy.deepcopy(
+        net, {id(t): fake_mode.from_tensor(t) for t in [*net.parameters(), *net.buffers()]}
+    )
     loss = LOSSES["l2"](net_fake, torch.randn(4, 3))
     loss.backward()
 print(tuple(loss.shape))
@@ -469,7 +471,7 @@ print(tuple(train_step(net, torch.randn(4, 3)).shape))
         """\
 import torch
 from torch import nn
-from torch._subclasses.fake_tensor import FakeCopyMode, FakeTensorMode
+from torch._subclasses.fake_tensor import FakeTensorMode
 import copy
 
 
@@ -481,8 +483,9 @@ def train_step(model, x):
 
 net = nn.Linear(3, 2)
 with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
-    with FakeCopyMode(fake_mode):
-        net_fake = copy.deepcopy(net)
+    net_fake = copy.deepcopy(
+        net, {id(t): fake_mode.from_tensor(t) for t in [*net.parameters(), *net.buffers()]}
+    )
     loss = train_step(net_fake, torch.randn(4, 3))
 print(tuple(loss.shape))
 print(tuple(train_step(net, torch.randn(4, 3)).shape))
