@@ -879,3 +879,36 @@ def test_examples_at_run_time(written, tmp_path):
         if res.outcome != "clean":
             bad.append(f"{name} (valid): {res.outcome} {res.detail[-200:]}")
     assert not bad, "\n".join(bad)
+
+
+def test_gradient_read_in_another_function_makes_the_copy_display_only(tmp_path):
+    # (this shape once ended the whole lint with an internal error)
+    code = _example("module_argument_of_helper").replace(
+        "print(tuple(train_step(net, torch.randn(4, 3)).shape))\n",
+        "\n\ndef report(m):\n    print(type(m.weight.grad).__name__)\n\n\nreport(net)\n")
+    assert "report(net)" in code
+    message, _ = _fix_message(code, tmp_path)
+    assert "not applied" in message and "reads the real gradient of `net`" in message
+    path = tmp_path / "case.py"
+    proc = cli(*BASE_ARGS, "--fix", "--unsafe-fixes", str(path))
+    assert proc.returncode == 1 and proc.stderr == "", proc.stderr
+    assert path.read_text(encoding="utf-8") == code
+
+
+def test_module_gradients_read_after_the_block_go_to_the_copy(tmp_path):
+    code = '''\
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+model = nn.Sequential(nn.Linear(5, 5), nn.Linear(5, 1))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    model(torch.randn(3, 5)).sum().backward()
+print(sum(p.grad.numel() for p in model.parameters()), type(model[0].weight.grad).__name__)
+'''
+    path = tmp_path / "case.py"
+    path.write_text(code, encoding="utf-8")
+    cli(*BASE_ARGS, "--fix", "--unsafe-fixes", str(path))
+    fixed = path.read_text(encoding="utf-8")
+    assert "model_fake = copy.deepcopy(model)" in fixed
+    assert "for p in model_fake.parameters()" in fixed and "type(model_fake[0].weight.grad)" in fixed

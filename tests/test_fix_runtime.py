@@ -44,7 +44,6 @@ CASES = sorted(CASES_DIR.glob("*.py"))
 FIX_CASES_MIN_FIXED = 0.93
 # Cases the fix does not make runtime-clean with unchanged output today, and why.
 KNOWN_UNFIXED = {
-    "contextmanager_yields_nothing.py": "the helper yields no mode object to call from_tensor on",
     "flag_loop_both_branches.py": "the mode is conditional on a loop variable",
 }
 

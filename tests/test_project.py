@@ -532,6 +532,9 @@ def test_leak_in_a_checked_helper_is_also_reported_at_its_line(tmp_path):
     mem = proj / "utils" / "memory.py"
     mem.write_text(MEM.replace("out = model(batch)", "out = model(batch)  # noqa: FGL001"))
     assert _json_findings(proj, ".")[0] == {("train.py", 6, "FGL001"), ("again.py", 5, "FGL001")}
+    # and that directive is used (FGL100 says so only when the helper is linted alone)
+    assert _json_findings(proj, "--extend-select", "FGL100", ".")[0] == {("train.py", 6, "FGL001"), ("again.py", 5, "FGL001")}
+    assert _json_findings(proj, "--extend-select", "FGL100", "utils")[0] == {("utils/memory.py", 7, "FGL100")}
 
 
 def test_safe_caller_of_a_checked_helper_reports_nowhere(tmp_path):
@@ -787,3 +790,30 @@ def test_compat_shim_that_imports_torchs_fake_mode(tmp_path, shim, hazard):
     proj = make(tmp_path / "p", {"simkit/__init__.py": "from .fake import FakeTensorMode\n", "simkit/fake.py": shim,
                                   "main.py": main})
     assert _json_findings(proj, ".")[0] == ({("main.py", 8, "FGL001")} if hazard else set())
+
+
+def test_import_module_of_a_module_outside_the_project(tmp_path):
+    """``importlib.import_module`` of torch (not a project module) is torch's module;
+    an unknown or relative name outside a package is an unknown value, never an error."""
+    main = ("import importlib\nimport torch\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n\n"
+            "nn = importlib.import_module('torch.nn')\nother = importlib.import_module(input())\n"
+            "rel = importlib.import_module('.x')\nmodel = nn.Linear(3, 1)\n"
+            "with FakeTensorMode(allow_non_fake_inputs=True):\n    model(torch.randn(2, 3)).sum().backward()\n")
+    proj = make(tmp_path / "p", {"pkg/__init__.py": "", "main.py": main})
+    r = cli("--isolated", "--no-cache", "--output-format", "json", ".", cwd=proj)
+    assert r.returncode == 1 and not r.stderr, r.stderr
+    assert {(d["location"]["row"], d["code"]) for d in json.loads(r.stdout)} == {(10, "FGL001")}
+
+
+@pytest.mark.parametrize("call, hazard", [("manual_backward(loss)", True), ("manual_backward(loss, inputs=[x])", False)])
+def test_backward_helper_passing_its_default_inputs_none(tmp_path, call, hazard):
+    """``lit/core.py``'s ``manual_backward(loss, inputs=None)`` hands its default on
+    to ``torch.autograd.backward``: every leaf gets a gradient (the real parameters
+    too). The look-alike asks for the fake input's gradient only."""
+    core = "import torch\n\n\ndef manual_backward(loss, inputs=None):\n    torch.autograd.backward(loss, inputs=inputs)\n"
+    main = ("import torch\nfrom torch import nn\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n\n"
+            "from lit.core import manual_backward\n\nmodel = nn.Linear(3, 1)\n"
+            "with FakeTensorMode(allow_non_fake_inputs=True):\n    x = torch.randn(2, 3, requires_grad=True)\n"
+            f"    loss = model(x).sum()\n    {call}\n")
+    proj = make(tmp_path / "p", {"lit/__init__.py": "", "lit/core.py": core, "main.py": main})
+    assert _json_findings(proj, ".")[0] == ({("main.py", 10, "FGL001")} if hazard else set())

@@ -127,3 +127,35 @@ def test_the_text_scans_find_what_their_regexes_find():
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+REBIND_TEXTS = [
+    "import x\nFakeTensorMode = 1\n",
+    "def f():\n    from m import (a,\n        FakeTensorMode)\n    return FakeTensorMode()\n",
+    "def f():\n    m = fake_tensor.FakeTensorMode\n    with m():\n        pass\n",
+    "def f(FakeTensorMode: int = 0):\n    pass\n",
+    "def f():\n    import torch as FakeTensorMode\n    x == FakeTensorMode\n",
+    "def f():\n    if FakeTensorMode == 1:\n        y = 2\n    FakeTensorModeX = 3\n",
+    "def f():\n    s = 'import FakeTensorMode'\n    FakeTensorMode .x = 1\n    FakeTensorMode\t= 4\n",
+    "x = (\n  FakeTensorMode)\nimport (\nFakeTensorMode\n)\n. FakeTensorMode\n",
+]
+
+
+@pytest.mark.parametrize("text", REBIND_TEXTS)
+def test_rebind_lines_decide_as_the_unit_text_would(text):
+    """``_standalone`` finds where an own word may be bound again by one scan of the
+    file (``_rebind_lines``, plus the import-in-parentheses pattern on the unit's
+    text); for every run of whole lines that is what ``_may_rebind`` says of them."""
+    from itertools import accumulate
+    from operator import add
+
+    from fakegrad_lint.analysis.relevance import _may_rebind, _rebind_lines, _unit_rebinds
+
+    lines = text.split("\n")
+    starts = list(map(add, accumulate(map(len, lines), initial=0), range(len(lines) + 1)))
+    for word in ("FakeTensorMode", "x", "m"):
+        at = _rebind_lines(text, starts, word) if word in text else None
+        for first in range(1, len(lines) + 1):
+            for last in range(first, len(lines) + 1):
+                unit = "\n".join(lines[first - 1 : last])
+                assert _unit_rebinds(unit, first, last, at, word) == _may_rebind(unit, word), (word, first, last, unit)

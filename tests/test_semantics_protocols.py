@@ -658,6 +658,171 @@ net.requires_grad_(False)
 with FakeTensorMode(allow_non_fake_inputs=True):
     y = net(torch.ones(1, 2)).sum()
 """,
+    # ------------- objects whose class can open a region are followed into calls
+    "callback_in_a_list_opens_region_through_getattr": """
+class Sizing:
+    def __init__(self):
+        self.stack = None
+    def on_start(self):
+        self.stack = contextlib.ExitStack()
+        self.stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+    def on_end(self):
+        self.stack.close()
+class Trainer:
+    def __init__(self, callbacks):
+        self.callbacks = list(callbacks)
+    def call(self, hook):
+        for cb in self.callbacks:
+            getattr(cb, hook)()
+    def fit(self, model):
+        self.call("on_start")
+        model(torch.ones(1, 2)).sum().backward()  # FGL001
+        self.call("on_end")
+Trainer([Sizing()]).fit(nn.Linear(2, 2))
+""",
+    "callback_in_a_list_closes_region_before_step": """
+class Sizing:
+    def __init__(self):
+        self.stack = None
+    def on_start(self):
+        self.stack = contextlib.ExitStack()
+        self.stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+    def on_end(self):
+        self.stack.close()
+class Trainer:
+    def __init__(self, callbacks):
+        self.callbacks = list(callbacks)
+    def call(self, hook):
+        for cb in self.callbacks:
+            getattr(cb, hook)()
+    def fit(self, model):
+        self.call("on_start")
+        self.call("on_end")
+        model(torch.ones(1, 2)).sum().backward()
+Trainer([Sizing()]).fit(nn.Linear(2, 2))
+""",
+    # ---------------------------------------------- unfreezing parameter by parameter
+    "frozen_model_unfrozen_by_a_parameter_loop": """
+net = nn.Sequential(nn.Linear(2, 2), nn.Tanh()).requires_grad_(False)
+for p in net.parameters():
+    p.requires_grad_(True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "frozen_model_unfrozen_after_region": """
+net = nn.Sequential(nn.Linear(2, 2), nn.Tanh()).requires_grad_(False)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    y = net(torch.ones(1, 2, requires_grad=True)).sum()
+for p in net.parameters():
+    p.requires_grad_(True)
+""",
+    # ------------------- isinstance / hasattr / callable, __init_subclass__, __name__
+    "init_subclass_registry": """
+class Base(nn.Module):
+    registry = {}
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        Base.registry[cls.__name__] = cls
+class Tiny(Base):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+    def forward(self, x):
+        return self.fc(x)
+net = Base.registry["Tiny"]()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "isinstance_guard_module": """
+def maybe_copy(m):
+    if isinstance(m, nn.Module):
+        return m
+    return None
+net = maybe_copy(nn.Linear(2, 2))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "isinstance_user_class_false": """
+class A:
+    pass
+class B:
+    pass
+def pick(o):
+    if isinstance(o, A):
+        return FakeTensorMode(allow_non_fake_inputs=True)
+    return contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with pick(B()):
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "isinstance_user_class_true": """
+class A:
+    pass
+def pick(o):
+    if isinstance(o, A):
+        return FakeTensorMode(allow_non_fake_inputs=True)
+    return contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with pick(A()):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "hasattr_known_attr": """
+class Cfg:
+    def __init__(self):
+        self.dry_run = True
+cfg = Cfg()
+ctx = FakeTensorMode(allow_non_fake_inputs=True) if hasattr(cfg, "dry_run") else contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "callable_check": """
+def build():
+    return FakeTensorMode(allow_non_fake_inputs=True)
+factory = build
+ctx = factory() if callable(factory) else factory
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "init_subclass_registry_of_paramless_class": """
+class Base(nn.Module):
+    registry = {}
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        Base.registry[cls.__name__] = cls
+class Tiny(Base):
+    def forward(self, x):
+        return x * 2
+net = Base.registry["Tiny"]()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2, requires_grad=True)).sum().backward()
+""",
+    "isinstance_guard_rejects_plain_value": """
+def maybe_module(m):
+    if isinstance(m, nn.Module):
+        return FakeTensorMode(allow_non_fake_inputs=True)
+    return contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with maybe_module(3):
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "callable_false_for_constant": """
+factory = None
+ctx = factory() if callable(factory) else contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "hasattr_unknown_attr_is_may": """
+class Cfg:
+    pass
+cfg = Cfg()
+ctx = FakeTensorMode(allow_non_fake_inputs=True) if hasattr(cfg, "dry_run") else contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
+    net(torch.ones(1, 2)).sum().backward()
+""",
 }
 
 

@@ -350,6 +350,30 @@ class CallsMixin:
                 st.may -= 1
         return out or UNKNOWN
 
+    def _isinstance(self, x, c):
+        """``isinstance(x, c)`` when Python's answer is known (None: not known)."""
+        if isinstance(c, SeqVal) and c.elts is not None and c.keys is None:
+            answers = [self._isinstance(x, k) for k in c.elts]
+            return True if True in answers else (False if answers and all(a is False for a in answers) else None)
+        if isinstance(c, ModRef):
+            q = c.qualname
+            if q in N.NN_MODULE_BASE:
+                return True if isinstance(x, ModuleVal) else (False if isinstance(x, (TVal, ConstVal)) else None)
+            if q in N.TENSOR_CLASSES:
+                return True if isinstance(x, TVal) else (False if isinstance(x, (ModuleVal, ConstVal)) else None)
+            builtin = N.PYTHON_TYPES.get(q)
+            if builtin is not None and isinstance(x, ConstVal):
+                return isinstance(x.value, builtin)
+            return None
+        if isinstance(c, ClassVal):
+            cls = x.cls if isinstance(x, (InstanceVal, ModuleVal)) else None
+            if not isinstance(cls, ClassVal):
+                return False if isinstance(x, (TVal, ConstVal, ModuleVal)) else None
+            if any(k is c for k in cls.mro or (cls,)):
+                return True
+            return False if _all_bases_known(cls) else None
+        return None
+
     def _call_on_items(self, e, fn, items, st, exprs=None):
         """``fn(*items)`` as an iterable function calls it (on each item: the items'
         union stands for all of them)."""
@@ -477,6 +501,22 @@ class CallsMixin:
             if isinstance(cls, ClassVal) and self_val is not None:
                 return SuperVal(cls, self_val)
             return UNKNOWN
+        if name == "isinstance" and len(args) == 2 and not kwargs:
+            known = self._isinstance(args[0], args[1])
+            return ConstVal(known) if known is not None else UNKNOWN
+        if name == "hasattr" and len(args) == 2 and isinstance(args[1], ConstVal) and isinstance(args[1].value, str):
+            obj, attr = args[0], args[1].value
+            if isinstance(obj, (InstanceVal, ModuleVal)) and (attr in obj.attrs or (
+                    isinstance(obj.cls, ClassVal) and (obj.cls.methods.get(attr) is not None or obj.cls.lookup_attr(attr) is not None))):
+                return ConstVal(True)  # (not found: it may still be set, or come from __getattr__)
+            return UNKNOWN
+        if name == "callable" and len(args) == 1:
+            v = args[0]
+            if isinstance(v, (FuncVal, BoundMethod, ClassVal, PartialVal, MethodRef, ModuleVal, DecoratorVal)):
+                return ConstVal(True)
+            if isinstance(v, ConstVal):
+                return ConstVal(callable(v.value))
+            return UNKNOWN
         if name == "type" and len(args) == 1 and isinstance(args[0], (InstanceVal, ModuleVal)) and args[0].cls is not None:
             return args[0].cls
         if name == "dict" and not args and kwargs:
@@ -512,6 +552,12 @@ class CallsMixin:
         if name in ("max", "min", "abs") and args and any(_is_tensorish(a) for a in args):
             return self.op(e, [(a, None) for a in args], st, differentiable=name == "abs")
         return UNKNOWN
+
+
+def _all_bases_known(cls):
+    """Is every class in ``cls``'s MRO a class of the file (or ``object``, ``nn.Module``)?"""
+    return all(isinstance(b, ClassVal) or (isinstance(b, ModRef) and (b.qualname == "builtins.object" or b.qualname in N.NN_MODULE_BASE))
+               for c in cls.mro or (cls,) for b in c.bases)
 
 
 def _pair(a, b):

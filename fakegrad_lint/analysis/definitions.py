@@ -138,6 +138,8 @@ class DefinitionsMixin:
         cv = ClassVal(node, st.scope, is_module, {}, bases)
         cv.torch_base = torch_base
         cv.mro = _c3_mro(cv)
+        # (an instance of it is worth following into calls: its methods can matter)
+        cv.matters = self._may_matter(node) or any(isinstance(b, ClassVal) and b.matters for b in bases)
         # the class body runs in its own scope; its names become class attributes
         cls_scope = Scope(parent=st.scope, module=st.scope.module, func_node=st.scope.func_node)
         cst = st.child(cls_scope)
@@ -166,6 +168,14 @@ class DefinitionsMixin:
                 cv.attrs[name] = v
         for c in reversed(cv.mro):
             cv.methods.update(c.own)
+        hook = next((c.own["__init_subclass__"] for c in cv.mro[1:] if "__init_subclass__" in c.own), None)
+        if isinstance(hook, FuncVal):
+            # a base's __init_subclass__ runs on the new class (implicitly a class method)
+            keywords = {k.arg: self.eval(k.value, st) for k in node.keywords if k.arg is not None and k.arg != "metaclass"}
+            try:
+                self.call_function(hook, [cv], keywords, st, force=True)
+            except (YieldReached, _BlockExit):
+                pass
         out = cv
         for dec in reversed(node.decorator_list):
             dv = self.eval(dec.func if isinstance(dec, ast.Call) else dec, st)

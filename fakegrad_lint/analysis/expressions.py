@@ -365,6 +365,8 @@ class ExpressionsMixin:
                 return MethodRef(obj, attr)  # a torch method taken as a value (`fwd = model.forward`)
             return UNKNOWN
         if isinstance(obj, ClassVal):
+            if attr in ("__name__", "__qualname__") and obj.lookup_attr(attr) is None:
+                return ConstVal(obj.node.name)
             if attr == "apply" and obj.lookup_method("apply") is None and _is_autograd_function(obj):
                 return AutogradApply(obj)
             m = obj.methods.get(attr)

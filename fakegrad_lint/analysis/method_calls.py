@@ -13,8 +13,8 @@ import ast
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.context import DispatchContext
 from fakegrad_lint.analysis.names import dotted_name
-from fakegrad_lint.analysis.torch_values import (_disable_module_origins, _fake_copy, _is_meta, _set_requires_grad, op_shape,
-    shape_of, shape_read)
+from fakegrad_lint.analysis.torch_values import (_disable_module_origins, _enable_module_origins, _fake_copy, _is_meta,
+    _set_requires_grad, op_shape, shape_of, shape_read)
 from fakegrad_lint.analysis.valueops import _arg_exprs, _dict_val, _flatten, _kw_false, _kw_true, _operands, _values_of
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal,
     ExitStackVal,
@@ -427,6 +427,8 @@ class MethodCallsMixin:
             if recv.mode is None:
                 if not flag:
                     _disable_module_origins(recv)
+                else:
+                    _enable_module_origins(recv)
                 origins = recv.origins | {Origin(dotted_name(e.func.value) or "tensor", "tensor", e.lineno)} if flag else frozenset()
                 new = TVal(origins, None, recv.leaks, shape=recv.shape)
                 self.rebind(e.func.value, new, st)

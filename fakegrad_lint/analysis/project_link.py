@@ -16,7 +16,7 @@ from fakegrad_lint.analysis import values as _values
 from fakegrad_lint.analysis.project import hot_names_of
 from fakegrad_lint.analysis.state import MAX_DEPTH, Crashed, Scope, State, YieldReached, _BlockExit
 from fakegrad_lint.analysis.summaries import summarize
-from fakegrad_lint.analysis.values import UNKNOWN, ClassVal, ConstVal, FuncVal, LazyImport, ProjModVal
+from fakegrad_lint.analysis.values import UNKNOWN, ClassVal, ConstVal, FuncVal, LazyImport, ModRef, ProjModVal
 
 
 class ProjectLinkMixin:

@@ -93,8 +93,16 @@ class RelevanceMixin:
             return i < len(hot_lines) and hot_lines[i] <= n.end_lineno
 
         relevant = {fv for fv, _ in units if names_hot(fv) and _hot_in_code(fv.node, texts[fv], hot_re)}
+        # the lines where each own word may be bound again (one scan of the file per word)
+        rebind_lines = {w: _rebind_lines(joined, starts, w) for w in own if w in joined}
+
+        def may_rebind(fv, w):
+            n = fv.node
+            first = min([n.lineno] + [dec.lineno for dec in n.decorator_list])
+            return _unit_rebinds(texts[fv], first, n.end_lineno, rebind_lines.get(w), w)
+
         for fv, _ in units:
-            rebound = [w for w in own if w in texts[fv] and _may_rebind(texts[fv], w)]
+            rebound = [w for w in own if may_rebind(fv, w)]
             if fv not in relevant and rebound:
                 rx = _words_re(hot | set(rebound))
                 if rx.search(texts[fv]) and _hot_in_code(fv.node, texts[fv], rx):
@@ -279,6 +287,39 @@ def _calls_between(sites, words_at, a, b):
 def _words_re(words):
     """A regex for any of ``words`` as a whole word."""
     return re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(words))))
+
+
+def _rebind_lines(joined, starts, word):
+    """The (1-based, sorted) lines of ``joined`` where :func:`_may_rebind`'s patterns
+    that stay on one line match: a unit's text (whole lines of the file) matches
+    one of them exactly when one of these lines is among its own."""
+    w = re.escape(word)
+    rx = re.compile(rf"\bimport\b[^\n]*\b{w}\b|\.[ \t]*{w}\b|\bas[ \t]+{w}\b|\b{w}[ \t]*(?::[^\n=]*)?=(?!=)")
+    # every pattern holds the word as a whole word: only the lines where it stands are
+    # searched (a search bounded to a line sees the newlines around it, as a unit's text
+    # sees its own ends)
+    out = []
+    for line in sorted({bisect.bisect_right(starts, i) for i in _word_starts(joined, word)}):
+        if rx.search(joined, starts[line - 1], starts[line] - 1 if line < len(starts) else len(joined)):
+            out.append(line)
+    return out
+
+
+def _unit_rebinds(text, first, last, lines_w, word):
+    """``_may_rebind(text, word)`` for a unit's ``text``, lines ``first`` to ``last``
+    of the file, from ``lines_w`` (:func:`_rebind_lines` of the file, or None)."""
+    if word not in text:
+        return False
+    if lines_w:
+        i = bisect.bisect_left(lines_w, first)
+        if i < len(lines_w) and lines_w[i] <= last:
+            return True
+    return "import" in text and _import_paren_re(word).search(text) is not None
+
+
+def _import_paren_re(word):
+    """The pattern of :func:`_may_rebind` that can span lines (``from m import (a,\n w)``)."""
+    return re.compile(rf"\bimport\s*\([^)]*\b{re.escape(word)}\b")
 
 
 def _may_rebind(text, word):

@@ -14,7 +14,8 @@ from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _FUNCTION_DEFS, _is_main_guard, _sets_requires_grad
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import STEP_BUDGET, Crashed, _BlockExit
-from fakegrad_lint.analysis.torch_values import _MODULE_ITERATORS, _disable_module_origins, _name_origins
+from fakegrad_lint.analysis.torch_values import (_MODULE_ITERATORS, _disable_module_origins, _enable_module_origins,
+    _name_origins)
 from fakegrad_lint.analysis.valueops import _dict_val, _is_none_const, _truth
 from fakegrad_lint.analysis.values import (UNKNOWN, ClassVal, ConstVal, InstanceVal, MaybeVal, ModeVal, ModRef,
     ModuleVal, Origin, SeqVal, TVal, join, union)
@@ -423,6 +424,7 @@ class StatementsMixin:
                 obj.allow = None  # an unknown value: the verdict is unknown
         elif attr == "requires_grad" and isinstance(obj, TVal) and obj.mode is None:
             if isinstance(val, ConstVal) and val.value is True:
+                _enable_module_origins(obj)
                 new = TVal(obj.origins | {Origin(dotted_name(obj_expr) or "tensor", "tensor", node.lineno)}, None, obj.leaks)
                 self.rebind(obj_expr, new, st)
             elif isinstance(val, ConstVal) and val.value is False:

@@ -267,7 +267,10 @@ class TorchCallsMixin:
             return TVal(frozenset([Origin("parameter", "parameter", e.lineno)]), shape=shape)
         if q in N.AUTOGRAD_BACKWARD:
             tensors = args[0] if args else kwargs.get("tensors", UNKNOWN)
-            self.sink(tensors, "torch.autograd.backward", e, st, inputs=kwargs.get("inputs"))
+            inputs = kwargs.get("inputs")
+            if isinstance(inputs, ConstVal) and inputs.value is None:
+                inputs = None  # `inputs=None` (a parameter's default passed on): every leaf
+            self.sink(tensors, "torch.autograd.backward", e, st, inputs=inputs)
             return UNKNOWN
         if q in N.AUTOGRAD_GRAD:
             outputs = args[0] if args else kwargs.get("outputs", UNKNOWN)

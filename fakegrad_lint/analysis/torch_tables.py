@@ -399,6 +399,10 @@ OPERATOR_FUNCS = frozenset(
 # args=...).start() call fn right there; a future's result() is fn's return value
 EXECUTORS = frozenset({"concurrent.futures.ThreadPoolExecutor", "concurrent.futures.thread.ThreadPoolExecutor"})
 THREADS = frozenset({"threading.Thread"})
+# isinstance() answered from what a value is
+TENSOR_CLASSES = frozenset({"torch.Tensor"})
+PYTHON_TYPES = {"builtins.int": int, "builtins.float": float, "builtins.str": str, "builtins.bool": bool,
+                "builtins.bytes": bytes, "builtins.type": type}
 ARGUMENT_PARSER = frozenset({"argparse.ArgumentParser"})
 # argparse actions -> the default of their destination when no default= is given
 ARGPARSE_ACTION_DEFAULTS = {"store": None, "store_true": False, "store_false": True, "store_const": None,

@@ -115,6 +115,21 @@ def _set_requires_grad(v, on, depth=0):
             _set_requires_grad(x, on, depth + 1)
 
 
+def _enable_module_origins(v):
+    """``p.requires_grad_(True)`` over a module's parameters (an ``unfreeze`` loop over
+    ``model.parameters()``) or of one known parameter: requires grad again."""
+    for o in v.origins:
+        if o.kind == "module" and o.disabled:
+            o.disabled = False
+            o.frozen.clear()
+            if o.owner is not None:
+                _set_requires_grad(o.owner, True)
+        elif o.parent is not None and o.param is not None:
+            o.disabled = False
+            o.parent.frozen.discard(o.param)
+            o.parent.disabled = False
+
+
 def _disable_module_origins(v):
     """``p.requires_grad_(False)`` over a module's parameters (a loop over
     ``model.parameters()``), or over each of its known parameters by name

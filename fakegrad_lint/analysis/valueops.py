@@ -148,8 +148,8 @@ def _interesting(v, depth=0):
     if isinstance(v, (SeqVal, MaybeVal)) and depth < 3:
         items = v.items if isinstance(v, SeqVal) else v.options
         return any(_interesting(x, depth + 1) for x in items)
-    if isinstance(v, InstanceVal) and depth < 2:
-        return any(_interesting(x, depth + 1) for x in v.attrs.values())
+    if isinstance(v, InstanceVal) and depth < 3:
+        return v.cls.matters or any(_interesting(x, depth + 1) for x in v.attrs.values())
     if isinstance(v, MethodRef) and depth < 3:
         return _interesting(v.recv, depth + 1)
     if isinstance(v, PartialVal) and depth < 3:

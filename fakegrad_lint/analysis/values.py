@@ -267,6 +267,7 @@ class ClassVal(Value):
     mro: tuple = ()  # in-file classes, this one first (C3 linearization)
     torch_base: bool = False  # derives from a torch.nn class that has parameters of its own
     dataclass: bool = False
+    matters: bool = False  # its code (or a base's) can open a region or make a real requires-grad value
 
     def lookup_method(self, name):
         """The function Python would run for ``name`` (None: none known to be a function)."""

@@ -438,6 +438,18 @@ def run(
     return out
 
 
+def _used_by(f: Finding, silenced: dict) -> bool:
+    """Is ``f`` an unused-noqa finding (FGL100) whose every code silenced a
+    finding at a helper's line on that row?"""
+    if f.code != UNUSED_NOQA_CODE or f.location.row not in silenced:
+        return False
+    import re
+
+    m = re.search(r"unused: ([^)]*)\)", f.message)
+    dead = {c.strip() for c in m.group(1).split(",")} if m else set()
+    return bool(dead) and dead <= silenced[f.location.row]
+
+
 def _place_foreign(out: RunResult, paths: list[str], codes_for) -> None:
     """Whole-project analysis: a leak inside a helper of another module is also
     reported at its line there, when that module is one of the files checked
@@ -478,6 +490,13 @@ def _place_foreign(out: RunResult, paths: list[str], codes_for) -> None:
         except SourceError:
             continue
         kept, _unused = noqa_mod.apply(sf.text, mine, filename=p)
+        if r is not None and len(kept) < len(mine):
+            # a directive that silences a finding at a helper's line is used
+            silenced: dict = {}
+            for f in mine:
+                if not any(k is f or (k.location, k.code) == (f.location, f.code) for k in kept):
+                    silenced.setdefault(f.location.row, set()).add(f.code)
+            r.findings = [f for f in r.findings if not _used_by(f, silenced)]
         if not kept:
             continue
         if r is None:

@@ -322,7 +322,7 @@ def _build_fix(leak, source: str) -> Fix | None:
     outside_sink = leak.sink == "torch.autograd.grad" and leak.sink_line is not None and not (
         body_lines[0] <= leak.sink_line <= body_lines[1]
     )
-    if (outside_grad or outside_sink) and plan.kind != "module":
+    if (outside_grad or outside_sink) and plan.kind not in ("module", "module-copy"):
         # the code reads the gradient after the block: it read a FakeTensor before the fix,
         # it reads the fake copy's gradient (same shapes) after it; later real reads change
         covered = {n.lineno for n in later}

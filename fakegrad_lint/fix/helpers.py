@@ -137,8 +137,8 @@ def build_function_fix(leak, source: str) -> Fix:
     for module, obj in wanted:
         ops.add_import(module, obj)
 
-    where = _fname(func)
-    message = (f"{what} {'inside ' if not isinstance(func, ast.Module) else 'in '}{where}, with the mode active when it runs (`torch._guards.detect_fake_mode()`: "
+    where = ("in " if isinstance(func, ast.Module) else "inside ") + _fname(func)
+    message = (f"{what} {where}, with the mode active when it runs (`torch._guards.detect_fake_mode()`: "
                f"outside a fake region it keeps the real value, so every caller keeps working)")
     read = _grad_read(plan, kind)
     if read is not None:
@@ -203,7 +203,7 @@ def grad_read_copy(plan, w, following, leak):
     (``p.grad`` over ``model.parameters()``, ``model[0].weight.grad``), in the block or
     after it in the same block of code: the module runs as a fake copy made in the region
     and those reads go to the copy, so the code reads the same fake gradients (same shapes,
-    same ``None``\s for frozen parameters) and the real ones stay untouched. None (the fix
+    ``None`` for the same frozen parameters) and the real ones stay untouched. None (the fix
     stays display-only) unless every reference to the module there is a use or such a
     read, and every gradient read the analysis knows of is among them."""
     from dataclasses import replace
@@ -212,31 +212,7 @@ def grad_read_copy(plan, w, following, leak):
     if leak.sink == "torch.autograd.grad":
         return None
     stmts = list(w.body) + list(following)
-    reads = []
-    for stmt in stmts:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Attribute) and node.attr == "grad":
-                root = _chain_root(node.value)
-                if root is not None and root is not node.value and dotted_name(root) == module:
-                    reads.append(root)
-                elif root is not None and dotted_name(root) is not None and dotted_name(root).startswith(module + "."):
-                    # `self.model.fc.weight.grad` with the module `self.model`
-                    sub = root
-                    chain = node.value
-                    while chain is not None and dotted_name(chain) != module:
-                        chain = getattr(chain, "value", None)
-                    if chain is not None:
-                        reads.append(chain)
-            loops = []
-            if isinstance(node, (ast.For, ast.AsyncFor)):
-                loops = [(node.iter, node.body)]
-            elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
-                loops = [(g.iter, [node]) for g in node.generators]
-            for it, body in loops:
-                if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
-                        it.func.attr in _PARAM_ITERATORS and dotted_name(it.func.value) == module and \
-                        any(isinstance(n, ast.Attribute) and n.attr == "grad" for b in body for n in ast.walk(b)):
-                    reads.append(it.func.value)
+    reads = _grad_read_nodes(stmts, module)
     if not reads:
         return None
     if plan.kind == "module":
@@ -250,13 +226,43 @@ def grad_read_copy(plan, w, following, leak):
     for stmt in stmts:
         for node in ast.walk(stmt):
             if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and id(node) not in allowed and \
-                    _same_text(node, module, plan):
+                    dotted_name(node) == module:
                 return None  # another use of the real module: it must stay real
     lines = {n.lineno for n in reads}
     if any(ln not in lines for ln in plan.grad_reads):
         return None  # a gradient read elsewhere (another function) would change
     uses = list({id(n): n for n in mods + reads}.values())
     return replace(plan, kind="module-copy", uses=uses, grad_redirect=True)
+
+
+def _grad_read_nodes(stmts, module) -> list:
+    """The expressions naming ``module`` in ``stmts`` through which its parameters'
+    gradients are read: ``model[0].weight.grad`` (the ``model``), the ``model`` of
+    ``model.parameters()`` (``named_parameters``...) in a loop or comprehension that
+    reads ``.grad``."""
+    reads = []
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Attribute) and node.attr == "grad":
+                chain = node.value
+                while isinstance(chain, (ast.Attribute, ast.Subscript)) and dotted_name(chain) != module:
+                    if isinstance(chain, ast.Subscript) and not isinstance(chain.slice, ast.Constant):
+                        chain = None
+                        break
+                    chain = chain.value
+                if chain is not None and chain is not node.value and dotted_name(chain) == module:
+                    reads.append(chain)
+            loops = []
+            if isinstance(node, (ast.For, ast.AsyncFor)):
+                loops = [(node.iter, node.body)]
+            elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+                loops = [(g.iter, [node]) for g in node.generators]
+            for it, body in loops:
+                if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
+                        it.func.attr in _PARAM_ITERATORS and dotted_name(it.func.value) == module and \
+                        any(isinstance(n, ast.Attribute) and n.attr == "grad" for b in body for n in ast.walk(b)):
+                    reads.append(it.func.value)
+    return reads
 
 
 def parameter_grad_read_elsewhere(tree, w) -> int | None:
@@ -290,13 +296,6 @@ def _first_line_of(w) -> int:
     if bind is not None:
         return bind.lineno
     return getattr(w, "lineno", None) or w.body[0].lineno
-
-
-def _same_text(node, module, plan) -> bool:
-    name = dotted_name(node)
-    if name is not None:
-        return name == module
-    return False
 
 
 class _Block:
@@ -431,8 +430,12 @@ def _import_name(names, taken, key, default, wanted):
 
 def _grad_read(plan, kind) -> int | None:
     """A line that reads the real gradient the fix takes away (display-only then)."""
+    if plan.grad_reads:
+        return plan.grad_reads[0]  # the analysis' reads (another name of the value, another function)
     if kind == "tensor":
-        return plan.grad_reads[0] if plan.grad_reads else None
-    from fakegrad_lint.fix.builders import _module_grad_read
-
-    return _module_grad_read(plan.module_tree.body, plan.value)
+        return None
+    reads = _grad_read_nodes(plan.module_tree.body, plan.value)
+    if reads:
+        return min(n.lineno for n in reads)
+    return parameter_grad_read_elsewhere(plan.module_tree, plan.func_node.body[0]) if \
+        not isinstance(plan.func_node, ast.Module) else None
