@@ -910,5 +910,5 @@ print(sum(p.grad.numel() for p in model.parameters()), type(model[0].weight.grad
     path.write_text(code, encoding="utf-8")
     cli(*BASE_ARGS, "--fix", "--unsafe-fixes", str(path))
     fixed = path.read_text(encoding="utf-8")
-    assert "model_fake = copy.deepcopy(" in fixed
+    assert "model_fake = copy.deepcopy(\n        model, {id(t): fake_mode.from_tensor(t)" in fixed
     assert "for p in model_fake.parameters()" in fixed and "type(model_fake[0].weight.grad)" in fixed

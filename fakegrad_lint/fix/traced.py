@@ -15,6 +15,12 @@ the graph, as the real parameters were: same nodes, same code) under ``"fake"`` 
 FakeTensor ``.grad`` from a traced backward. Offered only when ``f`` is never called
 directly in the file (a direct call with real inputs has no ``fake_mode``): unsafe, as the
 graph's backward now differentiates the fake copies.
+
+The same conversion at the op serves a region whose ``with`` block is not where the
+leak is (a generator that yields inside its region, ``op-*`` plans, tried after the
+helper placements of ``fix/helpers.py``): the mode is that of a fake operand of the op
+(``x.fake_mode``), allow modes only, and only for code with exactly one call in the file
+(the region's): anywhere else ``x`` would be real.
 """
 
 from __future__ import annotations
