@@ -844,6 +844,55 @@ def main(simulate):
             net(torch.ones(1, 2)).sum().backward()
 main(False)
 """,
+    # ------------------------------------- a generator paused inside try/finally
+    "contextmanager_freeze_restores_in_finally_after_block": """
+@contextlib.contextmanager
+def frozen(module):
+    saved = [(p, p.requires_grad) for p in module.parameters()]
+    for p, _ in saved:
+        p.requires_grad_(False)
+    try:
+        yield module
+    finally:
+        for p, flag in saved:
+            p.requires_grad_(flag)
+net = nn.Linear(3, 2)
+with frozen(net), FakeTensorMode(allow_non_fake_inputs=True):
+    x = torch.randn(2, 3, requires_grad=True)
+    net(x).sum().backward()
+""",
+    "contextmanager_finally_unfreezes_after_block": """
+@contextlib.contextmanager
+def no_param_grads(module):
+    for p in module.parameters():
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p in module.parameters():
+            p.requires_grad_(True)
+net = nn.Linear(3, 2)
+with no_param_grads(net), FakeTensorMode(allow_non_fake_inputs=True):
+    x = torch.randn(2, 3, requires_grad=True)
+    net(x).sum().backward()
+""",
+    "contextmanager_try_finally_freezes_another_module": """
+@contextlib.contextmanager
+def frozen(module):
+    saved = [(p, p.requires_grad) for p in module.parameters()]
+    for p, _ in saved:
+        p.requires_grad_(False)
+    try:
+        yield module
+    finally:
+        for p, flag in saved:
+            p.requires_grad_(flag)
+net = nn.Linear(3, 2)
+teacher = nn.Linear(3, 2)
+with frozen(teacher), FakeTensorMode(allow_non_fake_inputs=True):
+    x = torch.randn(2, 3, requires_grad=True)
+    net(x).sum().backward()  # FGL001
+""",
 }
 
 

@@ -161,7 +161,7 @@ def _chain_root(node):
 
 
 def grad_read_copy(plan, w, following, leak):
-    """A real module run in the region whose parameter gradients the code then reads
+    r"""A real module run in the region whose parameter gradients the code then reads
     (``p.grad`` over ``model.parameters()``, ``model[0].weight.grad``), in the block or
     after it in the same block of code: the module runs as a fake copy made in the region
     and those reads go to the copy, so the code reads the same fake gradients (same shapes,
