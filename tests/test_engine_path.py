@@ -140,6 +140,7 @@ def test_front_ends_call_lint_source(tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
+@pytest.mark.slow  # real torch runs of a whole project: the slow tier (CI runs it)
 def test_confirm_checks_through_the_settings_and_the_cache(tmp_path):
     """``confirm``'s static side is ``check``'s: ``--select`` takes prefixes as
     ``check --select`` does, and results go through the project's cache."""

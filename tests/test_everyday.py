@@ -398,6 +398,7 @@ def test_precommit_env_ignores_the_base_interpreter():
 
 
 @pytest.mark.skipif(__import__("importlib").util.find_spec("torch") is None, reason="torch not installed")
+@pytest.mark.slow  # real torch runs of a whole project: the slow tier (CI runs it)
 def test_confirm_checks_the_project_the_script_belongs_to(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n')
     (tmp_path / "models.py").write_text(textwrap.dedent(
