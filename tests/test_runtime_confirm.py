@@ -108,6 +108,8 @@ def test_confirmed_hazard_missed_helper_and_confirmed_crash_json(tmp_path):
     assert got == {
         ("confirmed", "hazard", "main.py", line_of(script, "# hazard"), "FGL001"),
         ("confirmed", "hazard", "main.py", line_of(script, "# call"), "FGL001"),  # whole-project analysis
+        # ... and at the helper's own line, since helper.py is checked with the script's project
+        ("confirmed", "hazard", "helper.py", line_of(helper, "# train entry"), "FGL001"),
         ("missed", "hazard", "helper.py", line_of(helper, "# helper entry"), None),
         ("confirmed", "crash", "main.py", line_of(script, "# crash"), "FGL002"),
     }
