@@ -460,7 +460,11 @@ def test_fix_properties_on_mutated_fixtures(text):
     check_fix_properties(text)
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=[p.name for p in FIXTURES])
+# every fixture in the slow tier; every eighth in the default tier (a whole-corpus run)
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, id=p.name, marks=() if i % 8 == 0 else pytest.mark.slow) for i, p in enumerate(FIXTURES)],
+)
 def test_fix_properties_on_fixtures(path):
     check_fix_properties(path.read_text(encoding="utf-8"))
 
