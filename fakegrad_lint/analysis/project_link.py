@@ -28,6 +28,18 @@ class ProjectLinkMixin:
         self.ctx = ctx
         self.pos = ctx.mf.pos if ctx.mf is not None else self._main_pos
         _values.CURRENT_FILE[0] = ctx if ctx is not self.main else None
+        _values.CURRENT_ENTRY[0] = self._entry_token()
+
+    def _entry_token(self):
+        """:data:`values.CURRENT_ENTRY` for the code running now: the innermost call
+        made by the linted file's code into another module, ``MODULE_BODY`` inside
+        the body of an imported module (its values are its own), None outside."""
+        for entry in reversed(self._entries):
+            if entry[3]:
+                return _values.MODULE_BODY
+            if entry[0] is self.main:
+                return entry
+        return None
 
     def _lines_of(self, fv):
         ctx = self._scope_ctx.get(getattr(fv.scope, "module", None))
@@ -91,7 +103,15 @@ class ProjectLinkMixin:
     def _module_attr(self, mv, attr):
         v = mv.scope.vars.get(attr)
         if v is not None:
-            return self._force(v)
+            lazy = type(v) is LazyImport
+            v = self._force(v)
+            if v is not UNKNOWN or not lazy or not mv.is_pkg:
+                return v
+            # `from . import settings` in a package's __init__, read back through the
+            # package while that import is still being resolved (the lazy binding
+            # reads itself): Python's `from pkg import x` then imports `pkg.x`
+            sub = self._load_module(f"{mv.name}.{attr}")
+            return sub if sub is not None else v
         sub = self._load_module(f"{mv.name}.{attr}")
         if sub is None and self.project.is_namespace(f"{mv.name}.{attr}"):
             sub = self._namespace(f"{mv.name}.{attr}")  # `import ns.sub.mod`: ns.sub has no __init__
@@ -294,6 +314,25 @@ class ProjectLinkMixin:
                     break
         memo[val.node] = hit
         return hit
+
+    def _module_hot_names(self, ctx):
+        """The names of a project module (not the linted file) that can reach a fake
+        region (:func:`~fakegrad_lint.analysis.project.hot_names_of`: a mode imported
+        from another module, ``FAKE`` in ``from ..runtime import FAKE``): ways into a
+        region in its code, as its own imports of FakeTensorMode are."""
+        if ctx is self.main or ctx is None or ctx.mf is None:
+            return frozenset()
+        return hot_names_of(ctx.mf.path, 0)
+
+    def _module_methods_named(self, ctx, name):
+        """(def node, lines, ctx) of the methods called ``name`` of the classes a
+        project module defines at its top level (``self.build(...)`` calls one)."""
+        out = []
+        for v in list(ctx.scope.vars.values()):
+            m = v.own.get(name) if isinstance(v, ClassVal) and v.scope is ctx.scope else None
+            if isinstance(m, FuncVal):
+                out.append((m.node, ctx.mf.pos.lines, ctx))
+        return out
 
     def _main_entry(self):
         """The innermost call made by the linted file's code into another module
