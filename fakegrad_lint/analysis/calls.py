@@ -478,6 +478,17 @@ class CallsMixin:
                 return ConstVal(N.PURE_BUILTINS[name](*(a.value for a in args)))
             except Exception:
                 return UNKNOWN
+        if name in ("any", "all") and len(args) == 1 and not kwargs and isinstance(args[0], SeqVal) \
+                and not args[0].is_dict:
+            # every element is one of its items: all of one known truth value decide it
+            # (`any(p.is_meta for p in model.parameters())` of a module on a known device)
+            a = args[0]
+            vals = a.elts if a.elts is not None else a.items
+            if all(isinstance(v, ConstVal) for v in vals):
+                truths = [bool(v.value) for v in vals]
+                if a.elts is not None or all(t is (name == "all") for t in truths):
+                    return ConstVal(any(truths) if name == "any" else all(truths))
+            return UNKNOWN
         if name in ("list", "tuple", "set", "sorted", "reversed", "iter", "frozenset"):
             if not args:
                 return SeqVal(())
