@@ -409,6 +409,7 @@ class MethodCallsMixin:
             return mod
         if name in N.MODULE_HOOK_REGISTRARS and args and not kwargs.get("with_kwargs"):
             key = N.MODULE_HOOK_REGISTRARS[name]
+            self._hooks_made = True
             held = mod.attrs.get(key)
             mod.attrs[key] = SeqVal((held.items if isinstance(held, SeqVal) else ()) + (args[0],))
             return HookHandle(mod, key, args[0])

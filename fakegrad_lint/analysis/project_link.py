@@ -327,12 +327,8 @@ class ProjectLinkMixin:
     def _module_methods_named(self, ctx, name):
         """(def node, lines, ctx) of the methods called ``name`` of the classes a
         project module defines at its top level (``self.build(...)`` calls one)."""
-        out = []
-        for v in list(ctx.scope.vars.values()):
-            m = v.own.get(name) if isinstance(v, ClassVal) and v.scope is ctx.scope else None
-            if isinstance(m, FuncVal):
-                out.append((m.node, ctx.mf.pos.lines, ctx))
-        return out
+        lines = ctx.mf.pos.lines
+        return [(node, lines, ctx) for node in summarize(ctx.mf).methods_named(name)]
 
     def _main_entry(self):
         """The innermost call made by the linted file's code into another module

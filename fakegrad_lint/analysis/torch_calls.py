@@ -52,6 +52,7 @@ class TorchCallsMixin:
     """Calls of torch (and known third-party) qualified names."""
 
     _modes_made = False  # a fake mode (or make_fx's) was made somewhere in this analysis
+    _hooks_made = False  # a forward (pre) hook was registered somewhere in this analysis
 
     def call_transform(self, e, tf, args, kwargs, st):
         """torch.func.grad(f)(*args) and friends: f runs on the arguments; gradients
@@ -169,8 +170,8 @@ class TorchCallsMixin:
         (``_POST_HOOKS``) of ``mod`` (``own``) and of its submodules (``children``),
         as torch runs them: ``fn(module, args)`` and ``fn(module, args, output)`` (the
         output of a submodule is taken to be like the call's own)."""
-        if not isinstance(mod, ModuleVal) or depth > 4:
-            return
+        if not self._hooks_made or not isinstance(mod, ModuleVal) or depth > 4:
+            return  # (no hook was registered in this analysis: nothing to run)
         inputs = SeqVal(tuple(args), tuple(args))
         for key in keys if own else ():
             held = mod.attrs.get(key)
