@@ -546,10 +546,13 @@ class ProjModVal(Value):
     scope its body ran in) and the file it comes from. Also the interpreter's
     notion of "the file being run" (``Interpreter.ctx``)."""
 
-    __slots__ = ("name", "is_pkg", "mf", "scope")
+    __slots__ = ("name", "is_pkg", "mf", "scope", "loaded")
 
     def __init__(self, name, is_pkg, mf, scope):
         self.name, self.is_pkg, self.mf, self.scope = name, is_pkg, mf, scope
+        # its names as its body left them (None while the body runs): what a
+        # `from mod import name` run at that time binds, whatever is reassigned later
+        self.loaded = None
 
     def __repr__(self):
         return f"ProjMod({self.name})"
