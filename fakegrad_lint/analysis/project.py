@@ -183,7 +183,8 @@ def _hot_word_re(roots):
             words |= names
             if names:
                 fed |= _feeds(path, names)
-                mod_words.add(_module_word(path))  # `import boot` binds the module itself
+                if _runs_region_code(path, names):
+                    mod_words.add(_module_word(path))  # `import boot` may enter its mode
         # a registry filled by hot code (`@register("fake")` on a class that opens a
         # region, in another module): the module that holds it is possible too
         for target, name in _through_reexports(fed):
@@ -226,6 +227,16 @@ def _hot_word_re(roots):
     out = frozenset(words | mod_words) if words else False
     _hot_words[key] = out
     return out
+
+
+def _runs_region_code(path: str, hot) -> bool:
+    """Does a top-level statement of the module that binds nothing name a way into a
+    region (``_MODE.__enter__()`` at import time)? Importing it runs that code."""
+    from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
+
+    regs = _summary(path, None)[3]
+    return any(not bound and (not words.isdisjoint(hot) or not words.isdisjoint(ENTRY_WORDS))
+               for _name, bound, words in regs)
 
 
 def _module_word(path: str) -> str:
