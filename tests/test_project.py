@@ -1116,3 +1116,77 @@ def test_generator_method_of_another_module_yields_inside_its_region(tmp_path, u
             "for n in Sizer().fitting([2, 8, 32]):\n    loss = net(torch.randn(n, 4)).sum()\n    loss.backward()\n")
     proj = make(tmp_path / "p", {"batches.py": _BATCHES.format(yield_block=block), "main.py": main})
     assert _json_findings(proj, ".")[0] == ({("main.py", 8, "FGL001")} if hazard else set())
+
+
+_SETTINGS = """\
+CURRENT = None
+
+
+def use(net):
+    global CURRENT
+    CURRENT = net
+"""
+
+
+@pytest.mark.parametrize("read, hazard", [("import settings", True), ("from settings import CURRENT", False)])
+def test_from_import_binds_what_the_module_held_when_it_ran(tmp_path, read, hazard):
+    """``settings.use(net)`` rebinds a module global after ``probe.py`` was imported:
+    read as ``settings.CURRENT`` it is the real net (a hazard), but a ``from
+    settings import CURRENT`` run at import time still holds ``None`` and the probe
+    builds its own model inside the region (clean)."""
+    current = "settings.CURRENT" if hazard else "CURRENT"
+    probe = ("import torch\nfrom torch import nn\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n"
+             f"{read}\n\n\ndef probe():\n    with FakeTensorMode(allow_non_fake_inputs=True):\n"
+             f"        net = {current} if {current} is not None else nn.Linear(4, 2)\n"
+             "        net(torch.randn(3, 4)).sum().backward()\n")
+    main = "from torch import nn\n\nimport probe\nimport settings\n\nsettings.use(nn.Linear(4, 2))\nprobe.probe()\n"
+    proj = make(tmp_path / "p", {"settings.py": _SETTINGS, "probe.py": probe, "main.py": main})
+    got = _json_findings(proj, ".")[0]
+    assert got == ({("main.py", 7, "FGL001"), ("probe.py", 10, "FGL001")} if hazard else set()), got
+
+
+_DRYRUN = """\
+import contextlib
+
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+_STACK = contextlib.ExitStack()
+_STACK.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+"""
+
+
+@pytest.mark.parametrize("before, hazard", [(True, True), (False, False)])
+def test_mode_entered_by_an_imported_modules_body_stays_entered_after_the_import(tmp_path, before, hazard):
+    """``dryrun.py`` enters an allow-mode mode at import time and never leaves it:
+    every op after ``import dryrun`` runs in the region (the backward then leaves
+    fake grads on the real net). Trained before the import: clean."""
+    step = "loss = net(torch.randn(3, 4)).sum()\nloss.backward()\n"
+    head = "import torch\nfrom torch import nn\n\nnet = nn.Linear(4, 2)\n"
+    main = head + ("import dryrun  # noqa: E402,F401\n\n" + step if before else step + "import dryrun  # noqa: E402,F401\n")
+    proj = make(tmp_path / "p", {"dryrun.py": _DRYRUN, "main.py": main})
+    assert _json_findings(proj, ".")[0] == ({("main.py", 7, "FGL001")} if hazard else set())
+
+
+@pytest.mark.parametrize("kind, hazard", [("train", True), ("forward", False)])
+def test_module_imported_by_a_computed_name_through_a_lazy_package(tmp_path, kind, hazard):
+    """``estimators/__init__.py`` loads its submodules lazily from a module
+    ``__getattr__`` (PEP 562) and ``main.py`` picks one by a name it computes for
+    ``importlib.import_module``: neither names the estimator's function or its mode.
+    The ``train`` estimator backpropagates in an allow-mode region; the ``forward``
+    one only runs forward there (clean)."""
+    head = "import torch\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n\n\ndef estimate(net, x):\n" \
+           "    with FakeTensorMode(allow_non_fake_inputs=True):\n        out = net(x)\n"
+    lazy = ("import importlib\n\n\ndef __getattr__(name):\n"
+            "    return importlib.import_module('.' + name, __name__)\n")
+    main = ("import importlib\n\nimport torch\nfrom torch import nn\n\nimport estimators\n\n"
+            f"KIND = {kind!r}\nnet = nn.Linear(4, 2)\nx = torch.randn(3, 4)\n"
+            "estimators.train.estimate(net, x)\n"
+            "importlib.import_module(f'estimators.{KIND}').estimate(net, x)\n")
+    if not hazard:
+        main = main.replace("estimators.train.estimate(net, x)\n", "estimators.forward.estimate(net, x)\n")
+    proj = make(tmp_path / "p", {"estimators/__init__.py": lazy,
+                                  "estimators/train.py": head + "        out.sum().backward()\n",
+                                  "estimators/forward.py": head + "        return out.shape\n", "main.py": main})
+    got = _json_findings(proj, ".")[0]
+    assert got == ({("main.py", 11, "FGL001"), ("main.py", 12, "FGL001"), ("estimators/train.py", 7, "FGL001")}
+                   if hazard else set()), got
