@@ -1190,3 +1190,20 @@ def test_module_imported_by_a_computed_name_through_a_lazy_package(tmp_path, kin
     got = _json_findings(proj, ".")[0]
     assert got == ({("main.py", 11, "FGL001"), ("main.py", 12, "FGL001"), ("estimators/train.py", 7, "FGL001")}
                    if hazard else set()), got
+
+
+@pytest.mark.parametrize("fake, hazard", [(True, True), (False, False)])
+def test_flag_returned_by_a_config_function_of_another_module_decides_the_context(tmp_path, fake, hazard):
+    """``settings.load()`` returns a dataclass whose ``dry_run`` flag picks an
+    allow-mode mode or ``nullcontext()`` in ``steps.py``: a one-line function that
+    names nothing of interest still runs (its value decides the branch)."""
+    settings = ("from dataclasses import dataclass\n\n\n@dataclass\nclass Settings:\n    dry_run: bool = False\n\n\n"
+                f"def load():\n    return Settings(dry_run={fake})\n")
+    steps = ("import contextlib\n\nimport torch\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n\n\n"
+             "def train_step(net, opts):\n"
+             "    ctx = FakeTensorMode(allow_non_fake_inputs=True) if opts.dry_run else contextlib.nullcontext()\n"
+             "    with ctx:\n        net(torch.randn(3, 4)).sum().backward()\n")
+    main = "from torch import nn\n\nfrom settings import load\nfrom steps import train_step\n\ntrain_step(nn.Linear(4, 2), load())\n"
+    proj = make(tmp_path / "p", {"settings.py": settings, "steps.py": steps, "main.py": main})
+    got = _json_findings(proj, ".")[0]
+    assert got == ({("main.py", 6, "FGL001"), ("steps.py", 10, "FGL001")} if hazard else set()), got
