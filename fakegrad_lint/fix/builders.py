@@ -141,13 +141,14 @@ def _build_fix(leak, source: str) -> Fix | None:
             plan = replace(plan, kind="module-copy", value=dotted_name(loop_root) or "", uses=[loop_root])
             rewritten = [loop_root]
             first_stmt = _first_use_stmt(w, rewritten)
-    copy_all, after_roots, later = False, None, []
-    if plan.kind == "module" and not one_line and (_reads_grads_in_region_only(leak, plan, w) or
+    copy_all, after_roots, later, grads_converted = False, None, [], False
+    if plan.kind == "module" and not one_line and not modules.converts(w.body, plan.value) and \
+            (_reads_grads_in_region_only(leak, plan, w) or
                                                    modules.uses_own_methods(w.body, plan.value, plan.uses)):
         # the region reads the gradients it makes (`p.grad` for `p` in `model.parameters()`):
         # the region runs on a fake deep copy, every read of the module included
         loads = modules.module_loads(w.body, plan.value, 0)
-        after_roots = modules.grad_read_roots(_following(plan.module_tree, w), plan.value)
+        after_roots = modules.grad_read_roots(_following(plan.module_tree, w), plan.value, modules.made_in(w.body))
         if loads and after_roots is not None:
             loads = loads + after_roots  # the reads of the gradients after the block read the copy's
             plan, rewritten, copy_all = replace(plan, kind="module-copy", uses=loads), loads, True
@@ -156,7 +157,7 @@ def _build_fix(leak, source: str) -> Fix | None:
         # the name means something else by the time it leaks
         raise NoFix(f"`{plan.value}` is rebound in the region before it leaks (a loop or comprehension "
                     f"variable, an assignment)")
-    if plan.kind in ("module", "module-copy") and not copy_all:
+    if plan.kind in ("module", "module-copy") and not copy_all and not modules.converts(w.body, plan.value):
         from fakegrad_lint.fix.helpers import grad_read_copy  # a copy whose gradients the code reads
 
         plan = grad_read_copy(plan, w, _following(plan.module_tree, w), leak) or plan
@@ -268,6 +269,11 @@ def _build_fix(leak, source: str) -> Fix | None:
             ops.add_import("torch")
         applicability = Applicability.UNSAFE
         message = f"Call `{plan.value}` with `torch.func.functional_call` over fake copies of its parameters and buffers"
+        if leak.sink == "torch.autograd.grad":
+            grads_converted = _convert_grad_inputs(plan, w, mode, ops, nodes, leak)
+            if grads_converted:
+                message += (", and take `torch.autograd.grad` with respect to those copies "
+                            f"(`{mode}.from_tensor` gives the same copy of each parameter)")
     else:
         needs_import = False
         if plan.kind == "container":
@@ -307,7 +313,7 @@ def _build_fix(leak, source: str) -> Fix | None:
             # the gradients land on the fake copies: what the code reads there changes
             return Fix(f"{message} (not applied: line {read} reads the gradients of `{plan.value}`'s parameters)",
                        Applicability.DISPLAY_ONLY, ops.edits())
-        if leak.sink == "torch.autograd.grad":
+        if leak.sink == "torch.autograd.grad" and not grads_converted:
             # `autograd.grad(loss, inputs)` may differentiate with respect to the real
             # parameters, which the fixed graph no longer holds (a RuntimeError at run time)
             return Fix(f"{message} (not applied: `torch.autograd.grad` on line {leak.sink_line} may differentiate "
@@ -341,6 +347,47 @@ def _build_fix(leak, source: str) -> Fix | None:
     return Fix(message, applicability, ops.edits())
 
 
+def _convert_grad_inputs(plan, w, mode, ops, nodes, leak) -> bool:
+    """``torch.autograd.grad(loss, params)`` in the region over the module's real
+    parameters: the inputs become the fake copies the fixed graph holds (``fix/grads.py``).
+    True when every such call of the region (the sink's among them) is converted; nothing
+    is converted otherwise."""
+    from fakegrad_lint.fix import grads
+
+    lines = (w.body[0].lineno, w.body[-1].end_lineno)
+    if leak.sink_line is None or not lines[0] <= leak.sink_line <= lines[1]:
+        return False
+    if any(call.lineno > lines[1] for call, _ in grads.autograd_grad_calls(_following(plan.module_tree, w))):
+        return False  # a gradient after the block, over the graph the region made
+    fresh = modules.made_in(w.body)
+    before = _scope_body(plan.module_tree, w)
+    edits, sink_seen = [], False
+    for call, inputs in grads.autograd_grad_calls(w.body):
+        if inputs is None:
+            return False
+        text = grads.converted_inputs(inputs, plan.value, mode, before, fresh, nodes.pos.segment)
+        if text is None:
+            return False
+        sink_seen |= call.lineno <= leak.sink_line <= call.end_lineno
+        if text:
+            edits.append((inputs, text))
+    if not sink_seen:
+        return False
+    for node, text in edits:
+        ops.replace(nodes.expr(node), text)
+    return True
+
+
+def _scope_body(tree, w) -> list:
+    """The body of the innermost function that holds ``w`` (the module's, at the top level)."""
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node.lineno <= _first_line(w) <= node.end_lineno and (best is None or node.lineno >= best.lineno):
+            best = node
+    return list((best or tree).body)
+
+
 def _reads_grads_in_region_only(leak, plan, w) -> bool:
     """Does the function read the gradients of the module's parameters, in the region or
     after it in the same block, only through the module's name (and no
@@ -352,7 +399,7 @@ def _reads_grads_in_region_only(leak, plan, w) -> bool:
     lines = (w.body[0].lineno, (following or w.body)[-1].end_lineno)
     if any(not lines[0] <= ln <= lines[1] for ln in plan.grad_reads):
         return False
-    roots = modules.grad_read_roots(following, plan.value)
+    roots = modules.grad_read_roots(following, plan.value, modules.made_in(w.body))
     loads = modules.module_loads(following, plan.value, 0)
     # after the block the module is only read for those gradients (no real step that
     # would make real ones: those reads must stay on the real module)
@@ -517,8 +564,8 @@ def _module_grad_read(stmts, module: str) -> int | None:
     for stmt in stmts:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Attribute) and node.attr == "grad":
-                name = dotted_name(node.value) or ""
-                if name.startswith(module + "."):
+                root = modules.chain_to(node.value, module)
+                if root is not None and root is not node.value:
                     return node.lineno
             elif isinstance(node, (ast.For, ast.AsyncFor)) and drawn_from_module(node.iter):
                 line = next((ln for b in node.body if (ln := has_grad(b)) is not None), None)
@@ -533,15 +580,26 @@ def _module_grad_read(stmts, module: str) -> int | None:
 
 
 def _following(tree, w):
-    """The statements after ``w`` in the block that holds it (empty if not found)."""
+    """The statements that run right after ``w``: those after it in the block that holds
+    it, then, when that block is the body of another ``with`` (which always runs its body
+    to the end), those after that one, and so on (empty if not found)."""
     if not isinstance(w, (ast.With, ast.AsyncWith)):
         return []
+    parents = {}
     for node in ast.walk(tree):
         for name in ("body", "orelse", "finalbody"):
             block = getattr(node, name, None)
-            if isinstance(block, list) and w in block:
-                return block[block.index(w) + 1 :]
-    return []
+            if isinstance(block, list):
+                for i, stmt in enumerate(block):
+                    parents[id(stmt)] = (node, name, block, i)
+    out, cur = [], w
+    while id(cur) in parents:
+        node, name, block, i = parents[id(cur)]
+        out.extend(block[i + 1:])
+        if not (isinstance(node, (ast.With, ast.AsyncWith)) and name == "body"):
+            break
+        cur = node
+    return out
 
 
 def _with_gradient_reads(uses, body, value):

@@ -94,6 +94,19 @@ def module_loads(stmts, module: str, from_line: int):
     return out
 
 
+# nn.Module methods that convert every tensor through `_apply`: on a copy whose tensors are
+# `from_tensor` fakes they raise (measured on torch 2.13: `Couldn't swap Linear.weight`)
+_CONVERSIONS = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type", "to_empty", "xpu",
+                          "mps", "ipu", "share_memory"})
+
+
+def converts(stmts, module: str) -> bool:
+    """Does ``stmts`` call a converting method of ``module`` (``model.float()``, ``model.to(d)``)?
+    A fake copy cannot run those (see ``_CONVERSIONS``)."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _CONVERSIONS
+               and dotted_name(n.func.value) == module for s in stmts for n in ast.walk(s))
+
+
 def uses_own_methods(stmts, module: str, calls) -> bool:
     """Does the region call a method of the module's own class (``ddp.all_reduce_grads()``,
     not one of ``nn.Module``'s) besides the leaking calls? Such a method reads the state the
@@ -120,11 +133,12 @@ def leaked_refusal(leak, plan) -> str | None:
     return None
 
 
-def grad_read_roots(stmts, module: str):
+def grad_read_roots(stmts, module: str, fresh=frozenset()):
     """The loads of ``module`` through which ``stmts`` read its gradients: the root of
     ``module.fc.weight.grad``, the receiver of ``module.parameters()`` (any method) that a
     loop or comprehension reading ``.grad`` draws from. None when a gradient is read
-    some other way (through another name)."""
+    some other way (through another name), except through a name of ``fresh`` (tensors
+    the region made itself, see :func:`made_in`: never one of the module's)."""
     def drawn(it):
         return it.func.value if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
             dotted_name(it.func.value) == module else None
@@ -146,13 +160,71 @@ def grad_read_roots(stmts, module: str):
     for stmt in stmts:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Attribute) and node.attr == "grad" and id(node) not in covered:
-                base = node.value
-                while isinstance(base, ast.Attribute) and dotted_name(base) != module:
-                    base = base.value
-                if dotted_name(base) != module:
+                if isinstance(node.value, ast.Name) and node.value.id in fresh:
+                    continue
+                base = chain_to(node.value, module)
+                if base is None:
                     return None
                 roots.append(base)
     return roots
+
+
+_FACTORIES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "arange", "randint", "tensor",
+                        "linspace", "eye", "randn_like", "rand_like", "zeros_like", "ones_like", "empty_like"})
+
+
+def made_in(stmts) -> frozenset:
+    """Plain names that ``stmts`` (a region's block) bind, once, to a torch factory call
+    (``x = torch.randn(6, 4, requires_grad=True)``): tensors made there, none of them a
+    parameter of a module."""
+    counts: dict = {}
+    made = set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.NamedExpr)) else []
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        counts[n.id] = counts.get(n.id, 0) + 1
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                pairs = [(node.targets[0], node.value)]
+                if isinstance(node.targets[0], ast.Tuple) and isinstance(node.value, ast.Tuple) and \
+                        len(node.targets[0].elts) == len(node.value.elts):
+                    pairs = list(zip(node.targets[0].elts, node.value.elts))  # `a, b = torch.randn(2), torch.randn(3)`
+                for target, value in pairs:
+                    if isinstance(target, ast.Name) and isinstance(value, ast.Call) and \
+                            isinstance(value.func, ast.Attribute) and value.func.attr in _FACTORIES and \
+                            dotted_name(value.func.value) == "torch":
+                        made.add(target.id)
+    made = {n for n in made if counts.get(n) == 1}
+    grown = True
+    while grown:  # `mixed = (alpha * real + (1 - alpha) * fake).requires_grad_()` over tensors made there
+        grown = False
+        for stmt in stmts:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                        and counts.get(node.targets[0].id) == 1 and node.targets[0].id not in made:
+                    reads = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+                    calls = [n for n in ast.walk(node.value) if isinstance(n, ast.Call)]
+                    if reads and reads <= made | {"torch"} and all(
+                            isinstance(c.func, ast.Attribute) for c in calls):
+                        made.add(node.targets[0].id)
+                        grown = True
+    return frozenset(made)
+
+
+def chain_to(node, module: str):
+    """The node naming ``module`` at the root of ``node``'s chain of attributes and
+    constant subscripts (``model[0].weight`` -> ``model``), or None."""
+    while dotted_name(node) != module:
+        if isinstance(node, ast.Attribute):
+            node = node.value
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            node = node.value
+        else:
+            return None
+    return node
 
 
 def grad_reads_in(stmts, module: str) -> bool:
