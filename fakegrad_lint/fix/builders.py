@@ -94,6 +94,9 @@ class _Nodes:
 
 def _build_fix(leak, source: str) -> Fix | None:
     plan: FixPlan = leak.fix
+    if plan.grad_writes and (plan.placement != "region" or plan.kind.startswith(("leaked-", "traced-", "op-"))):
+        raise NoFix(f"line {plan.grad_writes[0]} writes the gradients computed in the region to a real "
+                    f"tensor's `.grad`, which a fix here cannot move")
     if plan.kind.startswith("leaked-"):
         reason = modules.leaked_refusal(leak, plan)
         if reason is not None:
@@ -301,6 +304,11 @@ def _build_fix(leak, source: str) -> Fix | None:
         applicability = Applicability.SAFE
         message = f"Convert `{plan.value}` at the boundary with `{mode}.from_tensor`"
 
+    if plan.grad_writes:
+        _redirect_grad_writes(plan, w, mode, ops, nodes)
+        message += (f"; the gradients it computes are written to the `{mode}.from_tensor` copies "
+                    f"(the same fakes the region used), not to the real tensors' `.grad`")
+        applicability = min(applicability, Applicability.UNSAFE)  # a write after the block changes
     body_lines = (w.body[0].lineno, w.body[-1].end_lineno)
     if plan.grad_redirect:
         return Fix(message, applicability, ops.edits())
@@ -376,6 +384,33 @@ def _convert_grad_inputs(plan, w, mode, ops, nodes, leak) -> bool:
     for node, text in edits:
         ops.replace(nodes.expr(node), text)
     return True
+
+
+def _redirect_grad_writes(plan, w, mode, ops, nodes) -> None:
+    """``p.grad = g`` (``g`` computed in the region: ``torch.func.grad``, ``vmap``) after
+    the block, in the same function: ``{mode}.from_tensor(p).grad = g``. ``from_tensor``
+    memoizes, so the write lands on the fake copy the region used (or a fresh fake),
+    never on the real tensor. :class:`NoFix` for a write elsewhere."""
+    stmts = list(w.body) + _following(plan.module_tree, w)
+    found = {}
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                break
+            if isinstance(node, ast.Assign) and node.lineno in plan.grad_writes:
+                for t in node.targets:
+                    if isinstance(t, ast.Attribute) and t.attr == "grad":
+                        found.setdefault(node.lineno, []).append(t.value)
+    missing = [ln for ln in plan.grad_writes if ln not in found]
+    if missing:
+        raise NoFix(f"line {missing[0]} writes the gradients computed in the region to a real tensor's `.grad` "
+                    f"outside the code that runs right after the region")
+    for targets in found.values():
+        for target in targets:
+            text = nodes.pos.segment(target)
+            if text.startswith(f"{mode}.from_tensor("):
+                continue
+            ops.replace(nodes.expr(target), f"{mode}.from_tensor({text})")
 
 
 def _scope_body(tree, w) -> list:
