@@ -333,6 +333,13 @@ def _build_fix(leak, source: str) -> Fix | None:
             message += ", and read the copy's gradients after the block"
         return Fix(message, applicability, ops.edits())
     outside_grad = [ln for ln in plan.grad_reads if not body_lines[0] <= ln <= body_lines[1]]
+    if later and plan.kind not in ("module", "module-copy"):
+        # `layer.weight.grad` read after the block (the analysis may not know it for a
+        # module's parameter): it read the FakeTensor the region left; it must read the copy's
+        outside_grad = sorted(set(outside_grad) | {n.lineno for n in later})
+        if not _only_grad_reads_until(_following(plan.module_tree, w), plan.value, later):
+            return Fix(f"{message} (not applied: line {outside_grad[0]} reads the real gradient of "
+                       f"`{plan.value}` after another use of it)", Applicability.DISPLAY_ONLY, ops.edits())
     outside_sink = leak.sink == "torch.autograd.grad" and leak.sink_line is not None and not (
         body_lines[0] <= leak.sink_line <= body_lines[1]
     )
@@ -383,6 +390,21 @@ def _convert_grad_inputs(plan, w, mode, ops, nodes, leak) -> bool:
         return False
     for node, text in edits:
         ops.replace(nodes.expr(node), text)
+    return True
+
+
+def _only_grad_reads_until(stmts, value: str, reads) -> bool:
+    """Is every load of ``value`` in ``stmts`` up to the last of ``reads`` one of them
+    (no real use in between whose gradient the reads would then see)?"""
+    last = max(n.lineno for n in reads)
+    ids = {id(sub) for n in reads for sub in ast.walk(n)}
+    parts = value.split(".")
+    names = {".".join(parts[:i]) for i in range(1, len(parts) + 1)}  # `layer.weight`: `layer` too
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.Name, ast.Attribute)) and node.lineno <= last and \
+                    dotted_name(node) in names and id(node) not in ids:
+                return False
     return True
 
 
@@ -598,6 +620,8 @@ def _module_grad_read(stmts, module: str) -> int | None:
 
     for stmt in stmts:
         for node in ast.walk(stmt):
+            if modules.clip_root(node, module) is not None:
+                return node.lineno
             if isinstance(node, ast.Attribute) and node.attr == "grad":
                 root = modules.chain_to(node.value, module)
                 if root is not None and root is not node.value:

@@ -202,9 +202,14 @@ def _grad_read_nodes(stmts, module) -> list:
     gradients are read: ``model[0].weight.grad`` (the ``model``), the ``model`` of
     ``model.parameters()`` (``named_parameters``...) in a loop or comprehension that
     reads ``.grad``."""
+    from fakegrad_lint.fix.modules import clip_root
+
     reads = []
     for stmt in stmts:
         for node in ast.walk(stmt):
+            clipped = clip_root(node, module)
+            if clipped is not None:
+                reads.append(clipped)
             if isinstance(node, ast.Attribute) and node.attr == "grad":
                 chain = node.value
                 while isinstance(chain, (ast.Attribute, ast.Subscript)) and dotted_name(chain) != module:

@@ -149,7 +149,10 @@ def grad_read_roots(stmts, module: str, fresh=frozenset()):
     roots, covered = [], set()
     for stmt in stmts:
         for node in ast.walk(stmt):
-            if isinstance(node, (ast.For, ast.AsyncFor)) and drawn(node.iter) is not None and reads_grad(node.body):
+            clipped = clip_root(node, module)
+            if clipped is not None:
+                roots.append(clipped)
+            elif isinstance(node, (ast.For, ast.AsyncFor)) and drawn(node.iter) is not None and reads_grad(node.body):
                 roots.append(drawn(node.iter))
                 covered.update(id(n) for b in node.body for n in ast.walk(b))
             elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
@@ -212,6 +215,20 @@ def made_in(stmts) -> frozenset:
                         made.add(node.targets[0].id)
                         grown = True
     return frozenset(made)
+
+
+_GRAD_READERS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "get_total_norm"})
+
+
+def clip_root(node, module: str):
+    """``torch.nn.utils.clip_grad_norm_(module.parameters(), ...)`` (a read of every
+    gradient of the module): the ``module`` node, else None."""
+    if isinstance(node, ast.Call) and node.args and (dotted_name(node.func) or "").rsplit(".", 1)[-1] in _GRAD_READERS:
+        arg = node.args[0]
+        if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr == "parameters" \
+                and dotted_name(arg.func.value) == module:
+            return arg.func.value
+    return None
 
 
 def chain_to(node, module: str):
