@@ -226,12 +226,16 @@ def _build_fix(leak, source: str) -> Fix | None:
             fake = _unique(f"{base}_fake", taken)
             layout = _Layout(pos)
             each = not copy_all and modules.iterated(w.body, plan.uses[0])
-            hoist(modules.wrapped(f"{fake} = ", modules.fake_copy(f"{copy_name}.deepcopy", plan.value, mode, each),
-                                  indent, layout.unit, layout.limit))
+            share = modules.method_receiver(w.body, plan.uses)
+            hoist(modules.wrapped(f"{fake} = ", modules.fake_copy(f"{copy_name}.deepcopy", plan.value, mode, each,
+                                                                  share), indent, layout.unit, layout.limit))
             for node in plan.uses:
                 ops.replace(nodes.expr(node), fake)
             applicability = Applicability.UNSAFE
             form = f"`copy.deepcopy` over `{mode}.from_tensor` copies of its parameters and buffers"
+            if share:
+                form += (", sharing its public attributes with the real module, so what its methods record "
+                         "there stays visible")
             if plan.grad_redirect:
                 message = (f"Run `{plan.value}` as a fake copy ({form}), and read the copy's gradients where the "
                            f"code reads `{plan.value}`'s: gradients and state changes land on the copy")

@@ -40,14 +40,33 @@ _NN_MODULE_METHODS = frozenset({
 })
 
 
-def fake_copy(copy_fn: str, module: str, mode: str, each: bool = False) -> str:
+def fake_copy(copy_fn: str, module: str, mode: str, each: bool = False, share_state: bool = False) -> str:
     """The expression of a fake deep copy of ``module`` made by ``mode`` (``each``: of a
-    list of modules, or the children a container module iterates over)."""
+    list of modules, or the children a container module iterates over). With
+    ``share_state`` the copy shares the objects of the public attributes of every
+    submodule (``self.logged``, ``self.hparams``: the memo maps each to itself), so a
+    method that records into them (``self.logged[name] = ...``) records into the real
+    module's, as before the fix; only the tensors and nn.Module's own ``_``-state are
+    copied."""
+    if share_state and not each:
+        return (f"{copy_fn}({module}, {{**{{id(v): v for sub in {module}.modules() for k, v in vars(sub).items() "
+                f"if not k.startswith('_')}}, **{{id(t): {mode}.from_tensor(t) for t in "
+                f"[*{module}.parameters(), *{module}.buffers()]}}}})")
     if each:
         return (f"{copy_fn}({module}, {{id(t): {mode}.from_tensor(t) for m in {module} for t in "
                 f"[*m.parameters(), *m.buffers()]}})")
     return (f"{copy_fn}({module}, {{id(t): {mode}.from_tensor(t) for t in "
             f"[*{module}.parameters(), *{module}.buffers()]}})")
+
+
+def method_receiver(stmts, uses) -> bool:
+    """Is one of ``uses`` the receiver of a call of a method of the module's own class
+    (``module.training_step(...)``, not one of nn.Module's)? Such a method may keep Python
+    state on the module (see ``fake_copy(share_state=True)``)."""
+    ids = {id(u) for u in uses}
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and id(n.func.value) in ids
+               and n.func.attr not in _NN_MODULE_METHODS and not n.func.attr.startswith("__")
+               for s in stmts for n in ast.walk(s))
 
 
 def iterated(stmts, expr) -> bool:
