@@ -146,7 +146,7 @@ def _build_fix(leak, source: str) -> Fix | None:
             first_stmt = _first_use_stmt(w, rewritten)
     copy_all, after_roots, later, grads_converted = False, None, [], False
     if plan.kind == "module" and not one_line and not modules.converts(w.body, plan.value) and \
-            (_reads_grads_in_region_only(leak, plan, w) or
+            (_reads_grads_in_region_only(leak, plan, w) or modules.handed_on(w.body, plan.value) or
                                                    modules.uses_own_methods(w.body, plan.value, plan.uses)):
         # the region reads the gradients it makes (`p.grad` for `p` in `model.parameters()`):
         # the region runs on a fake deep copy, every read of the module included

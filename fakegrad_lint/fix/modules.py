@@ -59,6 +59,25 @@ def fake_copy(copy_fn: str, module: str, mode: str, each: bool = False, share_st
             f"[*{module}.parameters(), *{module}.buffers()]}})")
 
 
+def handed_on(stmts, module: str) -> bool:
+    """Is ``module`` an argument of a call in ``stmts`` (``gradient_penalty(critic, x)``)?
+    The helper then runs the real module in the region too: the region uses a fake copy
+    throughout."""
+    for s in stmts:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Call):
+                args = [a.value if isinstance(a, ast.Starred) else a for a in n.args] + [k.value for k in n.keywords]
+                if any(dotted_name(a) == module for a in args) and \
+                        (dotted_name(n.func) or "").rsplit(".", 1)[-1] not in _METADATA_CALLS:
+                    return True
+    return False
+
+
+# builtins that only look at a module (no tensor op): handing it to them is no reason for a copy
+_METADATA_CALLS = frozenset({"isinstance", "type", "id", "print", "repr", "str", "len", "hasattr", "getattr",
+                             "callable", "vars", "dir"})
+
+
 def method_receiver(stmts, uses) -> bool:
     """Is one of ``uses`` the receiver of a call of a method of the module's own class
     (``module.training_step(...)``, not one of nn.Module's)? Such a method may keep Python
