@@ -112,6 +112,19 @@ def _binds(nodes, name: str) -> bool:
     return False
 
 
+_ANNOTATED = {"Dict": "dict", "dict": "dict", "Mapping": "dict", "MutableMapping": "dict", "OrderedDict": "dict",
+              "List": "list", "list": "list", "Sequence": None, "Tuple": "tuple", "tuple": "tuple"}
+
+
+def _annotated_kind(annotation) -> str | None:
+    """The container type a parameter's annotation names (``Dict[str, Tensor]`` ->
+    ``"dict"``), else None. Trusted only together with the analysis' proof of what the
+    argument holds (:func:`conversion` checks that the two agree)."""
+    node = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+    name = dotted_name(node) if node is not None else None
+    return _ANNOTATED.get(name.rsplit(".", 1)[-1]) if name else None
+
+
 def _kind_of_bindings(nodes, value: str) -> str | None:
     kinds = set()
     for node in nodes:
@@ -131,8 +144,9 @@ def _kind_of_bindings(nodes, value: str) -> str | None:
                 kinds.add("tuple")
             if node.kwarg is not None and node.kwarg.arg == value:
                 kinds.add("dict")
-            if any(a.arg == value for a in [*node.posonlyargs, *node.args, *node.kwonlyargs]):
-                kinds.add(None)
+            for a in [*node.posonlyargs, *node.args, *node.kwonlyargs]:
+                if a.arg == value:
+                    kinds.add(_annotated_kind(a.annotation))
     if len(kinds) == 1:
         return kinds.pop()
     return None
