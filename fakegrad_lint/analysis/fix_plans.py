@@ -39,10 +39,34 @@ def _in_place(node) -> bool:
     return name.endswith("_") and not name.endswith("__")
 
 
+def _meta_inputs(block) -> bool:
+    """Does the region's block make its tensors on the meta device (``device="meta"``,
+    ``torch.device("meta")``), and nothing on another device?"""
+    if block is None or not getattr(block, "body", None):
+        return False
+    devices = set()
+    for stmt in block.body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.keyword) and node.arg == "device":
+                v = node.value
+                if isinstance(v, ast.Call) and (dotted_name(v.func) or "").endswith("device") and v.args:
+                    v = v.args[0]
+                devices.add(v.value if isinstance(v, ast.Constant) else None)
+    return devices == {"meta"}
+
+
 class FixPlansMixin:
     """``_fix_plan`` with the call-site module copy and the in-function placement."""
 
     def _fix_plan(self, node, expr, value, origin, region, st):
+        if isinstance(value, ModuleVal) and value.meta and _meta_inputs(region.with_node):
+            # a meta module in a region that computes on meta inputs: its fake copies are
+            # meta too, so the region computes on the devices it did before the fix
+            value.meta = False
+            try:
+                return self._fix_plan(node, expr, value, origin, region, st)
+            finally:
+                value.meta = True
         plan = super()._fix_plan(node, expr, value, origin, region, st)
         if plan is not None:
             return plan
