@@ -67,6 +67,17 @@ class FixPlansMixin:
                 return self._fix_plan(node, expr, value, origin, region, st)
             finally:
                 value.meta = True
+        if isinstance(value, MaybeVal) and not value.each:
+            opts = [o for o in value.options if not (getattr(o, "value", 0) is None)]
+            if opts and all(isinstance(o, ModuleVal) and not o.meta and o.real_rg() for o in opts) and \
+                    any(origin in o.real_rg() for o in opts):
+                # one of several real modules (`nn.DataParallel(model) if n > 1 else model`): a fake
+                # copy works on any of them (`functional_call` refuses `nn.DataParallel`)
+                plan = self._fix_plan(node, expr, opts[0], origin, region, st)
+                if plan is not None and plan.kind == "module" and plan.placement == "region" and \
+                        isinstance(node, ast.Call) and node.func is expr and dotted_name(expr) is not None:
+                    return self._plan("module-copy", dotted_name(expr), expr, region, st, region_uses=True)
+                return plan
         plan = super()._fix_plan(node, expr, value, origin, region, st)
         if plan is not None:
             return plan
