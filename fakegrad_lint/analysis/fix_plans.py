@@ -67,9 +67,9 @@ class FixPlansMixin:
                 return self._fix_plan(node, expr, value, origin, region, st)
             finally:
                 value.meta = True
-        if isinstance(value, MaybeVal) and not value.each:
+        if isinstance(value, MaybeVal):
             opts = [o for o in value.options if not (getattr(o, "value", 0) is None)]
-            if opts and all(isinstance(o, ModuleVal) and not o.meta and o.real_rg() for o in opts) and \
+            if opts and all(isinstance(o, ModuleVal) and not o.meta for o in opts) and \
                     any(origin in o.real_rg() for o in opts):
                 # one of several real modules (`nn.DataParallel(model) if n > 1 else model`): a fake
                 # copy works on any of them (`functional_call` refuses `nn.DataParallel`)
