@@ -26,6 +26,7 @@ import ast
 
 from fakegrad_lint.analysis.code_text import _constant_subscripts
 from fakegrad_lint.analysis.names import dotted_name
+from fakegrad_lint.analysis.torch_values import _owns
 from fakegrad_lint.analysis.values import MaybeVal, ModuleVal, SeqVal, TVal
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)
@@ -59,6 +60,12 @@ class FixPlansMixin:
     """``_fix_plan`` with the call-site module copy and the in-function placement."""
 
     def _fix_plan(self, node, expr, value, origin, region, st):
+        if expr is None and isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            # the op is the module's own call (`model(x)`) and the real value a tensor deep in
+            # it (a parameter set by `setattr` on a child): the module is what is converted
+            mod = st.scope.lookup(node.func.id)
+            if isinstance(mod, ModuleVal) and not mod.meta and _owns(mod, origin):
+                return self._fix_plan(node, node.func, mod, origin, region, st)
         if isinstance(value, ModuleVal) and value.meta and _meta_inputs(region.with_node):
             # a meta module in a region that computes on meta inputs: its fake copies are
             # meta too, so the region computes on the devices it did before the fix
