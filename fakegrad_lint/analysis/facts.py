@@ -78,8 +78,11 @@ class FactsMixin:
             )
             if rec.fix_plan is not None and rec.origin.grad_reads:
                 leak.fix = None if verdict is Verdict.FORWARD_ONLY else _with_grad_reads(rec.fix_plan, rec.origin.grad_reads)
-            if any(desc == ".grad assignment" for desc, _ in rec.sinks):
-                leak.fix = None  # the computed gradients are written to the real tensor whatever it is converted to
+            writes = [line for desc, line in rec.sinks if desc == ".grad assignment"]
+            if writes and leak.fix is not None:
+                # the computed gradients are written to the real tensor whatever it is converted
+                # to: the fix must move those writes too (fix/builders.py), or offer nothing
+                leak.fix.grad_writes = writes
             # one leak per place, route and value: `a @ b` leaks two values, two
             # findings (issue 14), each with its own fix
             key = (start, route, rec.value_text)
