@@ -18,7 +18,7 @@ from fakegrad_lint.analysis.state import MAX_DEPTH, Scope, _BlockExit
 from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, _arg_exprs, _dict_val, _interesting, _is_none_const,
     _is_tensorish)
 from fakegrad_lint.analysis.values import (UNKNOWN, AutogradApply, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal, ModeVal, DecoratorVal,
-    ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, MethodRef, ModRef, ModuleVal, PartialVal, ProjModVal, SeqVal,
+    ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, MethodRef, ModRef, ModuleVal, PartialVal, ProjModVal, ReturnsVal, SeqVal,
     SuperVal, TracedFn, TransformVal, TVal, join, join_all, union)
 
 _CALLEE = object()  # call_value's default: the call's own callee expression
@@ -314,6 +314,8 @@ class CallsMixin:
             return self.call_method_ref(e, callee, args, kwargs, st)
         if isinstance(callee, DecoratorVal):
             return args[0] if args else UNKNOWN
+        if isinstance(callee, ReturnsVal):
+            return callee.result
         if isinstance(callee, CtxVal) and len(args) == 1 and not kwargs and isinstance(args[0], FuncVal):
             return self.context_decorate(callee, args[0])  # `torch.no_grad()(fn)`, `helper()(fn)`
         if isinstance(callee, AutogradApply):

@@ -11,9 +11,20 @@ import ast
 
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import Crashed
-from fakegrad_lint.analysis.torch_values import broadcast, op_shape, shape_of, with_shape
+from fakegrad_lint.analysis.torch_values import _owns, broadcast, op_shape, shape_of, with_shape
 from fakegrad_lint.analysis.valueops import _carries, _flatten, _fold_strings, _is_module_value, _is_tensorish
 from fakegrad_lint.analysis.values import UNKNOWN, LeakRecord, Region, SeqVal, TVal
+
+
+def _part_of(a, b):
+    """Is the real value ``a`` the value ``b`` or a part of it (a parameter of the module
+    ``b``, of one of its submodules)? A gradient asked for ``a`` flows through a leak of ``b``."""
+    o = a
+    while o is not None:
+        if o is b:
+            return True
+        o = o.parent
+    return b.owner is not None and _owns(b.owner, a)
 
 
 class DispatchMixin:
@@ -144,6 +155,28 @@ class DispatchMixin:
             raise Crashed()
         return rec
 
+    def fake_grad_written(self, target, obj, val, st):
+        """``p.grad = g`` with ``g`` a fake tensor and ``p`` a real requires-grad one: the
+        real tensor's ``.grad`` is the fake from here on (the setter checks device, dtype
+        and sizes, and dispatches nothing: no mode raises), as after a backward through
+        a fake op (HAZARD 3): the assignment is both the leak and its sink."""
+        if st.may or not isinstance(val, TVal) or not val.proven_fake() or val.leaks or not obj.proven_rg():
+            return
+        region = st.active_region()
+        route = "in-region"
+        if region is None or region.mode is not val.mode:
+            region, route = Region(val.mode, val.mode.allow, None, -1, None), "leaked-mix"
+        if region.may:
+            return
+        for origin in obj.real_rg():
+            if origin.disabled:
+                continue
+            rec = self.record(target, origin, obj, target.value, region, route, True, st, True, None, False)
+            if rec is not None and (".grad assignment", target.lineno) not in rec.sinks:
+                rec.fix_plan = None  # (the fake is written whatever the tensor is converted to)
+                rec.sinks.append((".grad assignment", target.lineno))
+                rec.sink_sites.append((".grad assignment", target, self.ctx if self.ctx is not self.main else None))
+
     def sink(self, v, desc, node, st, inputs=None):
         leaks = v.taint()
         if not leaks or st.may:
@@ -159,7 +192,7 @@ class DispatchMixin:
                 if isinstance(x, TVal) and x.mode is not None and not x.origins:
                     pass
         for rec in leaks:
-            if wanted is not None and rec.origin not in wanted:
-                continue
+            if wanted is not None and not any(_part_of(rec.origin, w) or _part_of(w, rec.origin) for w in wanted):
+                continue  # (the gradients asked for are of other tensors)
             rec.sinks.append((desc, node.lineno))
             rec.sink_sites.append((desc, node, self.ctx if self.ctx is not self.main else None))

@@ -203,9 +203,62 @@ class ExpressionsMixin:
         cst.depth = st.depth
         cst.stack = st.stack
         cst.returns = st.returns
-        for gen in e.generators:
-            it = self.eval(gen.iter, cst)
-            self.note_loop_module(gen, gen.iter, it, cst)
+        try:
+            if len(e.generators) == 1 and not e.generators[0].is_async:
+                it = self.eval(e.generators[0].iter, cst)
+                self.note_loop_module(e.generators[0], e.generators[0].iter, it, cst)
+                elems = self.known_elements(it)
+                if elems is not None:
+                    return self._comprehension_each(e, elems, cst)
+                return self._comprehension_joined(e, cst, it)
+            return self._comprehension_joined(e, cst)
+        finally:
+            if not isinstance(e, ast.GeneratorExp):
+                # a list, set or dict comprehension runs right here: what its element
+                # enters (`[stack.enter_context(cm) for cm in cms]`) stays entered, as in
+                # Python (a generator expression runs where it is consumed)
+                st.ctx = cst.ctx.but(may=st.may)
+
+    def _comprehension_each(self, e, elems, cst):
+        """A comprehension over known elements: its element evaluated once per element,
+        in order, as Python does; the result's elements are known when every ``if`` is."""
+        gen = e.generators[0]
+        items, keys = [], []
+        exact = True
+        self._unroll_depth += 1
+        try:
+            for x in elems:
+                self.assign(gen.target, x, cst, None)
+                keep = True
+                for cond in gen.ifs:
+                    t = _truth(self.eval(cond, cst))
+                    if t is False:
+                        keep = False
+                        break
+                    exact = exact and t is True
+                if not keep:
+                    continue
+                if isinstance(e, ast.DictComp):
+                    k = self.eval(e.key, cst)
+                    keys.append(k.value if isinstance(k, ConstVal) else _NONCONST)
+                    items.append(self.eval(e.value, cst))
+                else:
+                    items.append(self.eval(e.elt, cst))
+        finally:
+            self._unroll_depth -= 1
+        if isinstance(e, ast.DictComp):
+            if exact and _NONCONST not in keys:
+                return _dict_val(keys, items)
+            return SeqVal(tuple(items), is_dict=True)
+        ordered = exact and not isinstance(e, ast.SetComp)
+        return SeqVal(tuple(items), tuple(items) if ordered else None)
+
+    def _comprehension_joined(self, e, cst, first=None):
+        """A comprehension run once with each target bound to the join of its items."""
+        for i, gen in enumerate(e.generators):
+            it = first if i == 0 and first is not None else self.eval(gen.iter, cst)
+            if not (i == 0 and first is not None):
+                self.note_loop_module(gen, gen.iter, it, cst)
             self.assign(gen.target, self.iter_item(it, cst), cst, None)
             for cond in gen.ifs:
                 self.eval(cond, cst)

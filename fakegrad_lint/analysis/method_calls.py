@@ -97,7 +97,7 @@ class MethodCallsMixin:
                 out = getattr(recv.value, name)(*(a.value for a in args))
             except Exception:
                 return UNKNOWN
-            if isinstance(out, list):
+            if isinstance(out, (list, tuple)):
                 items = tuple(ConstVal(x) for x in out)
                 return SeqVal(items, items)
             return ConstVal(out)

@@ -13,7 +13,7 @@ import sys
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _FUNCTION_DEFS, _is_main_guard, _sets_requires_grad
 from fakegrad_lint.analysis.names import dotted_name
-from fakegrad_lint.analysis.state import STEP_BUDGET, Crashed, YieldReached, _BlockExit
+from fakegrad_lint.analysis.state import STEP_BUDGET, UNROLL_DEPTH, UNROLL_MAX, Crashed, YieldReached, _BlockExit
 from fakegrad_lint.analysis.torch_values import (_MODULE_ITERATORS, _disable_module_origins, _enable_module_origins,
     _name_origins)
 from fakegrad_lint.analysis.valueops import _dict_val, _is_none_const, _truth
@@ -66,6 +66,8 @@ def _always_importable(module):
 
 class StatementsMixin:
     """Statements: run in program order; branches joined as may values."""
+
+    _unroll_depth = 0  # loops over known elements being run once per element
 
     def exec_block(self, stmts, st):
         for i, stmt in enumerate(stmts):
@@ -127,9 +129,53 @@ class StatementsMixin:
                     and all(isinstance(v, ModuleVal) and v.is_real() for v in root_val.items)):
                 self.loop_modules[id(node)] = root
 
+    def _unrolled(self, s, it):
+        """The elements a ``for`` over ``it`` binds, in order, when Python's are known
+        (a tuple or list of known elements, a dict's known keys) and few; else None."""
+        if isinstance(s.target, ast.Name) and _sets_requires_grad(s, s.target.id):
+            return None  # (the container's tensors change: the joined run below tracks that)
+        return self.known_elements(it)
+
+    def known_elements(self, it):
+        """What iterating ``it`` gives, element by element, when known and few (None: not)."""
+        if not isinstance(it, SeqVal) or self._unroll_depth >= UNROLL_DEPTH:
+            return None
+        if it.is_dict:
+            elems = [ConstVal(k) for k in it.keys] if it.keys is not None and it.elts is not None else None
+        else:
+            elems = list(it.elts) if it.elts is not None and it.keys is None else None
+        if not elems or len(elems) > UNROLL_MAX:
+            return None
+        return elems
+
+    def _exec_for_each(self, s, elems, st):
+        """``for`` over known elements: the body runs once per element with the target
+        bound to it, as Python runs it (``break`` ends the loop and skips ``else``,
+        ``continue`` goes on with the next element, ``return``/``raise`` leave)."""
+        self._unroll_depth += 1
+        broke = False
+        try:
+            for x in elems:
+                self.assign(s.target, x, st, None)
+                try:
+                    self.exec_block(s.body, st)
+                except _BlockExit as b:
+                    if b.kind == "break":
+                        broke = True
+                        break
+                    if b.kind != "continue":
+                        raise
+        finally:
+            self._unroll_depth -= 1
+        if not broke:
+            self.exec_block(s.orelse, st)
+
     def _exec_for(self, s, st):
         it = self.eval(s.iter, st)
         self.note_loop_module(s, s.iter, it, st)
+        elems = self._unrolled(s, it)
+        if elems is not None:
+            return self._exec_for_each(s, elems, st)
         item = self.iter_item(it, st)
         self.assign(s.target, item, st, None)
         held = self._gen_regions.get(id(it))
@@ -161,15 +207,15 @@ class StatementsMixin:
     def _exec_return(self, s, st):
         if s.value is not None:
             st.returns.append(self.eval(s.value, st))
-        raise _BlockExit()
+        raise _BlockExit("return")
 
     def _exec_raise(self, s, st):
         if s.exc is not None:
             self.eval(s.exc, st)
-        raise _BlockExit()
+        raise _BlockExit("raise")
 
     def _exec_jump(self, s, st):
-        raise _BlockExit()
+        raise _BlockExit("break" if isinstance(s, ast.Break) else "continue")
 
     def _exec_import(self, s, st):
         for alias in s.names:
@@ -402,6 +448,7 @@ class StatementsMixin:
                 # `p.grad = g`: a gradient computed under a fake mode (torch.func.grad)
                 # becomes the real parameter's grad, with no backward (HAZARD 17)
                 self.sink(val, ".grad assignment", target, st)
+                self.fake_grad_written(target, obj, val, st)
             self.set_attribute(target.value, obj, target.attr, val, target, st)
         elif t is ast.Subscript:
             obj = self.eval(target.value, st)

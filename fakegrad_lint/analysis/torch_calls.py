@@ -12,13 +12,14 @@ import ast
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.calls import OpenKwargs
+from fakegrad_lint.analysis.state import Crashed
 from fakegrad_lint.analysis.torch_values import (_fake_copy, _grad_mode_kind, _is_meta, _is_module_factory,
     _is_nn_module_class, _is_torch_op, _known_params, _proven_copy, _with_taint, op_shape, shape_of, size_of_args)
 from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _const_kw, _flatten, _is_tensorish, _kw_false,
     _kw_true, _operands)
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
     ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal,
-    OptimizerVal, Origin, PartialVal, Region, SeqVal, TracedFn, TransformVal, TVal, WorkerVal)
+    OptimizerVal, Origin, PartialVal, Region, ReturnsVal, SeqVal, TracedFn, TransformVal, TVal, WorkerVal)
 
 
 def _self_attrs_read(fn):
@@ -61,7 +62,10 @@ class TorchCallsMixin:
             # ones enter the fake computation at this call, and again where the function
             # uses them (functional_call), as a TorchFunctionMode sees it (a strict mode
             # crashes where the function first uses one: that op is followed)
-            entered = self.op(e, _operands(e, args, kwargs), st).taint()
+            operands = _operands(e, args, kwargs)
+            if tf.kind == "vjp" and isinstance(e, ast.Call) and len(e.args) == len(args) + 1:
+                operands = [(a, None if isinstance(x, ast.Starred) else x) for a, x in zip(args, e.args[1:])]
+            entered = self.op(e, operands, st).taint()
         # the function runs on the arguments: a real one is first an operand where its
         # body uses it (functional_call), as a TorchFunctionMode sees it
         res = self.call_value(e, tf.func, args, kwargs, st, func_expr=None) if runnable else UNKNOWN
@@ -78,6 +82,11 @@ class TorchCallsMixin:
                 return SeqVal(items, elts, v.keys, v.is_dict)
             return TVal(frozenset(), mode, leaks)
 
+        if tf.kind == "vjp":
+            # (f(*primals), vjp_fn): vjp_fn gives the gradient of every primal
+            grads = tuple(grads_like(a) for a in args)
+            pullback = ReturnsVal(SeqVal(grads, grads))
+            return SeqVal((res, pullback), (res, pullback))
         grads = grads_like(wrt)
         if tf.kind == "grad_and_value":
             return SeqVal((grads, res), (grads, res))
@@ -110,8 +119,15 @@ class TorchCallsMixin:
             # real parameters where the forward mixes them, as at run time (no fake was
             # made yet: nothing to meet)
             before = len(self.records)
-            out = self.call_function(fwd, [mod] + list(args), kwargs, st, site=site)
             operands = [(mod, func_expr)] + self._module_state(mod, func_expr) + _operands(e, args, kwargs)
+            try:
+                out = self.call_function(fwd, [mod] + list(args), kwargs, st, site=site)
+            except Crashed:
+                # a strict mode's fake met the real parameters in the forward: the call
+                # is where the fake entered the real module (the runtime's user frame)
+                if any(v.fake_mode() is not None for v, _ in operands[1:]):
+                    self.op(e, operands, st)
+                raise
             if isinstance(out, TVal) and (len(self.records) > before or out.proven_fake()):
                 # (a fake given to it is also an operand of the call itself: both lines
                 # are where the real values meet it, as a runtime checker sees the frames)
@@ -195,10 +211,8 @@ class TorchCallsMixin:
             self._modes_made = True
             return ModeVal(allow, e.lineno, desc, e)
         if q in N.DETECT_FAKE_MODE:
-            # whatever mode the inputs were made in: what it allows is not known here
-            # (torch.export's non-strict mode allows non-fake inputs) unless patched
             self._modes_made = True
-            return ModeVal(None, e.lineno, "detect_fake_mode()", e)
+            return self.detect_fake_mode(e, args, kwargs, st)
         if q in N.FAKE_COPY_MODE:
             return CtxVal("fake_copy", args[0] if args and isinstance(args[0], ModeVal) else None)
         if q in N.UNSET_FAKE:
@@ -280,6 +294,11 @@ class TorchCallsMixin:
             return SeqVal((TVal(frozenset(), mode),)) if mode is not None else UNKNOWN
         if q.startswith("torch.optim.") and q.rsplit(".", 1)[-1][:1].isupper():
             return OptimizerVal(args[0] if args else UNKNOWN)
+        if _is_distribution_class(q):
+            operands = _operands(e, args, kwargs)
+            if any(_is_tensorish(x) for v, _ in operands for x in _flatten(v)):
+                return self.op(e, operands, st)  # (its methods are ops on what it holds)
+            return UNKNOWN
         if _is_nn_module_class(q):
             return self.new_module(e, q, args, kwargs, st)
         if q.startswith("torch.") and _is_torch_op(q):
@@ -341,6 +360,8 @@ class TorchCallsMixin:
                                    st, func_expr=e.args[0] if e.args else None)
         if q in N.SKIP_INIT:
             return self.call_value(e, first, list(args[1:]), kwargs, st, func_expr=None)
+        if q in N.VJP and args:
+            return self.call_transform(e, TransformVal("vjp", first), list(args[1:]), {}, st)
         for kind, qs in N.FUNC_TRANSFORMS.items():
             if q in qs:
                 argnums = kwargs.get("argnums", args[1] if len(args) > 1 else ConstVal(0))
@@ -387,6 +408,26 @@ class TorchCallsMixin:
         if q in N.UPDATE_WRAPPER:
             return first
         return None
+
+    def detect_fake_mode(self, e, args, kwargs, st):
+        """``torch._guards.detect_fake_mode(inputs)``: the fake mode of the active region
+        (the innermost on the mode stack), else the mode of the fake tensors among the
+        inputs (one mode: torch asserts they agree), else None when every input is known
+        to be real. Otherwise whatever mode the inputs were made in: what it allows is
+        not known here (torch.export's non-strict mode allows non-fake inputs)."""
+        region = st.active_region()
+        if region is not None and not region.may and not st.may:
+            return region.mode
+        inputs = args[0] if args else kwargs.get("inputs", ConstVal(None))
+        flat = _flatten(inputs) if isinstance(inputs, SeqVal) else [inputs]
+        if region is None and flat and all(isinstance(v, TVal) for v in flat):
+            fakes = [v for v in flat if v.fake_mode() is not None]
+            modes = {id(v.mode): v.mode for v in fakes}
+            if len(modes) == 1 and all(v.proven_fake() for v in fakes):
+                return next(iter(modes.values()))
+            if not fakes and all(not v.may_fake for v in flat):
+                return ConstVal(None)
+        return ModeVal(None, e.lineno, "detect_fake_mode()", e)
 
     def stack_module_state(self, e, models, args, kwargs, st):
         """``torch.func.stack_module_state(models)``: (params, buffers), new leaves that
@@ -456,6 +497,13 @@ class TorchCallsMixin:
         elif last in N.PARAMLESS_MODULES:
             mod.origin = None
         return mod
+
+
+def _is_distribution_class(q):
+    if not q.startswith(N.DISTRIBUTIONS_PREFIX):
+        return False
+    parts = q[len(N.DISTRIBUTIONS_PREFIX):].split(".")
+    return parts[-1][:1].isupper() and not any(p in N.DISTRIBUTIONS_NON_CLASSES for p in parts[:-1])
 
 
 def _memo_mode(memo):

@@ -281,8 +281,17 @@ NON_DIFFERENTIABLE_METHODS = frozenset(
         "nonzero",
         "sign",
         "zero_",
+        # torch.distributions: a draw by `sample()` carries no history (rsample() does)
+        "sample",
+        "sample_n",
     }
 )
+# torch.distributions classes (`Normal(loc, scale)`, `Categorical(logits=...)`): a
+# distribution is a differentiable function of its tensor parameters (its constructor
+# runs ops on them, `rsample`/`log_prob`/`entropy` are ops on them); the subpackages
+# listed hold no distributions
+DISTRIBUTIONS_PREFIX = "torch.distributions."
+DISTRIBUTIONS_NON_CLASSES = frozenset({"constraints", "transforms", "constraint_registry", "kl", "utils"})
 
 
 # --------------------------------------------------------------- entry points
@@ -347,7 +356,9 @@ SIMPLE_NAMESPACE = frozenset({"types.SimpleNamespace"})
 PURE_BUILTINS = {"int": int, "float": float, "bool": bool, "str": str, "len": len}
 PURE_STR_METHODS = frozenset({"lower", "upper", "casefold", "strip", "lstrip", "rstrip", "startswith", "endswith",
                               "isdigit", "isnumeric", "isalpha", "replace", "split", "title", "removeprefix",
-                              "removesuffix"})
+                              "removesuffix", "partition", "rpartition", "rsplit", "join", "format", "zfill",
+                              "count", "find", "rfind", "isidentifier", "isupper", "islower", "swapcase",
+                              "capitalize", "center", "ljust", "rjust"})
 # Python's functions over iterables, by what their items are (the interpreter's
 # ``iterable_call`` evaluates each kind; ``fn`` is called on the items as Python would):
 #   "chain": the items of every argument       "chain_from": the items of the argument's items
@@ -503,6 +514,9 @@ FUNC_TRANSFORMS = {
     "jac": frozenset({"torch.func.jacrev", "torch.func.jacfwd", "functorch.jacrev", "functorch.jacfwd"}),
     "vmap": frozenset({"torch.func.vmap", "torch.vmap", "functorch.vmap", "torch._functorch.apis.vmap"}),
 }
+# torch.func.vjp(f, *primals) -> (f(*primals), vjp_fn): f runs on the primals right away;
+# vjp_fn(cotangents) gives one gradient per primal (fake under a region, like grad's)
+VJP = frozenset({"torch.func.vjp", "functorch.vjp", "torch._functorch.eager_transforms.vjp"})
 
 # Third-party factories that return real modules with requires-grad parameters.
 # (qualified prefix, how the rest of the name must look)

@@ -273,6 +273,10 @@ def _truth(v):
         return None
     if isinstance(v, SeqVal) and v.elts is not None:
         return bool(v.elts)
+    if isinstance(v, MaybeVal) and v.options:
+        # one of (or each of) several values: known when every option answers alike
+        answers = {_truth(o) for o in v.options}
+        return answers.pop() if len(answers) == 1 else None
     return None
 
 

@@ -366,6 +366,13 @@ class TransformVal(Value):
 
 
 @dataclass(eq=False)
+class ReturnsVal(Value):
+    """A function known only by what calling it returns (``torch.func.vjp``'s ``vjp_fn``)."""
+
+    result: Value
+
+
+@dataclass(eq=False)
 class FieldVal(Value):
     """dataclasses.field(default=..., default_factory=...)."""
 
@@ -460,6 +467,13 @@ def _is_none(v):
     return isinstance(v, ConstVal) and v.value is None
 
 
+def _same_const(x, y):
+    try:
+        return x is y or (isinstance(x, (int, float, str, bytes, bool, type(None))) and bool(x == y))
+    except Exception:
+        return False
+
+
 def _options(v):
     return v.options if isinstance(v, MaybeVal) and not v.each else (v,)
 
@@ -469,6 +483,8 @@ def join(a: Value, b: Value) -> Value:
     what holds for the result must hold on both paths."""
     if a is b:
         return a
+    if isinstance(a, ConstVal) and isinstance(b, ConstVal) and type(a.value) is type(b.value) and _same_const(a.value, b.value):
+        return a  # the same constant on both paths
     if (isinstance(a, TVal) and isinstance(b, TVal) and a.mode is b.mode and bool(a.origins) == bool(b.origins)
             and a.leaks == b.leaks and a.may_fake == b.may_fake):
         return TVal(a.origins | b.origins, a.mode, a.leaks, a.derived or b.derived, a.may_fake,
