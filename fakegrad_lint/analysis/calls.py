@@ -18,7 +18,7 @@ from fakegrad_lint.analysis.state import MAX_DEPTH, Scope, _BlockExit
 from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, _arg_exprs, _dict_val, _interesting, _is_none_const,
     _is_tensorish)
 from fakegrad_lint.analysis.values import (UNKNOWN, AutogradApply, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal, ModeVal, DecoratorVal,
-    ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, MethodRef, ModRef, ModuleVal, PartialVal, ProjModVal, ReturnsVal, SeqVal,
+    ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, MethodRef, ModRef, ModuleVal, PartialVal, ProjModVal, ReturnsVal, SeqVal, SingleDispatchVal, DispatchRegister, LibraryMethod,
     SuperVal, TracedFn, TransformVal, TVal, join, join_all, union)
 
 _CALLEE = object()  # call_value's default: the call's own callee expression
@@ -164,6 +164,8 @@ class CallsMixin:
         """A generator that yields inside regions it entered itself (every yield in
         the same ones, none of them a may region): whoever iterates it runs each
         step of the loop while the generator is suspended in them."""
+        if any(regs is None for regs in seen):
+            return  # a yield with dispatch off: the consumer's steps run outside the regions
         entered = [tuple(r for r in regs if not any(r is o for o in st.regions)) for regs in seen]
         first = entered[0] if entered else ()
         if first and all(len(x) == len(first) and all(a is b for a, b in zip(x, first)) for x in entered) \
@@ -316,6 +318,18 @@ class CallsMixin:
             return args[0] if args else UNKNOWN
         if isinstance(callee, ReturnsVal):
             return callee.result
+        if isinstance(callee, LibraryMethod):
+            res = self.library_method(e, callee.recv, callee.name, args, kwargs, st)
+            return UNKNOWN if res is None else res
+        if isinstance(callee, SingleDispatchVal):
+            return self.single_dispatch(e, callee, args, kwargs, st)
+        if isinstance(callee, DispatchRegister):
+            if callee.cls is None and len(args) == 2 and not kwargs:
+                callee.sd.registry.append((args[0], args[1]))  # `sd.register(cls, fn)`
+                return args[1]
+            if len(args) == 1 and not kwargs:
+                return self.register_dispatch(callee, args[0], st)
+            return UNKNOWN
         if isinstance(callee, CtxVal) and len(args) == 1 and not kwargs and isinstance(args[0], FuncVal):
             return self.context_decorate(callee, args[0])  # `torch.no_grad()(fn)`, `helper()(fn)`
         if isinstance(callee, AutogradApply):
@@ -367,6 +381,34 @@ class CallsMixin:
                 st.may -= 1
         return out or UNKNOWN
 
+    def single_dispatch(self, e, sd, args, kwargs, st):
+        """A call of a ``functools.singledispatch`` function: the implementation for the
+        type of the dispatch argument runs (the most derived of those that match, the
+        default when none does). When the answer is not known for some type, the call is
+        one of those that may run (a may value)."""
+        pos = 1 if sd.method else 0
+        if len(args) <= pos:
+            return UNKNOWN
+        x = args[pos]
+        sure, maybe = [], []
+        for cls, impl in sd.registry:
+            if isinstance(cls, ModRef) and cls.qualname in N.OBJECT_TYPES:
+                continue  # (`object` matches everything: the default's place)
+            known = self._isinstance(x, cls)
+            if known is True:
+                sure.append((cls, impl))
+            elif known is None:
+                maybe.append(impl)
+        if sure:
+            # (a class of the file over a base it derives from: the most derived)
+            best = [c for c in sure if not any(o is not c and isinstance(o[0], ClassVal) and isinstance(c[0], ClassVal)
+                                               and any(k is c[0] for k in o[0].mro[1:]) for o in sure)]
+            chosen = [impl for _, impl in best] + maybe
+        else:
+            chosen = maybe + [sd.default]
+        fn = chosen[0] if len(chosen) == 1 else MaybeVal(tuple(chosen))
+        return self.call_value(e, fn, args, kwargs, st, func_expr=None)
+
     def _isinstance(self, x, c):
         """``isinstance(x, c)`` when Python's answer is known (None: not known)."""
         if isinstance(c, SeqVal) and c.elts is not None and c.keys is None:
@@ -381,6 +423,14 @@ class CallsMixin:
             builtin = N.PYTHON_TYPES.get(q)
             if builtin is not None and isinstance(x, ConstVal):
                 return isinstance(x.value, builtin)
+            if builtin is not None and isinstance(x, (TVal, ModuleVal, SeqVal)):
+                return False
+            if q in N.MAPPING_TYPES:
+                if isinstance(x, SeqVal):
+                    return x.is_dict if q in ("builtins.dict", "typing.Dict") or x.is_dict else False
+                return False if isinstance(x, (TVal, ModuleVal, ConstVal)) else None
+            if q in N.OBJECT_TYPES:
+                return True
             return None
         if isinstance(c, ClassVal):
             cls = x.cls if isinstance(x, (InstanceVal, ModuleVal)) else None

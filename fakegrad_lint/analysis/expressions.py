@@ -19,7 +19,8 @@ from fakegrad_lint.analysis.valueops import (_NONCONST, _compare, _dict_val, _fo
     _is_tensorish, _truth, _values_of)
 from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, ExportedProgramVal, FieldVal,
     FuncVal, InstanceVal, LazyImport, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, AutogradApply, ProjModVal, SeqVal, SuperVal,
-    TVal, Value, join, union, union_all)
+    DispatchRegister, PartialVal, SingleDispatchVal,
+    TVal, Value, join, join_all, union, union_all)
 
 
 class ExpressionsMixin:
@@ -195,7 +196,8 @@ class ExpressionsMixin:
             raise y
         st.returns.append(v)
         if st.yield_regions is not None:
-            st.yield_regions.append(st.ctx.regions)
+            # (under unset_fake_temporarily / no_dispatch no region dispatches: none is held)
+            st.yield_regions.append(st.ctx.regions if not st.ctx.dispatch_off else None)
 
     def eval_comprehension(self, e, st):
         scope = Scope(parent=st.scope, module=st.scope.module, func_node=st.scope.func_node)
@@ -281,6 +283,8 @@ class ExpressionsMixin:
             if it is not None:
                 res = self.call_function(it, [v], {}, st, force=True)
                 return UNKNOWN if res is v else self.iter_item(res, st)
+        if isinstance(v, ClassVal) and v.members:
+            return union_all(dict.fromkeys(v.members.values()))  # an enum's members, each
         if isinstance(v, SeqVal) and v.is_dict:
             # iterating a mapping gives its keys
             return union_all(ConstVal(k) for k in v.keys or ())
@@ -299,6 +303,11 @@ class ExpressionsMixin:
         return UNKNOWN
 
     def subscript(self, e, obj, idx, st):
+        if isinstance(obj, ClassVal) and obj.members is not None:
+            # `Color["RED"]`: the member of that name (not known: one of them)
+            if isinstance(idx, ConstVal):
+                return obj.members.get(idx.value, UNKNOWN) if isinstance(idx.value, str) else UNKNOWN
+            return join_all(dict.fromkeys(obj.members.values()))
         getitem = self.user_dunder(obj, "__getitem__")
         if getitem is not None:
             # `obj[k]` is `type(obj).__getitem__(obj, k)`
@@ -343,6 +352,8 @@ class ExpressionsMixin:
 
     def bind_method(self, m, obj, cls, st):
         """A function found on the class of ``obj``, bound as Python binds it."""
+        if isinstance(m, SingleDispatchVal) and m.method:
+            return PartialVal(m, (obj,), {})  # a singledispatchmethod, bound
         if not isinstance(m, FuncVal):
             return m
         if m.kind == "property" or any(
@@ -402,8 +413,13 @@ class ExpressionsMixin:
                 if m is not None:
                     return self.bind_method(m, obj, cls, st)
                 a = cls.lookup_attr(attr)
+                if isinstance(a, SingleDispatchVal):
+                    return self.bind_method(a, obj, cls, st)
                 if a is not None:
                     return (a.default or UNKNOWN) if isinstance(a, FieldVal) else a
+                lib = self.library_attr(obj, attr) if cls.library is not None else None
+                if lib is not None:
+                    return lib  # a method of the library class it derives from (`self.addCleanup`)
                 getattr_fn = cls.lookup_method("__getattr__") if not attr.startswith("__") else None
                 if getattr_fn is not None and not isinstance(obj, ModuleVal):
                     # an attribute found nowhere else: `type(obj).__getattr__(obj, name)`
@@ -438,14 +454,30 @@ class ExpressionsMixin:
                     if attr in c.attrs:
                         return c.attrs[attr]
                 after = after or c is obj.cls
-            return UNKNOWN
+            # past the file's classes: the library class they derive from
+            lib = self.library_attr(obj.self_val, attr) if getattr(owner, "library", None) is not None else None
+            return lib if lib is not None else UNKNOWN
         if isinstance(obj, ExportedProgramVal):
             return UNKNOWN
+        if isinstance(obj, SingleDispatchVal):
+            return DispatchRegister(obj) if attr == "register" else UNKNOWN
         if isinstance(obj, OptimizerVal) and attr in N.OPTIMIZER_METHOD_NAMES:
             return MethodRef(obj, attr)
         if isinstance(obj, ModeVal):
             if attr == "allow_non_fake_inputs":
                 return ConstVal(obj.allow) if obj.allow is not None else UNKNOWN
+            if obj.cls is not None:
+                # an instance of a FakeTensorMode subclass of the file
+                if attr in obj.attrs:
+                    return obj.attrs[attr]
+                m = obj.cls.methods.get(attr)
+                if m is not None:
+                    return self.bind_method(m, obj, obj.cls, st)
+                a = obj.cls.lookup_attr(attr)
+                if a is not None:
+                    return a
+            if attr in N.MODE_METHOD_NAMES:
+                return MethodRef(obj, attr)  # (`self.addCleanup(mode.__exit__, None, None, None)`)
             return UNKNOWN
         return UNKNOWN
 

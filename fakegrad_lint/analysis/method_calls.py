@@ -12,6 +12,7 @@ import ast
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.context import DispatchContext
+from fakegrad_lint.analysis.library_classes import LibraryMixin
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import (_disable_module_origins, _enable_module_origins, _fake_copy, _is_meta,
     _set_requires_grad, op_shape, shape_of, shape_read)
@@ -65,7 +66,7 @@ def _materialize(mod, line, depth=0):
             _materialize(x, line, depth + 1)
 
 
-class MethodCallsMixin:
+class MethodCallsMixin(LibraryMixin):
     """obj.name(...) by the kind of obj."""
 
     def call_method(self, e, recv, name, args, kwargs, st):
@@ -103,6 +104,13 @@ class MethodCallsMixin:
             return ConstVal(out)
         if isinstance(recv, ArgParserVal):
             return self.parser_method(e, recv, name, args, kwargs, st)
+        if isinstance(recv, ModeVal) and recv.cls is not None and not name.startswith("__"):
+            # an instance of a FakeTensorMode subclass of the file: its own methods first
+            if name in recv.attrs:
+                return self.call_value(e, recv.attrs[name], args, kwargs, st)
+            m = recv.cls.methods.get(name)
+            if m is not None:
+                return self.call_value(e, self.bind_method(m, recv, recv.cls, st), args, kwargs, st)
         if isinstance(recv, ModeVal):
             if name in N.FROM_REAL_TENSOR_ATTR:
                 return _fake_copy(args[-1] if args else UNKNOWN, recv)
@@ -140,6 +148,10 @@ class MethodCallsMixin:
                     return self.call_function(m, args, kwargs, st)
                 return self.call_function(m, [recv] + list(args), kwargs, st,
                                           site=(e, [e.func.value] + _arg_exprs(e), [recv] + list(args)))
+            if recv.cls.library is not None:
+                res = self.library_method(e, recv, name, args, kwargs, st)
+                if res is not None:
+                    return res
             if recv.cls.lookup_method("__getattr__") is not None:
                 return self.call_value(e, self.attribute(e.func, recv, name, st), args, kwargs, st)
             return UNKNOWN

@@ -43,7 +43,7 @@ class RegionsMixin:
             if before is not None:
                 self.crashes_caught(before)
 
-    def enter(self, cm, st, undo, with_node=None, index=-1, bound=None, expr=None, may=False):
+    def enter(self, cm, st, undo, with_node=None, index=-1, bound=None, expr=None, may=False, raw=False):
         """Enter a context manager value: ``st.ctx`` becomes the context inside it; its undo,
         a function of the state that leaves it, goes on ``undo``.
         ``may``: the value is entered on some paths only (its region proves nothing)."""
@@ -73,6 +73,8 @@ class RegionsMixin:
             return self.enter_instance(cm, st, undo, may)
         if isinstance(cm, WorkerVal):
             return cm  # `with ThreadPoolExecutor() as pool:` (leaving it waits for the work)
+        if isinstance(cm, ModeVal) and not raw and cm.cls is not None and cm.cls.lookup_method("__enter__") is not None:
+            return self.enter_instance(cm, st, undo, may)  # a subclass's own __enter__ (super().__enter__() enters it)
         if isinstance(cm, ModeVal):
             name = bound
             if name is None and expr is not None:

@@ -468,6 +468,8 @@ class StatementsMixin:
         a tensor's ``requires_grad``."""
         if isinstance(obj, (InstanceVal, ModuleVal, ClassVal)):
             obj.attrs[attr] = val
+        elif isinstance(obj, ModeVal) and obj.cls is not None and attr != "allow_non_fake_inputs":
+            obj.attrs[attr] = val  # an instance of a FakeTensorMode subclass of the file
         elif isinstance(obj, ModeVal) and attr == "allow_non_fake_inputs":
             if isinstance(val, ConstVal):
                 obj.allow = bool(val.value)

@@ -391,6 +391,12 @@ class TorchCallsMixin:
             return WorkerVal("thread", (target, spread, kw))
         if q in N.SIMPLE_NAMESPACE:
             return self.simple_namespace(e, args, kwargs)
+        if q in N.UNITTEST_MAIN:
+            return self.unittest_main(e, args, kwargs, st)
+        if q in N.UNITTEST_LOADERS:
+            return self.new_suite(args[:1], st)
+        if N.LIBRARY_CLASSES.get(q) in N.LIBRARY_INSTANTIATED:
+            return self.instantiate(self.library_class(q), args, kwargs, st, e)
         if q in N.ARGUMENT_PARSER:
             return ArgParserVal()
         if q in N.ENV_READS_WITH_DEFAULT:

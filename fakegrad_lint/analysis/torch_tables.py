@@ -129,6 +129,8 @@ PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 AUTOGRAD_BACKWARD = frozenset({"torch.autograd.backward"})
 AUTOGRAD_GRAD = frozenset({"torch.autograd.grad"})
 FROM_REAL_TENSOR_ATTR = ("from_tensor", "from_real_tensor")
+# FakeTensorMode methods a program may take as values and call later
+MODE_METHOD_NAMES = frozenset({"__enter__", "__exit__", "from_tensor"})
 
 # torch.* callables that are not tensor ops: no operand dispatches on a tensor.
 TORCH_NON_OPS_PREFIX = (
@@ -349,6 +351,10 @@ PROPERTY_DECORATORS = frozenset({"builtins.property", "functools.cached_property
 WRAPS = frozenset({"functools.wraps"})
 UPDATE_WRAPPER = frozenset({"functools.update_wrapper"})
 PARTIAL = frozenset({"functools.partial"})
+# functools.singledispatch(f): calls dispatch on the type of the first argument to the
+# implementations `@f.register` adds (singledispatchmethod: the argument after self)
+SINGLEDISPATCH = frozenset({"functools.singledispatch"})
+SINGLEDISPATCHMETHOD = frozenset({"functools.singledispatchmethod"})
 DATACLASS = frozenset({"dataclasses.dataclass"})
 # types.SimpleNamespace(**kw): an object whose attributes are its keywords
 SIMPLE_NAMESPACE = frozenset({"types.SimpleNamespace"})
@@ -414,6 +420,10 @@ THREADS = frozenset({"threading.Thread"})
 TENSOR_CLASSES = frozenset({"torch.Tensor"})
 PYTHON_TYPES = {"builtins.int": int, "builtins.float": float, "builtins.str": str, "builtins.bool": bool,
                 "builtins.bytes": bytes, "builtins.type": type}
+# mapping types: a dict value is one, a list, tuple, tensor or module is not
+MAPPING_TYPES = frozenset({"builtins.dict", "collections.abc.Mapping", "collections.abc.MutableMapping",
+                           "typing.Mapping", "typing.MutableMapping", "typing.Dict", "collections.OrderedDict"})
+OBJECT_TYPES = frozenset({"builtins.object", "typing.Any"})
 ARGUMENT_PARSER = frozenset({"argparse.ArgumentParser"})
 # argparse actions -> the default of their destination when no default= is given
 ARGPARSE_ACTION_DEFAULTS = {"store": None, "store_true": False, "store_false": True, "store_const": None,
@@ -591,3 +601,34 @@ SHAPE_TRANSPOSE = frozenset({"transpose", "swapaxes", "torch.transpose"})
 SHAPE_UNSQUEEZE = frozenset({"unsqueeze", "torch.unsqueeze"})
 # Tensor reads answered from a known shape
 SHAPE_READS = frozenset({"size", "dim", "ndimension", "numel", "nelement"})
+
+
+# ------------------------------------------------------- library base classes
+# Library classes whose behaviour the interpreter models, for their instances and for
+# the file's subclasses of them (a method the subclass does not define is the
+# library's): qualified name -> kind. "enum": class attributes are the members
+# (singletons, `Cls(value)` / `Cls[name]` look one up); "testcase": unittest runs
+# setUpClass, then per test_* method setUp, the test, tearDown and the cleanups;
+# "fx_interpreter": `run(*args)` runs the module it was given; "fake_mode": an
+# instance is a FakeTensorMode (`super().__init__(allow_non_fake_inputs=...)`).
+LIBRARY_CLASSES = {
+    **dict.fromkeys(("enum.Enum", "enum.IntEnum", "enum.StrEnum", "enum.Flag", "enum.IntFlag"), "enum"),
+    **dict.fromkeys(("unittest.TestCase", "unittest.case.TestCase", "unittest.IsolatedAsyncioTestCase"), "testcase"),
+    **dict.fromkeys(("torch.fx.Interpreter", "torch.fx.interpreter.Interpreter"), "fx_interpreter"),
+    **dict.fromkeys(FAKE_TENSOR_MODE, "fake_mode"),
+    **dict.fromkeys(("unittest.TestSuite", "unittest.suite.TestSuite"), "test_suite"),
+    **dict.fromkeys(("unittest.TestLoader", "unittest.loader.TestLoader"), "test_loader"),
+    **dict.fromkeys(("unittest.TextTestRunner", "unittest.runner.TextTestRunner"), "test_runner"),
+}
+# library classes whose own instances (not only subclasses') the interpreter models
+LIBRARY_INSTANTIATED = frozenset({"fx_interpreter", "test_suite", "test_loader", "test_runner"})
+# enum mixins whose members are not always truthy (an int or str value of 0 or "")
+ENUM_VALUE_MIXINS = frozenset({"enum.IntEnum", "enum.StrEnum", "enum.IntFlag", "enum.Flag", "builtins.int", "builtins.str"})
+# unittest's module-level entry points: run every TestCase of the module / load a suite
+UNITTEST_MAIN = frozenset({"unittest.main", "unittest.main.main"})
+UNITTEST_LOADERS = frozenset({"unittest.defaultTestLoader.loadTestsFromTestCase", "unittest.makeSuite",
+                              "unittest.findTestCases"})
+# TestCase methods that are context managers doing nothing to dispatch (subTest), and
+# those that assert an exception (a strict mode's AssertionError raised in them is caught)
+TESTCASE_NULL_CONTEXTS = frozenset({"subTest"})
+TESTCASE_RAISES = frozenset({"assertRaises", "assertRaisesRegex"})

@@ -99,6 +99,8 @@ class ModeVal(Value):
     node: ast.AST | None = None  # the constructor call, when known
     conditional: bool = False  # chosen by a conditional expression (`... if FLAG else nullcontext()`)
     file: object = field(default_factory=_current_file)  # project module that made it (None: the linted file)
+    cls: object = None  # an instance of a subclass of the file: its ClassVal
+    attrs: dict = field(default_factory=dict)  # (of such an instance)
 
     def __repr__(self):
         return f"Mode({self.desc}, allow={self.allow})"
@@ -268,6 +270,10 @@ class ClassVal(Value):
     torch_base: bool = False  # derives from a torch.nn class that has parameters of its own
     dataclass: bool = False
     matters: bool = False  # its code (or a base's) can open a region or make a real requires-grad value
+    # the library class it derives from, when the analysis models that class's methods
+    # (torch_tables.LIBRARY_CLASSES): its qualified name, e.g. "unittest.TestCase"
+    library: str | None = None
+    members: dict | None = None  # an enum: member name -> the member (an InstanceVal)
 
     def lookup_method(self, name):
         """The function Python would run for ``name`` (None: none known to be a function)."""
@@ -366,6 +372,35 @@ class TransformVal(Value):
 
 
 @dataclass(eq=False)
+class SingleDispatchVal(Value):
+    """``functools.singledispatch(default)``: a call runs the implementation registered
+    for the type of its first argument (``method``: singledispatchmethod, the argument
+    after ``self``). ``registry``: (type value, implementation) in registration order."""
+
+    default: Value
+    registry: list = field(default_factory=list)
+    method: bool = False
+
+
+@dataclass(eq=False)
+class DispatchRegister(Value):
+    """``sd.register`` (or ``sd.register(cls)``): a decorator that registers what it is
+    given under ``cls``, or under its first parameter's annotation."""
+
+    sd: SingleDispatchVal
+    cls: Value | None = None
+
+
+@dataclass(eq=False)
+class LibraryMethod(Value):
+    """A method of a modelled library class (``analysis.library_classes``) looked up on
+    ``recv`` (``super().__init__``, ``self.addCleanup``): calling it runs the library's."""
+
+    recv: Value
+    name: str
+
+
+@dataclass(eq=False)
 class ReturnsVal(Value):
     """A function known only by what calling it returns (``torch.func.vjp``'s ``vjp_fn``)."""
 
@@ -461,6 +496,14 @@ class SuperVal(Value):
 
     cls: object
     self_val: Value
+
+
+def is_enum_member(v):
+    """Is ``v`` a member of an enum class of the file (a singleton: identity is known)?"""
+    if not isinstance(v, InstanceVal):
+        return False
+    members = getattr(v.cls, "members", None)
+    return members is not None and any(v is m for m in members.values())
 
 
 def _is_none(v):
