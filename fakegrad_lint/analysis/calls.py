@@ -14,6 +14,7 @@ import copy
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _contains_yield
 from fakegrad_lint.analysis.context import CallSite
+from fakegrad_lint.analysis.heap import heap_field, heap_set
 from fakegrad_lint.analysis.state import MAX_DEPTH, Scope, _BlockExit
 from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, _arg_exprs, _dict_val, _interesting, _is_none_const,
     _is_tensorish)
@@ -549,9 +550,9 @@ class CallsMixin:
                     self.set_attribute(e.args[0] if e.args else None, args[0], n.value, val, e, st)
                 elif isinstance(n, ChildName) and n.module is args[0] and isinstance(args[0], ModuleVal):
                     # a child of the module, replaced by the value (LoRA-style injection)
-                    args[0].attrs[f"<child {id(e)}>"] = args[2]
+                    heap_set(args[0], f"<child {id(e)}>", args[2])
                 elif isinstance(args[0], ModeVal):
-                    args[0].allow = None  # any attribute, maybe the allow flag
+                    heap_field(args[0], "allow", None)  # any attribute, maybe the allow flag
             return UNKNOWN
         if name in ("staticmethod", "classmethod") and len(args) == 1 and isinstance(args[0], FuncVal):
             # `f = staticmethod(lambda: ...)` in a class body: as the decorator would

@@ -96,7 +96,9 @@ class DispatchMixin:
                 for origin in origins:
                     if origin.disabled:
                         continue
-                    rec = self.record(node, origin, whole.get(id(v), v), ex, region, route, allow, st, grad, fake_ex, may)
+                    # (requires_grad switched off on some paths only: a may link)
+                    rec = self.record(node, origin, whole.get(id(v), v), ex, region, route, allow, st, grad, fake_ex,
+                                      may or origin.disabled is None)
                     if rec is not None:
                         new.append(rec)
             return TVal(frozenset(), mode, (leaks | frozenset(new)) if grad else frozenset(), may_fake=region_may)

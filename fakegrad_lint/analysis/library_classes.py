@@ -21,6 +21,7 @@ import ast
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.calls import OpenKwargs
+from fakegrad_lint.analysis.heap import heap_field, heap_set
 from fakegrad_lint.analysis.state import Crashed, YieldReached, _BlockExit
 from fakegrad_lint.analysis.valueops import _dict_val
 from fakegrad_lint.analysis.values import (UNKNOWN, ClassVal, ConstVal, CtxVal, FuncVal, InstanceVal, ModeVal, ModRef,
@@ -86,9 +87,10 @@ class LibraryMixin:
     # ------------------------------------------------------------ FakeTensorMode
     def _mode_init(self, e, mode, args, kwargs, st):
         v = kwargs.get(N.MODE_ALLOW_KEYWORD, UNKNOWN if isinstance(kwargs, OpenKwargs) else ConstVal(False))
-        mode.allow = bool(v.value) if isinstance(v, ConstVal) else None
+        heap_field(mode, "allow", bool(v.value) if isinstance(v, ConstVal) else None)
         name = mode.cls.node.name if mode.cls is not None else "FakeTensorMode"
-        mode.desc = f"{name}(allow_non_fake_inputs=True)" if mode.allow else (f"{name}()" if mode.allow is False else f"{name}(...)")
+        heap_field(mode, "desc", f"{name}(allow_non_fake_inputs=True)" if mode.allow
+                   else (f"{name}()" if mode.allow is False else f"{name}(...)"))
         return UNKNOWN
 
     def _mode_enter(self, e, mode, args, kwargs, st):
@@ -104,18 +106,20 @@ class LibraryMixin:
 
     # ---------------------------------------------------------------- unittest
     def _case_init(self, e, inst, args, kwargs, st):
-        inst.attrs["_testMethodName"] = args[0] if args else kwargs.get("methodName", ConstVal("runTest"))
+        heap_set(inst, "_testMethodName", args[0] if args else kwargs.get("methodName", ConstVal("runTest")))
         return UNKNOWN
 
     def _add_cleanup(self, e, inst, args, kwargs, st):
         if args:
             held = inst.attrs.get("<cleanups>")
             entry = SeqVal((args[0], SeqVal(tuple(args[1:])), _dict_val(list(kwargs), list(kwargs.values()))))
-            inst.attrs["<cleanups>"] = SeqVal((held.items if isinstance(held, SeqVal) else ()) + (entry,))
+            heap_set(inst, "<cleanups>", SeqVal((held.items if isinstance(held, SeqVal) else ()) + (entry,)))
         return UNKNOWN
 
     def _do_cleanups(self, e, inst, args, kwargs, st):
-        held = inst.attrs.pop("<cleanups>", None)
+        held = inst.attrs.get("<cleanups>")
+        if held is not None:
+            heap_set(inst, "<cleanups>", SeqVal(()))
         for entry in reversed(held.items if isinstance(held, SeqVal) else ()):
             fn, fargs, fkw = entry.items
             if isinstance(fn, _Undo):
@@ -137,7 +141,7 @@ class LibraryMixin:
         if undo:
             held = inst.attrs.get("<cleanups>")
             entry = SeqVal((_Undo(undo), SeqVal(()), _dict_val([], [])))
-            inst.attrs["<cleanups>"] = SeqVal((held.items if isinstance(held, SeqVal) else ()) + (entry,))
+            heap_set(inst, "<cleanups>", SeqVal((held.items if isinstance(held, SeqVal) else ()) + (entry,)))
         return res
 
     def _assert_raises(self, e, inst, args, kwargs, st):
@@ -230,7 +234,7 @@ class LibraryMixin:
     # ------------------------------------------------------- suites and runners
     def _suite_init(self, e, suite, args, kwargs, st):
         tests = args[0] if args else kwargs.get("tests")
-        suite.attrs["<tests>"] = SeqVal(tuple(tests.items) if isinstance(tests, SeqVal) else ())
+        heap_set(suite, "<tests>", SeqVal(tuple(tests.items) if isinstance(tests, SeqVal) else ()))
         return UNKNOWN
 
     def _suite_add(self, e, suite, args, kwargs, st):
@@ -238,7 +242,7 @@ class LibraryMixin:
         items = held.items if isinstance(held, SeqVal) else ()
         for a in args:
             items += tuple(a.items) if isinstance(a, SeqVal) else (a,)
-        suite.attrs["<tests>"] = SeqVal(items)
+        heap_set(suite, "<tests>", SeqVal(items))
         return UNKNOWN
 
     def _suite_run(self, e, suite, args, kwargs, st):
@@ -267,7 +271,7 @@ class LibraryMixin:
 
     # ------------------------------------------------------------- torch.fx
     def _fx_init(self, e, interp, args, kwargs, st):
-        interp.attrs["module"] = args[0] if args else kwargs.get("module", UNKNOWN)
+        heap_set(interp, "module", args[0] if args else kwargs.get("module", UNKNOWN))
         return UNKNOWN
 
     def _fx_run(self, e, interp, args, kwargs, st):
@@ -276,13 +280,13 @@ class LibraryMixin:
         override = interp.cls.lookup_method("run_node")
         if override is None:
             return out
-        interp.attrs["<fx output>"] = out  # what the library's run_node gives the override
+        heap_set(interp, "<fx output>", out)  # what the library's run_node gives the override
         try:
             return self.call_function(override, [interp, UNKNOWN], {}, st, force=True)
         except (YieldReached, _BlockExit):
             return UNKNOWN
         finally:
-            interp.attrs.pop("<fx output>", None)
+            heap_set(interp, "<fx output>", UNKNOWN)
 
     def _fx_run_node(self, e, interp, args, kwargs, st):
         return interp.attrs.get("<fx output>", UNKNOWN)

@@ -12,6 +12,7 @@ import ast
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.context import DispatchContext
+from fakegrad_lint.analysis.heap import heap_field, heap_set
 from fakegrad_lint.analysis.library_classes import LibraryMixin
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import (_disable_module_origins, _enable_module_origins, _fake_copy, _is_meta,
@@ -57,11 +58,12 @@ def _argparse_default(args, kwargs):
 def _materialize(mod, line, depth=0):
     """``to_empty`` outside a region: the module and what it holds get real storage."""
     if mod.origin is None:
-        mod.origin = Origin("module", "module", line)
-    mod.mode, mod.meta = None, False
+        heap_field(mod, "origin", Origin("module", "module", line))
+    heap_field(mod, "mode", None)
+    heap_field(mod, "meta", False)
     for k, x in list(mod.attrs.items()):
         if isinstance(x, TVal) and x.mode is not None:
-            mod.attrs[k] = TVal()  # (a parameter's requires-grad comes with the module's origin)
+            heap_set(mod, k, TVal())  # (a parameter's requires-grad comes with the module's origin)
         elif isinstance(x, ModuleVal) and depth < 4 and (x.meta or x.mode is not None):
             _materialize(x, line, depth + 1)
 
@@ -161,7 +163,7 @@ class MethodCallsMixin(LibraryMixin):
             if name == "remove":
                 held = recv.module.attrs.get(recv.key)
                 if isinstance(held, SeqVal):
-                    recv.module.attrs[recv.key] = SeqVal(tuple(h for h in held.items if h is not recv.fn))
+                    heap_set(recv.module, recv.key, SeqVal(tuple(h for h in held.items if h is not recv.fn)))
             return UNKNOWN
         if isinstance(recv, OptimizerVal):
             if name == "step" and args:
@@ -383,7 +385,7 @@ class MethodCallsMixin(LibraryMixin):
             if vals and len(modes) == 1 and all(isinstance(v, TVal) and v.proven_fake() for v in vals):
                 mode = next(iter(modes.values()))
                 _fakify_in_region(mod, Region(mode, mode.allow), st)
-                mod.fake_out = mod.fake_out or mod.cls is None
+                heap_field(mod, "fake_out", mod.fake_out or mod.cls is None)
             return UNKNOWN
         if name == "to_empty":
             # new storage for every parameter, in place: fake under an active region,
@@ -408,20 +410,20 @@ class MethodCallsMixin(LibraryMixin):
             return mod
         if name in N.MODULE_SELF_METHODS:
             if name == "to" and (_is_meta(args) or _is_meta(list(kwargs.values()))):
-                mod.meta = True
+                heap_field(mod, "meta", True)
             if name == "apply" and args:
                 self.call_value(e, args[0], [mod], {}, st, func_expr=None)  # fn(m) for every submodule m
             return mod
         if name in N.MODULE_HOOK_REGISTRARS and args and not kwargs.get("with_kwargs"):
             key = N.MODULE_HOOK_REGISTRARS[name]
             held = mod.attrs.get(key)
-            mod.attrs[key] = SeqVal((held.items if isinstance(held, SeqVal) else ()) + (args[0],))
+            heap_set(mod, key, SeqVal((held.items if isinstance(held, SeqVal) else ()) + (args[0],)))
             return HookHandle(mod, key, args[0])
         if name in ("register_parameter", "register_buffer") and len(args) >= 2 and isinstance(args[0], ConstVal):
-            mod.attrs[str(args[0].value)] = args[1]
+            heap_set(mod, str(args[0].value), args[1])
             return UNKNOWN
         if name in ("add_module", "register_module") and len(args) >= 2 and isinstance(args[0], ConstVal):
-            mod.attrs[str(args[0].value)] = args[1]
+            heap_set(mod, str(args[0].value), args[1])
             return UNKNOWN
         return UNKNOWN
 
@@ -479,12 +481,13 @@ class MethodCallsMixin(LibraryMixin):
 def _fakify_in_region(mod, region, st):
     """Every parameter of ``mod`` replaced by a new tensor made under ``region``'s
     mode (``to_empty``, a dtype cast): the module holds fakes from here on."""
-    mod.mode = region.mode
-    mod.may_fake = region.may or bool(st.may)
-    mod.fake_out = mod.fake_out or (mod.origin is not None and mod.cls is None)
+    heap_field(mod, "mode", region.mode)
+    heap_field(mod, "may_fake", region.may or bool(st.may))
+    heap_field(mod, "fake_out", mod.fake_out or (mod.origin is not None and mod.cls is None))
     # its submodules and tensors are converted with it
-    mod.attrs.update((k, _fake_copy(x, region.mode)) for k, x in list(mod.attrs.items())
-                     if isinstance(x, (ModuleVal, TVal, SeqVal)))
+    for k, x in list(mod.attrs.items()):
+        if isinstance(x, (ModuleVal, TVal, SeqVal)):
+            heap_set(mod, k, _fake_copy(x, region.mode))
 
 
 def _is_dtype_cast(name, args, kwargs):

@@ -12,6 +12,7 @@ import sys
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _FUNCTION_DEFS, _is_main_guard, _sets_requires_grad
+from fakegrad_lint.analysis.heap import Branch, heap_field, heap_set, merge
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import STEP_BUDGET, UNROLL_DEPTH, UNROLL_MAX, Crashed, YieldReached, _BlockExit
 from fakegrad_lint.analysis.torch_values import (_MODULE_ITERATORS, _disable_module_origins, _enable_module_origins,
@@ -310,18 +311,24 @@ class StatementsMixin:
         before = dict(scope.vars)
         regions_before = list(st.regions)
         crashed = 0
-        try:
-            self.exec_branch(s.body, st)
-        except Crashed:
-            crashed += 1
+        # objects changed in a branch (attributes, frozen parameters, a mode's flag, a
+        # list) are joined after the `if` as names are (analysis/heap.py)
+        with Branch() as body_path:
+            try:
+                self.exec_branch(s.body, st)
+            except Crashed:
+                crashed += 1
         _mark_may_regions(st.regions, regions_before)
         after_body = scope.vars
         scope.vars = dict(before)
-        try:
-            self.exec_branch(s.orelse, st)
-        except Crashed:
-            crashed += 1
+        with Branch() as else_path:
+            try:
+                self.exec_branch(s.orelse, st)
+            except Crashed:
+                crashed += 1
         _mark_may_regions(st.regions, regions_before)
+        if body_path.changes or else_path.changes:
+            merge([body_path.changes, else_path.changes])
         merged = after_body
         for k, b in scope.vars.items():
             a = merged.get(k)
@@ -382,23 +389,32 @@ class StatementsMixin:
         scope = st.scope
         start = dict(scope.vars)
         ends = []
-        try:
-            self.exec_block(orelse, st)
-            ends.append(scope.vars)
-        except _BlockExit:
-            pass
+        paths = []  # the object changes of each path that reaches the code after the try
+        with Branch() as path:
+            try:
+                self.exec_block(orelse, st)
+                ends.append(scope.vars)
+                reached = True
+            except _BlockExit:
+                reached = False
+        if reached:
+            paths.append(path.changes)
         for h in handlers:
             scope.vars = dict(start)
             st.may += 1
-            try:
-                if h.name:
-                    st.scope.assign(h.name, UNKNOWN)
-                self.exec_block(h.body, st)
-                ends.append(scope.vars)
-            except (_BlockExit, Crashed):
-                pass  # (re-raised, returned: the code after the try is not reached this way)
-            finally:
-                st.may -= 1
+            with Branch() as path:
+                try:
+                    if h.name:
+                        st.scope.assign(h.name, UNKNOWN)
+                    self.exec_block(h.body, st)
+                    ends.append(scope.vars)
+                    paths.append(path.changes)
+                except (_BlockExit, Crashed):
+                    pass  # (re-raised, returned: the code after the try is not reached this way)
+                finally:
+                    st.may -= 1
+        if paths and any(paths):
+            merge(paths)
         if not ends:
             scope.vars = start
             return
@@ -467,16 +483,16 @@ class StatementsMixin:
         attribute, a mode's ``allow_non_fake_inputs`` (read when the mode is entered),
         a tensor's ``requires_grad``."""
         if isinstance(obj, (InstanceVal, ModuleVal, ClassVal)):
-            obj.attrs[attr] = val
+            heap_set(obj, attr, val)
         elif isinstance(obj, ModeVal) and obj.cls is not None and attr != "allow_non_fake_inputs":
-            obj.attrs[attr] = val  # an instance of a FakeTensorMode subclass of the file
+            heap_set(obj, attr, val)  # an instance of a FakeTensorMode subclass of the file
         elif isinstance(obj, ModeVal) and attr == "allow_non_fake_inputs":
             if isinstance(val, ConstVal):
-                obj.allow = bool(val.value)
+                heap_field(obj, "allow", bool(val.value))
                 if obj.desc.startswith("FakeTensorMode("):
-                    obj.desc = "FakeTensorMode(allow_non_fake_inputs=True)" if obj.allow else "FakeTensorMode()"
+                    heap_field(obj, "desc", "FakeTensorMode(allow_non_fake_inputs=True)" if obj.allow else "FakeTensorMode()")
             else:
-                obj.allow = None  # an unknown value: the verdict is unknown
+                heap_field(obj, "allow", None)  # an unknown value: the verdict is unknown
         elif attr == "requires_grad" and isinstance(obj, TVal) and obj.mode is None:
             if isinstance(val, ConstVal) and val.value is True:
                 _enable_module_origins(obj)
@@ -492,7 +508,7 @@ class StatementsMixin:
         registry) sees ``new``'s contents, as Python's aliasing does."""
         if isinstance(obj, SeqVal) and isinstance(new, SeqVal):
             for f in ("items", "elts", "keys", "is_dict"):
-                object.__setattr__(obj, f, getattr(new, f))
+                heap_field(obj, f, getattr(new, f))
             new = obj
         self.rebind(expr, new, st)
 
@@ -512,9 +528,11 @@ class StatementsMixin:
             if expr.attr == "__dict__" and isinstance(obj, InstanceVal):
                 # `obj.__dict__[k] = v`, `obj.__dict__.update(...)`: the object's attributes
                 if isinstance(val, SeqVal) and val.keys is not None and val.elts is not None:
-                    obj.attrs.update((k, v) for k, v in zip(val.keys, val.elts) if isinstance(k, str))
+                    for k, v in zip(val.keys, val.elts):
+                        if isinstance(k, str):
+                            heap_set(obj, k, v)
             elif isinstance(obj, (InstanceVal, ModuleVal)):
-                obj.attrs[expr.attr] = val
+                heap_set(obj, expr.attr, val)
 
 
 # statement type -> the method that runs it (types not listed do nothing)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 
 from fakegrad_lint.analysis import torch_tables as N
+from fakegrad_lint.analysis.heap import heap_field
 from fakegrad_lint.analysis.values import UNKNOWN, ClassVal, ConstVal, FuncVal, MaybeVal, ModuleVal, SeqVal, TVal
 
 _MODULE_ITERATORS = frozenset({"children", "modules", "named_children", "named_modules", "parameters",
@@ -99,9 +100,9 @@ def _set_requires_grad(v, on, depth=0):
     included (attributes of modules of the file), is switched."""
     if isinstance(v, ModuleVal):
         if v.origin is not None:
-            v.origin.disabled = not on
+            heap_field(v.origin, "disabled", not on)
             if on:
-                v.origin.frozen.clear()
+                heap_field(v.origin, "frozen", set())
         if depth < 4:
             for x in v.attrs.values():
                 if isinstance(x, (ModuleVal, TVal, SeqVal)):
@@ -109,7 +110,7 @@ def _set_requires_grad(v, on, depth=0):
     elif isinstance(v, TVal):
         for o in v.origins:
             if o.kind in ("parameter", "module"):
-                o.disabled = not on
+                heap_field(o, "disabled", not on)
     elif isinstance(v, SeqVal) and depth < 4:
         for x in v.items:
             _set_requires_grad(x, on, depth + 1)
@@ -120,14 +121,14 @@ def _enable_module_origins(v):
     ``model.parameters()``) or of one known parameter: requires grad again."""
     for o in v.origins:
         if o.kind == "module" and o.disabled:
-            o.disabled = False
-            o.frozen.clear()
+            heap_field(o, "disabled", False)
+            heap_field(o, "frozen", set())
             if o.owner is not None:
                 _set_requires_grad(o.owner, True)
         elif o.parent is not None and o.param is not None:
-            o.disabled = False
-            o.parent.frozen.discard(o.param)
-            o.parent.disabled = False
+            heap_field(o, "disabled", False)
+            heap_field(o.parent, "frozen", o.parent.frozen - {o.param})
+            heap_field(o.parent, "disabled", False)
 
 
 def _disable_module_origins(v):
@@ -137,15 +138,15 @@ def _disable_module_origins(v):
     requires-grad values."""
     for o in v.origins:
         if o.kind == "module":
-            o.disabled = True
+            heap_field(o, "disabled", True)
             if o.owner is not None:
                 _set_requires_grad(o.owner, False)
         elif o.parent is not None and o.param is not None:
-            o.disabled = True
+            heap_field(o, "disabled", True)
             parent = o.parent
-            parent.frozen.add(o.param)
+            heap_field(parent, "frozen", parent.frozen | {o.param})
             if parent.param_names is not None and parent.frozen >= parent.param_names:
-                parent.disabled = True
+                heap_field(parent, "disabled", True)
 
 
 def _known_params(cls_name, kwargs):
