@@ -419,6 +419,12 @@ class CallsMixin:
             q = c.qualname
             if q in N.NN_MODULE_BASE:
                 return True if isinstance(x, ModuleVal) else (False if isinstance(x, (TVal, ConstVal)) else None)
+            if isinstance(x, ModuleVal) and x.torch_class is not None and x.cls is None and q.startswith("torch.nn."):
+                # a torch layer built by its constructor against a torch.nn class
+                last = q.rsplit(".", 1)[-1]
+                if last == x.torch_class:
+                    return True
+                return False if x.torch_class in N.KNOWN_LAYER_CLASSES and not last.startswith("_") else None
             if q in N.TENSOR_CLASSES:
                 return True if isinstance(x, TVal) else (False if isinstance(x, (ModuleVal, ConstVal)) else None)
             builtin = N.PYTHON_TYPES.get(q)

@@ -293,6 +293,9 @@ class ExpressionsMixin:
         if isinstance(v, TVal):
             return v  # iterating a tensor yields slices with the same provenance
         if isinstance(v, ModuleVal):
+            kids = module_children(v)
+            if kids is not None:
+                return union_all(kids) if kids else UNKNOWN
             return v  # ModuleList / Sequential: submodules of the same kind
         if isinstance(v, MaybeVal):
             out = None
@@ -345,6 +348,9 @@ class ExpressionsMixin:
                     return UNKNOWN
             return self.iter_item(obj)
         if isinstance(obj, ModuleVal):
+            child = _child_at(obj, idx)
+            if child is not None:
+                return child  # `net[0]`, `blocks[-1]`, `heads["cls"]`: that child
             return obj  # nn.Sequential / ModuleList indexing: a submodule of the same kind
         if _is_tensorish(obj):
             return self.op(e, [(obj, e.value)], st)
@@ -480,6 +486,33 @@ class ExpressionsMixin:
                 return MethodRef(obj, attr)  # (`self.addCleanup(mode.__exit__, None, None, None)`)
             return UNKNOWN
         return UNKNOWN
+
+
+def module_children(mod):
+    """What iterating a torch container with known children gives, in order (a
+    ModuleDict: its keys); None when not known."""
+    if mod.children is None or mod.cls is not None:
+        return None
+    if mod.torch_class == "ModuleDict":
+        return [ConstVal(k) for k in mod.children]
+    kids = [mod.attrs.get(k) for k in mod.children]
+    return kids if all(isinstance(k, ModuleVal) for k in kids) else None
+
+
+def _child_at(mod, idx):
+    """``mod[idx]`` for a container with known children (None: not known)."""
+    if mod.children is None or mod.cls is not None or not isinstance(idx, ConstVal):
+        return None
+    key = idx.value
+    if type(key) is int and mod.torch_class != "ModuleDict":
+        n = len(mod.children)
+        if not -n <= key < n:
+            return None
+        key = mod.children[key]
+    if not isinstance(key, str) or key not in mod.children:
+        return None
+    child = mod.attrs.get(key)
+    return child if isinstance(child, ModuleVal) else None
 
 
 def _is_autograd_function(cls):

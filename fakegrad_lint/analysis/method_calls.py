@@ -12,6 +12,7 @@ import ast
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.context import DispatchContext
+from fakegrad_lint.analysis.expressions import module_children
 from fakegrad_lint.analysis.heap import heap_field, heap_set
 from fakegrad_lint.analysis.library_classes import LibraryMixin
 from fakegrad_lint.analysis.names import dotted_name
@@ -347,8 +348,25 @@ class MethodCallsMixin(LibraryMixin):
             if name == "named_parameters":
                 return SeqVal((SeqVal((UNKNOWN, p), (UNKNOWN, p)),))
             return SeqVal((p,), is_dict=True)  # state_dict(keep_vars=True)
+        kids = module_children(mod) if mod.torch_class != "ModuleDict" else (
+            [mod.attrs[k] for k in mod.children] if mod.children is not None and mod.cls is None else None)
+        if kids is not None and name in ("children", "named_children"):
+            if name == "children":
+                return SeqVal(tuple(kids), tuple(kids))
+            pairs = tuple(SeqVal((ConstVal(k), c), (ConstVal(k), c)) for k, c in zip(mod.children, kids))
+            return SeqVal(pairs, pairs)
         if name in ("children", "modules"):
             return SeqVal((mod,))
+        if name in N.MODULE_MAPPING_VIEWS and mod.cls is None and mod.children is not None \
+                and mod.torch_class == "ModuleDict":
+            keys = tuple(ConstVal(k) for k in mod.children)
+            vals = tuple(mod.attrs.get(k, UNKNOWN) for k in mod.children)
+            if name == "keys":
+                return SeqVal(keys, keys)
+            if name == "values":
+                return SeqVal(vals, vals)
+            pairs = tuple(SeqVal((k, v), (k, v)) for k, v in zip(keys, vals))
+            return SeqVal(pairs, pairs)
         if name in N.MODULE_MAPPING_VIEWS and mod.cls is None:
             # nn.ModuleDict / ParameterDict views: its entries stand for the container
             # (their parameters are its parameters), keys unknown

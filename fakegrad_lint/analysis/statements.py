@@ -12,6 +12,7 @@ import sys
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _FUNCTION_DEFS, _is_main_guard, _sets_requires_grad
+from fakegrad_lint.analysis.expressions import module_children
 from fakegrad_lint.analysis.heap import Branch, heap_field, heap_set, merge
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import STEP_BUDGET, UNROLL_DEPTH, UNROLL_MAX, Crashed, YieldReached, _BlockExit
@@ -139,6 +140,9 @@ class StatementsMixin:
 
     def known_elements(self, it):
         """What iterating ``it`` gives, element by element, when known and few (None: not)."""
+        if isinstance(it, ModuleVal) and self._unroll_depth < UNROLL_DEPTH:
+            kids = module_children(it)  # a torch container's children
+            return kids if kids and len(kids) <= UNROLL_MAX else None
         if not isinstance(it, SeqVal) or self._unroll_depth >= UNROLL_DEPTH:
             return None
         if it.is_dict:

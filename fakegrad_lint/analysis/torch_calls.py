@@ -466,10 +466,7 @@ class TorchCallsMixin:
         if st.fake_copy is not None:
             return _proven_copy(_fake_copy(src, st.fake_copy), src, bool(st.may))
         if isinstance(src, ModuleVal) and src.origin is not None:
-            copy = ModuleVal(Origin(src.origin.name, "module", e.lineno, param_names=src.origin.param_names),
-                             src.mode, src.cls, dict(src.attrs), src.meta)
-            copy.origin.disabled = src.origin.disabled
-            return copy
+            return _real_copy(src, e.lineno)
         return src
 
     def new_module(self, e, q, args, kwargs, st, torch_layer=True):
@@ -496,13 +493,67 @@ class TorchCallsMixin:
         last = q.rsplit(".", 1)[-1]
         mod.origin.param_names = _known_params(last, kwargs)
         mod.container = last in N.CONTAINER_MODULES
+        mod.torch_class = last
         if last in N.CONTAINER_MODULES:
             children = [x for a in list(args) + list(kwargs.values()) for x in _flatten(a)]
             if not any(x.real_rg() or (isinstance(x, ModuleVal) and x.meta) for x in children):
                 mod.origin = None
+            _adopt_children(mod, _known_children(last, args, kwargs))
         elif last in N.PARAMLESS_MODULES:
             mod.origin = None
         return mod
+
+
+def _real_copy(src, line, depth=0):
+    """``copy.deepcopy(m)`` outside any region: a new real module, its own children copied
+    too (freezing the copy leaves the original alone)."""
+    attrs = {k: (_real_copy(v, line, depth + 1) if isinstance(v, ModuleVal) and v.origin is not None and depth < 4 else v)
+             for k, v in src.attrs.items()}
+    origin = None
+    if src.origin is not None:
+        origin = Origin(src.origin.name, "module", line, param_names=src.origin.param_names)
+        origin.disabled, origin.frozen = src.origin.disabled, set(src.origin.frozen)
+    copy = ModuleVal(origin, src.mode, src.cls, attrs, src.meta)
+    copy.container, copy.torch_class, copy.children = src.container, src.torch_class, src.children
+    for k in src.children or ():
+        child = attrs.get(k)
+        if origin is not None and isinstance(child, ModuleVal) and child.origin is not None and child is not src.attrs.get(k):
+            child.origin.parent, child.origin.param = origin, k
+    return copy
+
+
+def _known_children(last, args, kwargs):
+    """A container's children by name, in order, when every one is a known module:
+    ``Sequential(a, b)`` -> "0", "1"; ``ModuleList([a, b])``; ``ModuleDict({"k": a})``."""
+    if kwargs:
+        return None
+    if last == "Sequential" and args and all(isinstance(a, ModuleVal) for a in args):
+        return [(str(i), a) for i, a in enumerate(args)]
+    if len(args) != 1 or not isinstance(args[0], SeqVal) or args[0].elts is None:
+        return None
+    seq = args[0]
+    if not all(isinstance(x, ModuleVal) for x in seq.elts):
+        return None
+    if last == "ModuleList" and not seq.is_dict:
+        return [(str(i), x) for i, x in enumerate(seq.elts)]
+    if last == "ModuleDict" and seq.is_dict and seq.keys is not None and all(isinstance(k, str) for k in seq.keys):
+        return list(zip(seq.keys, seq.elts))
+    return None
+
+
+def _adopt_children(mod, children):
+    """The container holds its children (``net[0]``, ``net.named_children()``): each is a
+    part of it, so switching one child's parameters off switches off that part only."""
+    if children is None:
+        return
+    mod.children = tuple(k for k, _ in children)
+    for k, child in children:
+        mod.attrs[k] = child
+        o = child.origin
+        if mod.origin is not None and o is not None and o.parent is None:
+            o.parent, o.param = mod.origin, k
+    if mod.origin is not None:
+        mod.origin.param_names = frozenset(k for k, c in children if c.origin is not None)
 
 
 def _is_distribution_class(q):

@@ -491,6 +491,10 @@ WEIGHT_AND_BIAS_MODULES = frozenset(
     }
 )
 WEIGHT_ONLY_MODULES = frozenset({"Embedding", "EmbeddingBag", "PReLU"})
+# torch.nn layers whose public bases are nn.Module only (their other bases are private:
+# _ConvNd, _BatchNorm, ...): a layer built as one of them is an instance of no other
+# public torch.nn class (a Conv2d is not a Linear)
+KNOWN_LAYER_CLASSES = (WEIGHT_AND_BIAS_MODULES | WEIGHT_ONLY_MODULES | PARAMLESS_MODULES | CONTAINER_MODULES) - {"Module"}
 NN_NON_MODULE_SUBPACKAGES = frozenset({"utils", "functional", "init", "parameter", "attention", "common_types"})
 NN_NON_MODULE_CLASSES = frozenset({"Parameter", "UninitializedParameter", "Buffer", "UninitializedBuffer"})
 NN_MODULE_BASE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})

@@ -103,6 +103,7 @@ def _set_requires_grad(v, on, depth=0):
             heap_field(v.origin, "disabled", not on)
             if on:
                 heap_field(v.origin, "frozen", set())
+            _part_switched(v.origin, on)
         if depth < 4:
             for x in v.attrs.values():
                 if isinstance(x, (ModuleVal, TVal, SeqVal)):
@@ -111,9 +112,27 @@ def _set_requires_grad(v, on, depth=0):
         for o in v.origins:
             if o.kind in ("parameter", "module"):
                 heap_field(o, "disabled", not on)
+                if o.kind == "module":
+                    _part_switched(o, on)
     elif isinstance(v, SeqVal) and depth < 4:
         for x in v.items:
             _set_requires_grad(x, on, depth + 1)
+
+
+def _part_switched(o, on):
+    """A child module of a container (``net[0]``) switched on or off: the container is off
+    once every child with parameters is, and on again with any of them."""
+    parent = o.parent
+    if parent is None or o.param is None or parent.kind != "module":
+        return
+    if on:
+        heap_field(parent, "frozen", parent.frozen - {o.param})
+        heap_field(parent, "disabled", False)
+    else:
+        heap_field(parent, "frozen", parent.frozen | {o.param})
+        if parent.param_names is not None and parent.frozen >= parent.param_names:
+            heap_field(parent, "disabled", True)
+            _part_switched(parent, False)
 
 
 def _enable_module_origins(v):
@@ -123,6 +142,7 @@ def _enable_module_origins(v):
         if o.kind == "module" and o.disabled:
             heap_field(o, "disabled", False)
             heap_field(o, "frozen", set())
+            _part_switched(o, True)
             if o.owner is not None:
                 _set_requires_grad(o.owner, True)
         elif o.parent is not None and o.param is not None:
@@ -139,6 +159,7 @@ def _disable_module_origins(v):
     for o in v.origins:
         if o.kind == "module":
             heap_field(o, "disabled", True)
+            _part_switched(o, False)
             if o.owner is not None:
                 _set_requires_grad(o.owner, False)
         elif o.parent is not None and o.param is not None:

@@ -158,6 +158,8 @@ class ModuleVal(Value):
     may_fake: bool = False  # made in a region entered on some paths only (fake or real)
     fake_out: bool = False  # its forward is known to use fake parameters: calling it, anywhere, gives fakes
     container: bool = False  # a torch container (Sequential, ModuleList, ModuleDict): its forward runs every child
+    torch_class: str | None = None  # a torch layer's class name ("Linear"), when built by its constructor
+    children: tuple | None = None  # a container's child names, in order, when every child is known (attrs hold them)
 
     def is_real(self):
         return self.origin is not None and self.mode is None
