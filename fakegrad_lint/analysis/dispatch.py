@@ -13,7 +13,23 @@ from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import Crashed
 from fakegrad_lint.analysis.torch_values import _owns, broadcast, op_shape, shape_of, with_shape
 from fakegrad_lint.analysis.valueops import _carries, _flatten, _fold_strings, _is_module_value, _is_tensorish
-from fakegrad_lint.analysis.values import UNKNOWN, LeakRecord, Region, SeqVal, TVal
+from fakegrad_lint.analysis.heap import heap_field
+from fakegrad_lint.analysis.values import UNKNOWN, LeakRecord, ModuleVal, Region, SeqVal, TVal
+
+
+# sinks that accumulate into the leaves' .grad (torch.autograd.grad returns the gradients instead)
+_ACCUMULATING = frozenset({".backward()", "torch.autograd.backward"})
+
+
+def _has_real_grad(origin):
+    """Does the real value already hold a real ``.grad`` on every path (it, or the module
+    it is a parameter of)?"""
+    o = origin
+    while o is not None:
+        if o.grad_real is True:
+            return True
+        o = o.parent
+    return False
 
 
 def _part_of(a, b):
@@ -157,6 +173,31 @@ class DispatchMixin:
             raise Crashed()
         return rec
 
+    def _real_grads(self, v, inputs):
+        """A backward outside any region through real values: their leaves (those in
+        ``inputs`` when given) hold real gradients from here on."""
+        wanted = None
+        if inputs is not None and inputs is not UNKNOWN:
+            wanted = set()
+            for x in (_flatten(inputs) if isinstance(inputs, SeqVal) else [inputs]):
+                wanted |= set(x.real_rg())
+        for o in v.real_rg():
+            if wanted is None or o in wanted:
+                heap_field(o, "grad_real", True)
+
+    def grads_reset(self, v, set_to_none=True):
+        """``opt.zero_grad()`` / ``model.zero_grad()`` / ``p.grad = None``: the real values'
+        ``.grad`` is None again (``set_to_none=False`` zeroes the real tensors in place)."""
+        if set_to_none is False:
+            return
+        for x in (_flatten(v) if isinstance(v, SeqVal) else [v]):
+            for o in x.real_rg():
+                heap_field(o, "grad_real", False if set_to_none is True else None)
+                if o.owner is not None:
+                    for child in o.owner.attrs.values():
+                        if isinstance(child, ModuleVal) and child.origin is not None:
+                            heap_field(child.origin, "grad_real", False if set_to_none is True else None)
+
     def fake_grad_written(self, target, obj, val, st):
         """``p.grad = g`` with ``g`` a fake tensor and ``p`` a real requires-grad one: the
         real tensor's ``.grad`` is the fake from here on (the setter checks device, dtype
@@ -181,6 +222,8 @@ class DispatchMixin:
 
     def sink(self, v, desc, node, st, inputs=None):
         leaks = v.taint()
+        if desc in _ACCUMULATING and not st.may and st.active_region() is None:
+            self._real_grads(v, inputs)
         if not leaks or st.may:
             return  # (a sink on a path that only may be taken proves no hazard)
         wanted = None
@@ -196,5 +239,7 @@ class DispatchMixin:
         for rec in leaks:
             if wanted is not None and not any(_part_of(rec.origin, w) or _part_of(w, rec.origin) for w in wanted):
                 continue  # (the gradients asked for are of other tensors)
+            if desc in _ACCUMULATING and _has_real_grad(rec.origin):
+                continue  # accumulated in place into the real .grad it already has: it stays real
             rec.sinks.append((desc, node.lineno))
             rec.sink_sites.append((desc, node, self.ctx if self.ctx is not self.main else None))

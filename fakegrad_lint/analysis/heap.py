@@ -11,8 +11,9 @@ each written slot gets the join of what every path left there:
 - an attribute: :func:`~fakegrad_lint.analysis.values.join` of the values (set on one
   path only: reading it on the other raises, so the value read is that path's, unless
   a class attribute or ``__getattr__`` answers there too);
-- ``Origin.disabled`` (requires_grad switched off): None, "maybe", when the paths
-  differ (a maybe-frozen value's leaks are may links); ``frozen``: what every path froze;
+- ``Origin.disabled`` (requires_grad switched off) and ``grad_real`` (it holds a real
+  ``.grad``): None, "maybe", when the paths differ (a maybe-frozen value's leaks are
+  may links); ``frozen``: what every path froze;
 - a mode's ``allow``: None (unknown) when the paths differ;
 - a container's contents: the items of every path, those present on some paths only
   as may values; known keys and elements only when every path agrees;
@@ -133,8 +134,8 @@ def _merge_slot(owner, key, old, values):
     if isinstance(key, tuple) and key[:1] == ("<field>",):
         name = key[1]
         if isinstance(owner, Origin):
-            if name == "disabled":
-                return None  # switched off on some paths only: maybe
+            if name in ("disabled", "grad_real"):
+                return None  # switched off (or given a real .grad) on some paths only: maybe
             if name == "frozen":
                 common = set(values[0])
                 for v in values[1:]:

@@ -167,6 +167,9 @@ class MethodCallsMixin(LibraryMixin):
                     heap_set(recv.module, recv.key, SeqVal(tuple(h for h in held.items if h is not recv.fn)))
             return UNKNOWN
         if isinstance(recv, OptimizerVal):
+            if name == "zero_grad":
+                self.grads_reset(recv.params, _set_to_none(args, kwargs))
+                return UNKNOWN
             if name == "step" and args:
                 return self.call_value(e, args[0], [], {}, st, func_expr=None)  # step(closure) runs the closure
             return UNKNOWN
@@ -420,6 +423,9 @@ class MethodCallsMixin(LibraryMixin):
             if region is not None and st.allow_of(region.mode) is True and not st.may:
                 _fakify_in_region(mod, region, st)
                 return mod
+        if name == "zero_grad" and real:
+            self.grads_reset(mod, _set_to_none(args, kwargs))
+            return UNKNOWN
         if name == "requires_grad_":
             # in place, on every parameter: the module (and what was taken from it) is
             # frozen or unfrozen from here on
@@ -494,6 +500,12 @@ class MethodCallsMixin(LibraryMixin):
         operands = [(recv, e.func.value)] + _operands(e, args, kwargs)
         shape = op_shape(name, [recv.shape] + [shape_of(a) for a in args], args, kwargs)
         return self.op(e, operands, st, differentiable=diff, shape=shape)
+
+
+def _set_to_none(args, kwargs):
+    """``zero_grad(set_to_none=...)``: True (the default), False, or None when not known."""
+    v = args[0] if args else kwargs.get("set_to_none", ConstVal(True))
+    return bool(v.value) if isinstance(v, ConstVal) and isinstance(v.value, bool) else None
 
 
 def _fakify_in_region(mod, region, st):

@@ -469,6 +469,8 @@ class StatementsMixin:
                 # becomes the real parameter's grad, with no backward (HAZARD 17)
                 self.sink(val, ".grad assignment", target, st)
                 self.fake_grad_written(target, obj, val, st)
+                if isinstance(val, ConstVal) and val.value is None:
+                    self.grads_reset(obj)  # `p.grad = None`
             self.set_attribute(target.value, obj, target.attr, val, target, st)
         elif t is ast.Subscript:
             obj = self.eval(target.value, st)

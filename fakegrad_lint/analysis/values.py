@@ -67,6 +67,10 @@ class Origin:
     frozen: set = field(default_factory=set)  # parameters switched off one by one
     disabled: bool = False  # requires_grad switched off (e.g. every parameter frozen)
     owner: object = None  # the ModuleVal of a module of the file (its submodules are its parameters too)
+    # its .grad is a real tensor (a real backward reached it, no zero_grad since): True,
+    # None when that holds on some paths only; a backward through a fake op then
+    # accumulates into the real .grad in place, and the .grad stays real
+    grad_real: object = False
     file: object = field(default_factory=_current_file)  # project module it was made in (None: the linted file)
 
 
