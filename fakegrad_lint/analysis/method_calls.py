@@ -436,7 +436,7 @@ class MethodCallsMixin(LibraryMixin):
             if name == "to" and (_is_meta(args) or _is_meta(list(kwargs.values()))):
                 heap_field(mod, "meta", True)
             if name == "apply" and args:
-                self.call_value(e, args[0], [mod], {}, st, func_expr=None)  # fn(m) for every submodule m
+                self._apply_to_modules(e, args[0], mod, st, 0)  # fn(m) for every submodule m, then the module
             return mod
         if name in N.MODULE_HOOK_REGISTRARS and args and not kwargs.get("with_kwargs"):
             key = N.MODULE_HOOK_REGISTRARS[name]
@@ -450,6 +450,16 @@ class MethodCallsMixin(LibraryMixin):
             heap_set(mod, str(args[0].value), args[1])
             return UNKNOWN
         return UNKNOWN
+
+    def _apply_to_modules(self, e, fn, mod, st, depth):
+        """``module.apply(fn)``: fn on each child (theirs first, recursively), then on the module."""
+        for child in (module_children(mod) or []) if depth < 4 and mod.torch_class != "ModuleDict" else []:
+            self._apply_to_modules(e, fn, child, st, depth + 1)
+        if depth < 4 and mod.torch_class == "ModuleDict" and mod.children is not None:
+            for k in mod.children:
+                if isinstance(mod.attrs.get(k), ModuleVal):
+                    self._apply_to_modules(e, fn, mod.attrs[k], st, depth + 1)
+        self.call_value(e, fn, [mod], {}, st, func_expr=None)
 
     def tensor_method(self, e, recv, name, args, kwargs, st):
         if name == "backward":

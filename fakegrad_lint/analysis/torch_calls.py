@@ -515,6 +515,8 @@ def _real_copy(src, line, depth=0):
         origin.disabled, origin.frozen = src.origin.disabled, set(src.origin.frozen)
     copy = ModuleVal(origin, src.mode, src.cls, attrs, src.meta)
     copy.container, copy.torch_class, copy.children = src.container, src.torch_class, src.children
+    if origin is not None and src.origin.owner is src:
+        origin.owner = copy
     for k in src.children or ():
         child = attrs.get(k)
         if origin is not None and isinstance(child, ModuleVal) and child.origin is not None and child is not src.attrs.get(k):
@@ -554,6 +556,7 @@ def _adopt_children(mod, children):
             o.parent, o.param = mod.origin, k
     if mod.origin is not None:
         mod.origin.param_names = frozenset(k for k, c in children if c.origin is not None)
+        mod.origin.owner = mod  # (its parameters are its children's: switching them switches those)
 
 
 def _is_distribution_class(q):

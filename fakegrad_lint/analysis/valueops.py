@@ -103,6 +103,8 @@ def _compare(ops, vals):
                 r = bool(_CMP[t](a.value, b.value))
             except Exception:
                 return None
+        elif t in (ast.In, ast.NotIn) and isinstance(b, SeqVal) and b.elts == () and (b.keys == () or not b.is_dict):
+            r = t is ast.NotIn  # an empty container holds nothing
         elif t in (ast.In, ast.NotIn) and isinstance(a, ConstVal) and isinstance(b, SeqVal) and b.elts is not None:
             keys = b.keys if b.keys is not None else b.elts
             if b.keys is None and not all(isinstance(x, ConstVal) for x in keys):
