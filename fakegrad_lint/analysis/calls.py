@@ -40,6 +40,19 @@ class CallsMixin:
             ran = self.__dict__["_ran_nodes"] = set()  # def nodes whose body the program's own calls ran
         return ran
 
+    def _small(self, node):
+        """Is this function small enough to run whenever it is called?"""
+        memo = self.__dict__.setdefault("_small_defs", {})
+        v = memo.get(node)
+        if v is None:
+            n = 0
+            for _ in ast.walk(node):
+                n += 1
+                if n > SMALL_BODY_NODES:
+                    break
+            v = memo[node] = n <= SMALL_BODY_NODES and not isinstance(node, ast.Lambda)
+        return v
+
     def call_forced(self, node, callee, args, kwargs, st):
         """Call ``callee`` and run its body even when nothing of interest goes in."""
         if isinstance(callee, FuncVal):
@@ -110,8 +123,12 @@ class CallsMixin:
             return CtxVal("gen", (fv, list(args), dict(kwargs)))
         if not (force or st.regions or self._may_matter(node, self._lines_of(fv)) or self._init_matters(fv)
                 or any(_interesting(a) for a in args)
-                or any(_interesting(v) for v in kwargs.values())):
-            return UNKNOWN  # outside any region, nothing of interest in or out: skip the body
+                or any(_interesting(v) for v in kwargs.values())
+                or self._small(node)):
+            # outside any region, nothing of interest in or out: skip the body (a small
+            # helper still runs: what it returns, a configuration's defaults, can decide
+            # which context a later `with` enters)
+            return UNKNOWN
         if st.cur is None and not st.stack and getattr(node, "name", None) != "__init__":
             # a run with unknown arguments (no caller): a function the program itself
             # called is what those calls made it do; unknown arguments would only add
@@ -626,6 +643,10 @@ class CallsMixin:
         if name in ("max", "min", "abs") and args and any(_is_tensorish(a) for a in args):
             return self.op(e, [(a, None) for a in args], st, differentiable=name == "abs")
         return UNKNOWN
+
+
+# a function of at most this many AST nodes is cheap to run
+SMALL_BODY_NODES = 60
 
 
 def _all_bases_known(cls):

@@ -12,6 +12,7 @@ import ast
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _BUILTINS
+from fakegrad_lint.analysis.library_classes import TORCH_FORWARD
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import op_shape, shape_value
 from fakegrad_lint.analysis.state import Scope, YieldReached
@@ -19,7 +20,7 @@ from fakegrad_lint.analysis.valueops import (_NONCONST, _compare, _dict_val, _fo
     _is_tensorish, _truth, _values_of)
 from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, ExportedProgramVal, FieldVal,
     FuncVal, InstanceVal, LazyImport, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, AutogradApply, ProjModVal, SeqVal, SuperVal,
-    DispatchRegister, PartialVal, SingleDispatchVal,
+    DispatchRegister, LibraryMethod, PartialVal, SingleDispatchVal,
     TVal, Value, join, join_all, union, union_all)
 
 
@@ -461,6 +462,9 @@ class ExpressionsMixin:
                         return c.attrs[attr]
                 after = after or c is obj.cls
             # past the file's classes: the library class they derive from
+            if attr == "forward" and getattr(owner, "torch_base", False) and isinstance(obj.self_val, ModuleVal):
+                # a subclass of a torch layer: the layer's own forward, an op on its parameters
+                return LibraryMethod(obj.self_val, TORCH_FORWARD)
             lib = self.library_attr(obj.self_val, attr) if getattr(owner, "library", None) is not None else None
             return lib if lib is not None else UNKNOWN
         if isinstance(obj, ExportedProgramVal):

@@ -107,6 +107,18 @@ class TorchCallsMixin:
         return res
 
     def module_call(self, e, mod, func_expr, args, kwargs, st):
+        # torch's Module.__call__: the forward pre hooks, the forward, the forward hooks
+        # (a pre hook can enter a mode the forward then runs under)
+        self._run_hooks(e, mod, args, None, st, children=False, phase="pre")
+        seq = _sequential_children(mod, args, kwargs)
+        if seq is not None:
+            # nn.Sequential's forward calls each child on what the one before returned
+            # (run child by child when one is a module of the file: its forward is code)
+            x = args[0]
+            for child in seq:
+                x = self.module_call(e, child, func_expr, [x], {}, st)
+            self._run_hooks(e, mod, args, x, st, children=False)
+            return x
         fwd = mod.cls.lookup_method("forward") if isinstance(mod, ModuleVal) and mod.cls is not None else None
         outside = isinstance(fwd, FuncVal) and st.active_region() is None and fwd.node not in st.stack
         site = (e, [func_expr] + _arg_exprs(e), [mod] + list(args))
@@ -142,25 +154,28 @@ class TorchCallsMixin:
                 self._run_hooks(e, mod, args, res, st, children=False)
                 return res
         operands = [(mod, func_expr)] + self._module_state(mod, func_expr) + _operands(e, args, kwargs)
+        self._run_hooks(e, mod, args, None, st, phase="pre", own=False)  # (its submodules')
         res = self.op(e, operands, st)
         self._run_hooks(e, mod, args, res, st)
         return res
 
-    def _run_hooks(self, e, mod, args, out, st, depth=0, children=True):
-        """The forward (pre) hooks of ``mod`` and of its submodules run with the call,
-        as torch runs them: ``fn(module, args)`` and ``fn(module, args, output)`` (the
-        output of a submodule is taken to be like the call's own)."""
+    def _run_hooks(self, e, mod, args, out, st, depth=0, children=True, phase="post", own=True):
+        """The forward pre hooks (``phase="pre"``) or forward hooks of ``mod`` (``own``)
+        and of its submodules (``children``), as torch runs them: ``fn(module, args)``
+        before the forward, ``fn(module, args, output)`` after it (the output of a
+        submodule is taken to be like the call's own)."""
         if not isinstance(mod, ModuleVal) or depth > 4:
             return
         inputs = SeqVal(tuple(args), tuple(args))
-        for key in N.MODULE_HOOK_REGISTRARS.values():
+        keys = [k for k in N.MODULE_HOOK_REGISTRARS.values() if (k == "_forward_pre_hooks") == (phase == "pre")]
+        for key in keys if own else ():
             held = mod.attrs.get(key)
             for fn in held.items if isinstance(held, SeqVal) else ():
                 hook_args = [mod, inputs] + ([out] if key == "_forward_hooks" else [])
                 self.call_value(e, fn, hook_args, {}, st, func_expr=None)
         for v in list(mod.attrs.values()) if children else ():
             if isinstance(v, ModuleVal) and v is not mod:
-                self._run_hooks(e, v, [out], out, st, depth + 1)
+                self._run_hooks(e, v, [out] if phase == "post" else args, out, st, depth + 1, phase=phase)
 
     def _module_state(self, mod, func_expr, depth=0):
         """Tensors assigned onto a module (``head.weight = emb.weight``, ``m.pos = table``,
@@ -256,11 +271,12 @@ class TorchCallsMixin:
                         return CtxVal("patch_allow", target)
             return CtxVal("null")
         if q in N.MAKE_FX:
-            tm = _const_kw(e, "tracing_mode", "real")
+            # (the keywords as passed, `**options` spread too)
+            tm = kwargs.get("tracing_mode", ConstVal("real") if not isinstance(kwargs, OpenKwargs) else UNKNOWN)
+            tm = tm.value if isinstance(tm, ConstVal) else _NONCONST
             if tm in ("fake", "symbolic") and args:
-                allow = _const_kw(e, "_allow_non_fake_inputs", False)
-                if allow is _NONCONST:
-                    allow = None
+                allow = kwargs.get(N.MAKE_FX_ALLOW_KEYWORD, ConstVal(False) if not isinstance(kwargs, OpenKwargs) else UNKNOWN)
+                allow = bool(allow.value) if isinstance(allow, ConstVal) else None
                 desc = f'make_fx(tracing_mode="{tm}"' + (", _allow_non_fake_inputs=True)" if allow else ")")
                 self._modes_made = True
                 return TracedFn(args[0], ModeVal(allow, e.lineno, desc, None))
@@ -502,6 +518,20 @@ class TorchCallsMixin:
         elif last in N.PARAMLESS_MODULES:
             mod.origin = None
         return mod
+
+
+def _sequential_children(mod, args, kwargs):
+    """The children an ``nn.Sequential`` call runs in turn, when known and one of them is
+    a module of the file with a forward of its own (else None: one op stands for all)."""
+    if not (isinstance(mod, ModuleVal) and mod.cls is None and mod.torch_class == "Sequential"
+            and mod.children and len(args) == 1 and not kwargs):
+        return None
+    kids = [mod.attrs.get(k) for k in mod.children]
+    if not all(isinstance(k, ModuleVal) for k in kids):
+        return None
+    if not any(k.cls is not None and isinstance(k.cls.lookup_method("forward"), FuncVal) for k in kids):
+        return None
+    return kids
 
 
 def _real_copy(src, line, depth=0):
