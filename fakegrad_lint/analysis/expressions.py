@@ -398,9 +398,9 @@ class ExpressionsMixin:
                 return UNKNOWN
             if attr == "grad":
                 for o in obj.real_rg():
-                    o.grad_reads.append(e.lineno)
-                    if o.parent is not None:
-                        o.parent.grad_reads.append(e.lineno)
+                    while o is not None:  # (a parameter's gradient is its modules' too, up the chain)
+                        o.grad_reads.append(e.lineno)
+                        o = o.parent
                 return TVal(frozenset(), obj.mode, frozenset())
             if attr == "data":
                 return TVal(frozenset(), obj.mode, frozenset())

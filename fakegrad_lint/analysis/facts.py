@@ -79,6 +79,9 @@ class FactsMixin:
                 leak.fix = None if verdict is Verdict.FORWARD_ONLY else _with_grad_reads(rec.fix_plan, rec.origin.grad_reads)
             if any(desc == ".grad assignment" for desc, _ in rec.sinks):
                 leak.fix = None  # the computed gradients are written to the real tensor whatever it is converted to
+            kinds = self.__dict__.get("_with_kinds", {}).get((id(rec.region.with_node), rec.region.item_index))
+            if kinds is not None and kinds[0] is rec.region.with_node and len(kinds[1]) > 1:
+                leak.fix = None  # its `with` enters a fake mode on some runs only: a fix there would run on the others
             # one leak per place, route and value: `a @ b` leaks two values, two
             # findings (issue 14), each with its own fix
             key = (start, route, rec.value_text)
@@ -147,7 +150,9 @@ class FactsMixin:
         if rec.file is not None:
             steps.append(node_step("call", f"the real value enters `{_values_name(rec)}` ({rec.file.name}) here", reported, None))
         region = rec.region
-        allow = "allows non-fake inputs" if region.allow else "strict: a real input raises" if region.allow is False else "allow_non_fake_inputs unknown"
+        # (a mode entered strict but patched to allow non-fake inputs: what the op saw)
+        effective = True if region.allow is False and not rec.crash else region.allow
+        allow = "allows non-fake inputs" if effective else "strict: a real input raises" if effective is False else "allow_non_fake_inputs unknown"
         rmsg = f"{region.mode.desc} entered here ({allow})"
         w = region.with_node
         rfile = region.file

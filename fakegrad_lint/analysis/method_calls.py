@@ -358,6 +358,14 @@ class MethodCallsMixin(LibraryMixin):
                 return SeqVal(tuple(kids), tuple(kids))
             pairs = tuple(SeqVal((ConstVal(k), c), (ConstVal(k), c)) for k, c in zip(mod.children, kids))
             return SeqVal(pairs, pairs)
+        if name in ("modules", "named_modules") and mod.children is not None and mod.cls is None:
+            found = _descendants(mod, "", 0)
+            if found is not None:
+                if name == "modules":
+                    mods = tuple(m for _, m in found)
+                    return SeqVal(mods, mods)
+                pairs = tuple(SeqVal((ConstVal(k), m), (ConstVal(k), m)) for k, m in found)
+                return SeqVal(pairs, pairs)
         if name in ("children", "modules"):
             return SeqVal((mod,))
         if name in N.MODULE_MAPPING_VIEWS and mod.cls is None and mod.children is not None \
@@ -510,6 +518,25 @@ class MethodCallsMixin(LibraryMixin):
         operands = [(recv, e.func.value)] + _operands(e, args, kwargs)
         shape = op_shape(name, [recv.shape] + [shape_of(a) for a in args], args, kwargs)
         return self.op(e, operands, st, differentiable=diff, shape=shape)
+
+
+def _descendants(mod, prefix, depth):
+    """``module.named_modules()`` of a container whose children are known: (name, module)
+    for the module itself, then each child's, depth first (None: some child not known)."""
+    out = [(prefix, mod)]
+    if mod.children is None or mod.cls is not None:
+        return out if depth else None
+    if depth > 4:
+        return None
+    for k in mod.children:
+        child = mod.attrs.get(k)
+        if not isinstance(child, ModuleVal):
+            return None
+        sub = _descendants(child, f"{prefix}.{k}" if prefix else k, depth + 1)
+        if sub is None:
+            return None
+        out.extend(sub)
+    return out
 
 
 def _set_to_none(args, kwargs):

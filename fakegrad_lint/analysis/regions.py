@@ -27,6 +27,10 @@ class RegionsMixin:
         try:
             for i, item in enumerate(s.items):
                 cm = self.eval(item.context_expr, st)
+                # (a `with` that enters a fake mode on one run and another context on
+                # another, a loop's iterations: no fix in its block holds for both)
+                seen = self.__dict__.setdefault("_with_kinds", {}).setdefault((id(s), i), [s, set()])
+                seen[1].add("mode" if isinstance(cm, ModeVal) else "other")
                 if isinstance(cm, CtxVal) and cm.kind == "suppress_assert" and before is None:
                     before = set(self.records)
                 bound = item.optional_vars.id if isinstance(item.optional_vars, ast.Name) else None

@@ -192,6 +192,13 @@ def _name_origins(val, name, line):
     for o in origins:
         if o.line == line and o.name in ("tensor", "module", "parameter"):
             o.name = name
+    if isinstance(val, ModuleVal) and val.children is not None and val.cls is None:
+        # a container's children made in its constructor call: `net[0]`, `net["head"]`
+        for k in val.children:
+            child = val.attrs.get(k)
+            o = child.origin if isinstance(child, ModuleVal) else None
+            if o is not None and o.line == line and o.name == "module" and o.parent is val.origin:
+                o.name = f"{name}[{k}]" if not k.isidentifier() else f"{name}.{k}"
 
 
 def _grad_mode_kind(q, args, kwargs):
