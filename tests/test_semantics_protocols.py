@@ -1277,6 +1277,186 @@ with FakeTensorMode(allow_non_fake_inputs=True):
     x = torch.ones(1, 2, requires_grad=True)
     net(x).sum().backward()
 """,
+
+    # ----------------------------------------- Module.__call__: pre hooks first
+    "forward_pre_hook_enters_mode": """
+class Hooks:
+    def __init__(self):
+        self.mode = FakeTensorMode(allow_non_fake_inputs=True)
+    def pre(self, module, args):
+        self.mode.__enter__()
+    def post(self, module, args, out):
+        self.mode.__exit__(None, None, None)
+net = nn.Linear(2, 2)
+h = Hooks()
+net.register_forward_pre_hook(h.pre)
+net.register_forward_hook(h.post)
+out = net(torch.ones(1, 2))  # FGL001
+out.sum().backward()
+""",
+    "forward_pre_hook_removed_before_the_call": """
+class Hooks:
+    def __init__(self):
+        self.mode = FakeTensorMode(allow_non_fake_inputs=True)
+    def pre(self, module, args):
+        self.mode.__enter__()
+    def post(self, module, args, out):
+        self.mode.__exit__(None, None, None)
+net = nn.Linear(2, 2)
+h = Hooks()
+handles = [net.register_forward_pre_hook(h.pre), net.register_forward_hook(h.post)]
+for handle in handles:
+    handle.remove()
+out = net(torch.ones(1, 2))
+out.sum().backward()
+""",
+    # --------------------------------- nn.Sequential runs its children in turn
+    "sequential_runs_a_child_that_opens_a_region": """
+class Probe(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+    def forward(self, x):
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return self.lin(x)  # FGL001
+net = nn.Sequential(Probe(), nn.ReLU())
+net(torch.ones(1, 2)).sum().backward()
+""",
+    "sequential_child_region_reads_shapes_only": """
+class Probe(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+    def forward(self, x):
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            self.shape = torch.empty(3, 2).shape
+        return self.lin(x)
+net = nn.Sequential(Probe(), nn.ReLU())
+net(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------ super().forward of a torch layer subclass
+    "torch_layer_subclass_super_forward_in_region": """
+class Scaled(nn.Linear):
+    def forward(self, x):
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            y = super().forward(x)  # FGL001
+        return y * 2
+lin = Scaled(2, 2)
+lin(torch.ones(1, 2)).sum().backward()
+""",
+    "torch_layer_subclass_super_forward_outside": """
+class Scaled(nn.Linear):
+    def forward(self, x):
+        y = super().forward(x)
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            self.probe = torch.zeros(y.shape)
+        return y * 2
+lin = Scaled(2, 2)
+lin(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------------------ make_fx with **options
+    "make_fx_options_spread_fake": """
+from torch.fx.experimental.proxy_tensor import make_fx
+OPTS = {"tracing_mode": "fake", "_allow_non_fake_inputs": True}
+net = nn.Linear(2, 2)
+def step(x):
+    loss = net(x).sum()  # FGL001
+    loss.backward()
+    return loss
+make_fx(step, **OPTS)(torch.ones(1, 2))
+""",
+    "make_fx_options_spread_real": """
+from torch.fx.experimental.proxy_tensor import make_fx
+OPTS = {"tracing_mode": "real"}
+net = nn.Linear(2, 2)
+def step(x):
+    loss = net(x).sum()
+    loss.backward()
+    return loss
+make_fx(step, **OPTS)(torch.ones(1, 2))
+""",
+    # ------------------------------- small helpers run: a config's defaults
+    "config_helper_default_selects_fake_mode": """
+import argparse
+def parse(argv):
+    p = argparse.ArgumentParser()
+    p.add_argument("--dry", default="yes")
+    return p.parse_args(argv)
+args = parse([])
+net = nn.Linear(2, 2)
+cm = FakeTensorMode(allow_non_fake_inputs=True) if args.dry == "yes" else contextlib.nullcontext()
+with cm:
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "config_helper_default_selects_nullcontext": """
+import argparse
+def parse(argv):
+    p = argparse.ArgumentParser()
+    p.add_argument("--dry", default="no")
+    return p.parse_args(argv)
+args = parse([])
+net = nn.Linear(2, 2)
+cm = FakeTensorMode(allow_non_fake_inputs=True) if args.dry == "yes" else contextlib.nullcontext()
+with cm:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------ a container's modules() and apply()
+    "modules_walk_finds_the_linear": """
+net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+with FakeTensorMode(allow_non_fake_inputs=True):
+    total = 0
+    for m in net.modules():
+        if isinstance(m, nn.Linear):
+            total = total + m.weight.sum()  # FGL001
+    total.backward()
+""",
+    "modules_walk_finds_no_conv": """
+net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+with FakeTensorMode(allow_non_fake_inputs=True):
+    total = 0
+    for m in net.modules():
+        if isinstance(m, nn.Conv2d):
+            total = total + m.weight.sum()
+print(total)
+""",
+    "apply_reaches_the_linear_child": """
+def init(m):
+    if isinstance(m, nn.Linear):
+        nn.init.zeros_(m.bias)  # FGL002
+net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+with FakeTensorMode():
+    net.apply(init)
+""",
+    "apply_finds_no_conv_child": """
+def init(m):
+    if isinstance(m, nn.Conv2d):
+        nn.init.zeros_(m.bias)
+net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+with FakeTensorMode():
+    net.apply(init)
+""",
+    # ------------------------------------------ an empty container holds nothing
+    "memo_fills_empty_cache_with_a_fake": """
+_CACHE = {}
+def example(n):
+    if n not in _CACHE:
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            _CACHE[n] = torch.ones(n, 2)
+    return _CACHE[n]
+net = nn.Linear(2, 2)
+net(example(3)).sum().backward()  # FGL003
+""",
+    "memo_fills_empty_cache_with_a_real_tensor": """
+_CACHE = {}
+def example(n):
+    if n not in _CACHE:
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            with unset_fake_temporarily():
+                _CACHE[n] = torch.ones(n, 2)
+    return _CACHE[n]
+net = nn.Linear(2, 2)
+net(example(3)).sum().backward()
+""",
 }
 
 
