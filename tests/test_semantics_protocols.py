@@ -10,6 +10,15 @@ defaults; tensor shapes as known values (``lru_cache`` keyed by ``x.shape[-2]``)
 a module's ``forward`` run outside any region (a fake it reads from a global or a
 cache mixes with its real parameters there).
 
+Fourth batch (sem4): loops and comprehensions over known elements run once per
+element; enums (members, lookups, identity); ``functools.singledispatch``; the
+library classes unittest (its runner), ``torch.fx.Interpreter`` and subclasses of
+FakeTensorMode; ``detect_fake_mode``; ``torch.func.vjp``; ``torch.distributions``;
+``.grad`` written with a fake; a real ``.grad`` staying real under a later fake
+backward; object state joined at branch merges (may values); the known children of
+torch containers (``net[0]``, ``modules()``, ``apply``); forward pre hooks;
+``nn.Sequential`` running its children; ``super().forward`` of a torch layer.
+
 Same format as :mod:`test_semantics`: lines that must be flagged end with
 ``# FGLxxx``; each hazard has a safe look-alike. Every program runs with real
 torch as labelled (``python tests/test_semantics_protocols.py --check`` runs them
