@@ -989,6 +989,14 @@ with FakeTensorMode() as m:
     g = torch.zeros(3)
 w.grad = g  # FGL003
 """,
+    "fake_written_to_real_grad_then_reset": """
+w = nn.Parameter(torch.ones(3))
+with FakeTensorMode() as m:
+    g = torch.zeros(3)
+w.grad = g
+print(tuple(w.grad.shape))
+w.grad = None
+""",
     "fake_written_to_fake_copy_grad": """
 w = nn.Parameter(torch.ones(3))
 with FakeTensorMode() as m:

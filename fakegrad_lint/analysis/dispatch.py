@@ -182,8 +182,8 @@ class DispatchMixin:
             for x in (_flatten(inputs) if isinstance(inputs, SeqVal) else [inputs]):
                 wanted |= set(x.real_rg())
         for o in v.real_rg():
-            if wanted is None or o in wanted:
-                heap_field(o, "grad_real", True)
+            if (wanted is None or o in wanted) and o.fake_grad is False:
+                heap_field(o, "grad_real", True)  # (into a fake .grad a real backward accumulates a fake)
 
     def grads_reset(self, v, set_to_none=True):
         """``opt.zero_grad()`` / ``model.zero_grad()`` / ``p.grad = None``: the real values'
@@ -193,6 +193,7 @@ class DispatchMixin:
         for x in (_flatten(v) if isinstance(v, SeqVal) else [v]):
             for o in x.real_rg():
                 heap_field(o, "grad_real", False if set_to_none is True else None)
+                heap_field(o, "fake_grad", False if set_to_none is True else o.fake_grad and None)
                 if o.owner is not None:
                     for child in o.owner.attrs.values():
                         if isinstance(child, ModuleVal) and child.origin is not None:
@@ -215,6 +216,9 @@ class DispatchMixin:
             if origin.disabled:
                 continue
             rec = self.record(target, origin, obj, target.value, region, route, True, st, True, None, False)
+            heap_field(origin, "fake_grad", True)
+            if rec is not None:
+                rec.grad_written = True
             if rec is not None and (".grad assignment", target.lineno) not in rec.sinks:
                 rec.fix_plan = None  # (the fake is written whatever the tensor is converted to)
                 rec.sinks.append((".grad assignment", target.lineno))
@@ -241,5 +245,7 @@ class DispatchMixin:
                 continue  # (the gradients asked for are of other tensors)
             if desc in _ACCUMULATING and _has_real_grad(rec.origin):
                 continue  # accumulated in place into the real .grad it already has: it stays real
+            if desc in _ACCUMULATING and not rec.may:
+                heap_field(rec.origin, "fake_grad", True)  # (its .grad is the fake from here on)
             rec.sinks.append((desc, node.lineno))
             rec.sink_sites.append((desc, node, self.ctx if self.ctx is not self.main else None))

@@ -28,6 +28,11 @@ def _path_of(ctx):
     return ctx.mf.path if ctx is not None and getattr(ctx, "mf", None) is not None else None
 
 
+def _reset_after_sink(rec):
+    """(A record whose fake .grad write also met another sink keeps that sink's verdict.)"""
+    return any(desc != ".grad assignment" for desc, _ in rec.sinks)
+
+
 def _values_name(rec):
     site = rec.entry[0] if rec.entry else None
     if site is not None and isinstance(site[0], ast.Call):
@@ -44,6 +49,8 @@ class FactsMixin:
         for rec in self.records.values():
             if rec.may:
                 continue  # a link is only possible: never a finding
+            if rec.grad_written and rec.origin.fake_grad is not True and not _reset_after_sink(rec):
+                continue  # the fake .grad written was reset (`zero_grad()`, `p.grad = None`) before the end
             if rec.crash:
                 verdict = Verdict.CRASH
             elif rec.sinks:

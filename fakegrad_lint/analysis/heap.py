@@ -134,7 +134,7 @@ def _merge_slot(owner, key, old, values):
     if isinstance(key, tuple) and key[:1] == ("<field>",):
         name = key[1]
         if isinstance(owner, Origin):
-            if name in ("disabled", "grad_real"):
+            if name in ("disabled", "grad_real", "fake_grad"):
                 return None  # switched off (or given a real .grad) on some paths only: maybe
             if name == "frozen":
                 common = set(values[0])

@@ -71,6 +71,9 @@ class Origin:
     # None when that holds on some paths only; a backward through a fake op then
     # accumulates into the real .grad in place, and the .grad stays real
     grad_real: object = False
+    # a fake tensor was written to its .grad (`p.grad = fake`) and is still there: True
+    # (None on some paths only); a reset (`zero_grad()`, `p.grad = None`) ends it
+    fake_grad: object = False
     file: object = field(default_factory=_current_file)  # project module it was made in (None: the linted file)
 
 
@@ -91,6 +94,7 @@ class LeakRecord:
     file: object = None  # project module of ``node`` (None: the linted file)
     entry: object = None  # when ``file`` is set: (call node, arg exprs, arg values, statement) in the linted file
     sink_sites: list = field(default_factory=list)  # (description, node, project module or None)
+    grad_written: bool = False  # made by `p.grad = fake`: a hazard while the fake .grad stays (to the end)
 
 
 @dataclass(eq=False)
