@@ -1474,6 +1474,50 @@ def example(n):
 net = nn.Linear(2, 2)
 net(example(3)).sum().backward()
 """,
+    # ------------------- leaving a @contextmanager block resumes it after its yield
+    "contextmanager_leaves_hooks_registered": """
+class Hooks:
+    def __init__(self):
+        self.mode = FakeTensorMode(allow_non_fake_inputs=True)
+    def pre(self, module, args):
+        self.mode.__enter__()
+    def post(self, module, args, out):
+        self.mode.__exit__(None, None, None)
+@contextlib.contextmanager
+def fake_forward(model):
+    h = Hooks()
+    model.register_forward_pre_hook(h.pre)
+    model.register_forward_hook(h.post)
+    yield h
+net = nn.Linear(2, 2)
+with fake_forward(net):
+    net(torch.ones(1, 2))  # FGL004
+loss = net(torch.ones(1, 2)).sum()  # FGL001
+loss.backward()
+""",
+    "contextmanager_finally_removes_hooks": """
+class Hooks:
+    def __init__(self):
+        self.mode = FakeTensorMode(allow_non_fake_inputs=True)
+    def pre(self, module, args):
+        self.mode.__enter__()
+    def post(self, module, args, out):
+        self.mode.__exit__(None, None, None)
+@contextlib.contextmanager
+def fake_forward(model):
+    h = Hooks()
+    handles = [model.register_forward_pre_hook(h.pre), model.register_forward_hook(h.post)]
+    try:
+        yield h
+    finally:
+        for handle in handles:
+            handle.remove()
+net = nn.Linear(2, 2)
+with fake_forward(net):
+    net(torch.ones(1, 2))  # FGL004
+loss = net(torch.ones(1, 2)).sum()
+loss.backward()
+""",
 }
 
 

@@ -155,7 +155,7 @@ class ExpressionsMixin:
         for region in inside:
             st.ctx = st.ctx.entering(region)
         try:
-            self.on_yield(self.iter_item(v, st), st)
+            self.on_yield(self.iter_item(v, st), st, e)
         finally:
             for region in reversed(inside):
                 st.ctx = st.ctx.leaving(region)
@@ -163,7 +163,7 @@ class ExpressionsMixin:
 
     def _eval_yield(self, e, st):
         v = self.eval(e.value, st) if e.value is not None else UNKNOWN
-        self.on_yield(v, st)
+        self.on_yield(v, st, e)
         return UNKNOWN
 
     def _eval_joined_str(self, e, st):
@@ -190,10 +190,11 @@ class ExpressionsMixin:
 
         return _FormattedPart(val, fmt)
 
-    def on_yield(self, v, st):
+    def on_yield(self, v, st, node=None):
         if st.stack and self._capture_gen is st.stack[-1]:
             y = YieldReached(st, v)
             y.ctx = st.ctx
+            y.node = node  # (where the helper resumes when the with-block ends)
             raise y
         st.returns.append(v)
         if st.yield_regions is not None:

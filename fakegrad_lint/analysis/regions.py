@@ -18,6 +18,51 @@ from fakegrad_lint.analysis.values import (UNKNOWN, ConstVal, CtxVal, ExitStackV
     Region, WorkerVal)
 
 
+_RESUME: dict = {}
+
+
+def _after_yield(func, yield_node):
+    """The statements a generator runs after ``yield_node`` when resumed once, in order:
+    the rest of each enclosing block, a ``try``'s ``else`` and ``finally`` on the way
+    out (empty when the yield is not found)."""
+    if yield_node is None:
+        return []
+    key = (id(func), id(yield_node))
+    hit = _RESUME.get(key)
+    if hit is not None and hit[0] is func:
+        return hit[1]
+    parents = {}
+    for node in ast.walk(func):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+    out = []
+    n = yield_node
+    while n is not func:
+        p = parents.get(n)
+        if p is None:
+            out = []
+            break
+        if isinstance(n, (ast.stmt, ast.ExceptHandler)):
+            for name in ("body", "orelse", "finalbody", "handlers"):
+                blk = getattr(p, name, None)
+                if isinstance(blk, list) and any(x is n for x in blk):
+                    i = next(j for j, x in enumerate(blk) if x is n)
+                    if name != "handlers":
+                        out.append(blk[i + 1:])
+                    if isinstance(p, ast.Try) or type(p).__name__ == "TryStar":
+                        if name == "body":
+                            out.append(p.orelse)
+                        if name in ("body", "orelse", "handlers"):
+                            out.append(p.finalbody)
+                    break
+        n = p
+    out = [b for b in out if b]
+    if len(_RESUME) > 10_000:
+        _RESUME.clear()
+    _RESUME[key] = (func, out)
+    return out
+
+
 class RegionsMixin:
     """Entering and leaving context managers: regions and modes."""
 
@@ -183,11 +228,15 @@ class RegionsMixin:
                     r.with_node, r.item_index, r.bound_name = with_node, index, bound
                     r.func_node = st.scope.func_node
             st.ctx = y.ctx.but(patched=outer.patched | y.ctx.patched, may=outer.may)
+            rest = _after_yield(fv.node, getattr(y, "node", None))
+            gen_state = y.state
 
             def restore(s):
                 s.ctx = s.ctx.but(regions=tuple(r for r in s.regions if r in outer.regions),
                                   grad_enabled=outer.grad_enabled, dispatch_off=outer.dispatch_off,
                                   patched=s.patched & outer.patched)
+                if rest:
+                    self._resume_generator(rest, gen_state, s)
 
             undo.append(restore)
             return y.value
@@ -196,6 +245,21 @@ class RegionsMixin:
         finally:
             self._capture_gen = prev
         return UNKNOWN
+
+    def _resume_generator(self, blocks, gen_state, st):
+        """Leaving a ``@contextmanager`` helper's block resumes it after its ``yield``: the
+        rest of its code runs (its ``finally`` cleanups: hooks removed, flags reset), in
+        its own scope, outside the contexts it had entered (those are left already)."""
+        gen_state.ctx = st.ctx
+        prev, self._capture_gen = self._capture_gen, None
+        try:
+            for block in blocks:
+                self.exec_block(block, gen_state)
+        except (Crashed, YieldReached, _BlockExit):
+            pass
+        finally:
+            self._capture_gen = prev
+            st.ctx = gen_state.ctx.but(may=st.may)
 
     def _rest_of_block(self, st, exit_call=None):
         """The statements after the current one in its block (up to a matching
