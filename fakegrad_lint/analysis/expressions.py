@@ -12,7 +12,6 @@ import ast
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _BUILTINS
-from fakegrad_lint.analysis.library_classes import TORCH_FORWARD
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import op_shape, shape_value
 from fakegrad_lint.analysis.state import Scope, YieldReached
@@ -20,7 +19,7 @@ from fakegrad_lint.analysis.valueops import (_NONCONST, _compare, _dict_val, _fo
     _is_tensorish, _truth, _values_of)
 from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, ExportedProgramVal, FieldVal,
     FuncVal, InstanceVal, LazyImport, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, AutogradApply, ProjModVal, SeqVal, SuperVal,
-    DispatchRegister, LibraryMethod, PartialVal, SingleDispatchVal,
+    DispatchRegister, PartialVal, SingleDispatchVal,
     TVal, Value, join, join_all, union, union_all)
 
 
@@ -198,8 +197,8 @@ class ExpressionsMixin:
             raise y
         st.returns.append(v)
         if st.yield_regions is not None:
-            # (under unset_fake_temporarily / no_dispatch no region dispatches: none is held)
-            st.yield_regions.append(st.ctx.regions if not st.ctx.dispatch_off else None)
+            # (a yield inside `unset_fake_temporarily()`: the consumer runs with the modes off)
+            st.yield_regions.append(st.ctx.regions if not st.ctx.dispatch_off else ())
 
     def eval_comprehension(self, e, st):
         scope = Scope(parent=st.scope, module=st.scope.module, func_node=st.scope.func_node)
@@ -395,6 +394,8 @@ class ExpressionsMixin:
                 return shape_value(obj.shape)
             if attr == "ndim" and obj.shape is not None:
                 return ConstVal(len(obj.shape))
+            if attr in ("is_meta", "is_cuda") and obj.device is not None and obj.mode is None:
+                return ConstVal(obj.device == attr[3:])  # (its device is known: `to_empty(device="cpu")`)
             if attr in N.METADATA_ATTRS:
                 return UNKNOWN
             if attr == "grad":
@@ -462,10 +463,11 @@ class ExpressionsMixin:
                     if attr in c.attrs:
                         return c.attrs[attr]
                 after = after or c is obj.cls
+            if attr == "forward" and isinstance(obj.self_val, ModuleVal) and obj.cls.torch_base:
+                # no class of the file after it defines forward: torch's layer's runs on
+                # the module's own parameters (`super().forward(x)` in an nn.Linear subclass)
+                return MethodRef(obj.self_val, N.TORCH_FORWARD)
             # past the file's classes: the library class they derive from
-            if attr == "forward" and getattr(owner, "torch_base", False) and isinstance(obj.self_val, ModuleVal):
-                # a subclass of a torch layer: the layer's own forward, an op on its parameters
-                return LibraryMethod(obj.self_val, TORCH_FORWARD)
             lib = self.library_attr(obj.self_val, attr) if getattr(owner, "library", None) is not None else None
             return lib if lib is not None else UNKNOWN
         if isinstance(obj, ExportedProgramVal):

@@ -23,12 +23,10 @@ from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.calls import OpenKwargs
 from fakegrad_lint.analysis.heap import heap_field, heap_set
 from fakegrad_lint.analysis.state import Crashed, YieldReached, _BlockExit
-from fakegrad_lint.analysis.valueops import _dict_val, _operands
+from fakegrad_lint.analysis.valueops import _dict_val
 from fakegrad_lint.analysis.values import (UNKNOWN, ClassVal, ConstVal, CtxVal, FuncVal, InstanceVal, ModeVal, ModRef,
     SeqVal, Value)
 
-# the forward of the torch layer a class of the file derives from (`super().forward(x)`)
-TORCH_FORWARD = "<torch forward>"
 # exceptions a runner (or a library method) catches for the code it runs
 _ENDS = (Crashed, _BlockExit, YieldReached)
 
@@ -73,9 +71,6 @@ class LibraryMixin:
     def library_method(self, e, recv, name, args, kwargs, st):
         """``recv.name(...)`` run as the library class of ``recv`` runs it (None: the
         library's method is not modelled, the call is unknown)."""
-        if name == TORCH_FORWARD:
-            # `super().forward(x)` in a subclass of a torch layer: its own parameters meet x
-            return self.op(e, [(recv, None)] + _operands(e, args, kwargs), st)
         kind = library_kind(getattr(recv, "cls", None))
         run = _METHODS.get((kind, name))
         if run is None:

@@ -15,7 +15,7 @@ from fakegrad_lint.analysis.calls import OpenKwargs
 from fakegrad_lint.analysis.state import Crashed
 from fakegrad_lint.analysis.torch_values import (_fake_copy, _grad_mode_kind, _is_meta, _is_module_factory,
     _is_nn_module_class, _is_torch_op, _known_params, _proven_copy, _with_taint, op_shape, shape_of, size_of_args)
-from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _const_kw, _flatten, _is_tensorish, _kw_false,
+from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _flatten, _is_tensorish, _kw_false,
     _kw_true, _operands)
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
     ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal,
@@ -45,10 +45,15 @@ def _factory_shape(q, args, kwargs):
     return size_of_args(args) if args else None
 
 
+_PRE_HOOKS = tuple(k for k in N.MODULE_HOOK_REGISTRARS.values() if k == "_forward_pre_hooks")
+_POST_HOOKS = tuple(k for k in N.MODULE_HOOK_REGISTRARS.values() if k != "_forward_pre_hooks")
+
+
 class TorchCallsMixin:
     """Calls of torch (and known third-party) qualified names."""
 
     _modes_made = False  # a fake mode (or make_fx's) was made somewhere in this analysis
+    _hooks_made = False  # a forward (pre) hook was registered somewhere in this analysis
 
     def call_transform(self, e, tf, args, kwargs, st):
         """torch.func.grad(f)(*args) and friends: f runs on the arguments; gradients
@@ -107,18 +112,9 @@ class TorchCallsMixin:
         return res
 
     def module_call(self, e, mod, func_expr, args, kwargs, st):
-        # torch's Module.__call__: the forward pre hooks, the forward, the forward hooks
-        # (a pre hook can enter a mode the forward then runs under)
-        self._run_hooks(e, mod, args, None, st, children=False, phase="pre")
-        seq = _sequential_children(mod, args, kwargs)
-        if seq is not None:
-            # nn.Sequential's forward calls each child on what the one before returned
-            # (run child by child when one is a module of the file: its forward is code)
-            x = args[0]
-            for child in seq:
-                x = self.module_call(e, child, func_expr, [x], {}, st)
-            self._run_hooks(e, mod, args, x, st, children=False)
-            return x
+        # its forward pre hooks run before its forward (a hook that enters a mode opens
+        # the region the forward runs in), its forward hooks after it
+        self._run_hooks(e, mod, args, None, st, children=False, keys=_PRE_HOOKS)
         fwd = mod.cls.lookup_method("forward") if isinstance(mod, ModuleVal) and mod.cls is not None else None
         outside = isinstance(fwd, FuncVal) and st.active_region() is None and fwd.node not in st.stack
         site = (e, [func_expr] + _arg_exprs(e), [mod] + list(args))
@@ -145,29 +141,54 @@ class TorchCallsMixin:
                 # are where the real values meet it, as a runtime checker sees the frames)
                 res = self.op(e, operands, st)
                 res = _with_taint(out, res.taint()) if res.taint() - out.taint() else out
-                self._run_hooks(e, mod, args, res, st, children=False)  # (its forward ran theirs)
+                self._run_hooks(e, mod, args, res, st, children=False, keys=_POST_HOOKS)  # (its forward ran theirs)
                 return res
             if isinstance(out, TVal):
                 # its forward ran and mixed no fake it was given with a real value: the
                 # call is an op on the rest (a fake read for its shape only is no operand)
                 res = self.op(e, [(v, x) for v, x in operands if v.fake_mode() is None], st)
-                self._run_hooks(e, mod, args, res, st, children=False)
+                self._run_hooks(e, mod, args, res, st, children=False, keys=_POST_HOOKS)
                 return res
-        operands = [(mod, func_expr)] + self._module_state(mod, func_expr) + _operands(e, args, kwargs)
-        self._run_hooks(e, mod, args, None, st, phase="pre", own=False)  # (its submodules')
-        res = self.op(e, operands, st)
-        self._run_hooks(e, mod, args, res, st)
+        children = self._sequence_with_code(mod)
+        if children and len(args) == 1 and not kwargs:
+            # a Sequential holding a module of the project's code: its forward calls
+            # each child on the last one's output (each child's forward, and hooks, run)
+            out = args[0]
+            for child in children:
+                out = self.module_call(e, child, func_expr, [out], {}, st)  # (named by the container)
+            self._run_hooks(e, mod, args, out, st, children=False, keys=_POST_HOOKS)
+            return out
+        self._run_hooks(e, mod, args, None, st, own=False, keys=_PRE_HOOKS)  # the submodules' (their forwards run in it)
+        res = self.torch_forward(e, mod, func_expr, args, kwargs, st)
+        self._run_hooks(e, mod, args, res, st, keys=_POST_HOOKS)
         return res
 
-    def _run_hooks(self, e, mod, args, out, st, depth=0, children=True, phase="post", own=True):
-        """The forward pre hooks (``phase="pre"``) or forward hooks of ``mod`` (``own``)
-        and of its submodules (``children``), as torch runs them: ``fn(module, args)``
-        before the forward, ``fn(module, args, output)`` after it (the output of a
-        submodule is taken to be like the call's own)."""
-        if not isinstance(mod, ModuleVal) or depth > 4:
-            return
+    @staticmethod
+    def _sequence_with_code(mod):
+        """The children of a Sequential (in order) when one of them is a module of a
+        class of the project whose forward is known, else None."""
+        n = mod.sequence if isinstance(mod, ModuleVal) and mod.cls is None else 0
+        children = [mod.attrs.get(str(i)) for i in range(n)]
+        if not n or not all(isinstance(c, ModuleVal) for c in children):
+            return None
+        if not any(c.cls is not None and isinstance(c.cls.lookup_method("forward"), FuncVal) for c in children):
+            return None
+        return children
+
+    def torch_forward(self, e, mod, func_expr, args, kwargs, st):
+        """A forward whose code is torch's (a layer's, or one not followed): an op on
+        the module (its parameters and the state set on it) and the arguments."""
+        operands = [(mod, func_expr)] + self._module_state(mod, func_expr) + _operands(e, args, kwargs)
+        return self.op(e, operands, st)
+
+    def _run_hooks(self, e, mod, args, out, st, depth=0, children=True, keys=(), own=True):
+        """The forward pre hooks (``keys``: ``_PRE_HOOKS``) or forward hooks
+        (``_POST_HOOKS``) of ``mod`` (``own``) and of its submodules (``children``),
+        as torch runs them: ``fn(module, args)`` and ``fn(module, args, output)`` (the
+        output of a submodule is taken to be like the call's own)."""
+        if not self._hooks_made or not isinstance(mod, ModuleVal) or depth > 4:
+            return  # (no hook was registered in this analysis: nothing to run)
         inputs = SeqVal(tuple(args), tuple(args))
-        keys = [k for k in N.MODULE_HOOK_REGISTRARS.values() if (k == "_forward_pre_hooks") == (phase == "pre")]
         for key in keys if own else ():
             held = mod.attrs.get(key)
             for fn in held.items if isinstance(held, SeqVal) else ():
@@ -175,7 +196,7 @@ class TorchCallsMixin:
                 self.call_value(e, fn, hook_args, {}, st, func_expr=None)
         for v in list(mod.attrs.values()) if children else ():
             if isinstance(v, ModuleVal) and v is not mod:
-                self._run_hooks(e, v, [out] if phase == "post" else args, out, st, depth + 1, phase=phase)
+                self._run_hooks(e, v, [out] if keys != _PRE_HOOKS else args, out, st, depth + 1, keys=keys)
 
     def _module_state(self, mod, func_expr, depth=0):
         """Tensors assigned onto a module (``head.weight = emb.weight``, ``m.pos = table``,
@@ -210,7 +231,8 @@ class TorchCallsMixin:
     def _forward_opens_region(self, fv):
         node = fv.node
         text = "\n".join(self._lines_of(fv)[node.lineno - 1 : node.end_lineno])
-        return self._names_entry(text)
+        # (its words are those of its own module: `with FAKE:` names an import there)
+        return self._names_entry(text, self._scope_ctx.get(getattr(fv.scope, "module", None)))
 
     def call_qualname(self, e, q, args, kwargs, st):
         if q.startswith("builtins."):
@@ -271,12 +293,13 @@ class TorchCallsMixin:
                         return CtxVal("patch_allow", target)
             return CtxVal("null")
         if q in N.MAKE_FX:
-            # (the keywords as passed, `**options` spread too)
-            tm = kwargs.get("tracing_mode", ConstVal("real") if not isinstance(kwargs, OpenKwargs) else UNKNOWN)
+            # the keywords' values as passed (`**CAPTURE_KW`, `cfg.tracing_mode` too)
+            open_kw = isinstance(kwargs, OpenKwargs)
+            tm = kwargs.get("tracing_mode", UNKNOWN if open_kw else ConstVal("real"))
             tm = tm.value if isinstance(tm, ConstVal) else _NONCONST
             if tm in ("fake", "symbolic") and args:
-                allow = kwargs.get(N.MAKE_FX_ALLOW_KEYWORD, ConstVal(False) if not isinstance(kwargs, OpenKwargs) else UNKNOWN)
-                allow = bool(allow.value) if isinstance(allow, ConstVal) else None
+                allow = kwargs.get("_allow_non_fake_inputs", UNKNOWN if open_kw else ConstVal(False))
+                allow = allow.value if isinstance(allow, ConstVal) else None
                 desc = f'make_fx(tracing_mode="{tm}"' + (", _allow_non_fake_inputs=True)" if allow else ")")
                 self._modes_made = True
                 return TracedFn(args[0], ModeVal(allow, e.lineno, desc, None))
@@ -510,6 +533,10 @@ class TorchCallsMixin:
         mod.origin.param_names = _known_params(last, kwargs)
         mod.container = last in N.CONTAINER_MODULES
         mod.torch_class = last
+        if last == "Sequential" and not kwargs and args and all(isinstance(a, ModuleVal) for a in args):
+            # its children by position (torch names them "0", "1", ...): its forward runs them in turn
+            mod.attrs.update((str(i), a) for i, a in enumerate(args))
+            mod.sequence = len(args)
         if last in N.CONTAINER_MODULES:
             children = [x for a in list(args) + list(kwargs.values()) for x in _flatten(a)]
             if not any(x.real_rg() or (isinstance(x, ModuleVal) and x.meta) for x in children):
@@ -517,21 +544,9 @@ class TorchCallsMixin:
             _adopt_children(mod, _known_children(last, args, kwargs))
         elif last in N.PARAMLESS_MODULES:
             mod.origin = None
+        if mod.sequence and mod.origin is not None:
+            mod.origin.owner = mod  # (freezing its parameters freezes its children's)
         return mod
-
-
-def _sequential_children(mod, args, kwargs):
-    """The children an ``nn.Sequential`` call runs in turn, when known and one of them is
-    a module of the file with a forward of its own (else None: one op stands for all)."""
-    if not (isinstance(mod, ModuleVal) and mod.cls is None and mod.torch_class == "Sequential"
-            and mod.children and len(args) == 1 and not kwargs):
-        return None
-    kids = [mod.attrs.get(k) for k in mod.children]
-    if not all(isinstance(k, ModuleVal) for k in kids):
-        return None
-    if not any(k.cls is not None and isinstance(k.cls.lookup_method("forward"), FuncVal) for k in kids):
-        return None
-    return kids
 
 
 def _real_copy(src, line, depth=0):
