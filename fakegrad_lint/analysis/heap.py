@@ -61,8 +61,14 @@ class Branch:
         self.changes = {}
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, tb):
         JOURNAL[0] = self.outer
+        if exc_type is not None:
+            # the path ends here (a helper paused at its `yield`, the analysis stopped):
+            # its writes stay, as without a join (the enclosing branch still sees them)
+            if self.outer is not None:
+                self.outer.extend(self.entries)
+            return False
         changes = {}
         for owner, key, old in self.entries:
             k = (id(owner), key)
