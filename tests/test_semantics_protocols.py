@@ -1518,6 +1518,29 @@ with fake_forward(net):
 loss = net(torch.ones(1, 2)).sum()
 loss.backward()
 """,
+    # ------------------ break / continue inside try, in a loop over known elements
+    "continue_inside_try_goes_on_with_the_next": """
+net = nn.Linear(2, 2)
+for dry in (False, True):
+    try:
+        if not dry:
+            continue
+    finally:
+        pass
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "break_inside_try_ends_the_loop": """
+net = nn.Linear(2, 2)
+for dry in (False, True):
+    try:
+        if not dry:
+            break
+    finally:
+        pass
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        net(torch.ones(1, 2)).sum().backward()
+""",
 }
 
 

@@ -352,11 +352,15 @@ class StatementsMixin:
         catches = any(_catches_assertion(h.type) and not any(isinstance(x, ast.Raise) for x in h.body) for h in s.handlers)
         before = set(self.records) if catches else None
         crashed = paused = False
+        jump = None
         try:
             try:
                 self.exec_block(s.body, st)
-            except _BlockExit:
-                pass
+            except _BlockExit as b:
+                # (a `break`/`continue` of a loop run once per element leaves the try
+                # after its finally, as in Python; the joined loop ignores them)
+                if b.kind in ("break", "continue") and self._unroll_depth:
+                    jump = b
             except Crashed:
                 if not s.handlers:
                     raise
@@ -374,6 +378,8 @@ class StatementsMixin:
                     if h.name:
                         st.scope.assign(h.name, UNKNOWN)
                     self.exec_branch(h.body, st)
+            elif jump is not None:
+                pass  # (no exception: no handler runs, nor the else)
             else:
                 # `try: from .impl import f / except ImportError: f = None` over project
                 # modules that import nothing that can be missing: the handlers never run
@@ -386,6 +392,8 @@ class StatementsMixin:
                     self.exec_block(s.finalbody, st)
                 except _BlockExit:
                     pass
+        if jump is not None:
+            raise jump
 
     def _may_handlers(self, handlers, orelse, st):
         """The ``else`` path and each handler's path (one that only may be taken), run
