@@ -15,6 +15,7 @@ from fakegrad_lint.analysis.leaks import Leak, Route, Step, Verdict, describe_co
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import PseudoWith
 from fakegrad_lint.analysis.torch_values import _owns
+from fakegrad_lint.analysis.valueops import _carries
 from fakegrad_lint.analysis.values import MaybeVal, ModuleVal, SeqVal, TVal
 
 
@@ -113,6 +114,9 @@ class FactsMixin:
             for ex, val in zip(exprs, values):
                 if ex is not None and rec.origin in val.real_rg():
                     return call, self._main_text(ex)
+            for ex, val in zip(exprs, values):
+                if ex is not None and _carries([val], rec.origin):
+                    return call, self._main_text(ex)  # (a submodule of `model`, an attribute of `state`)
             return call, rec.value_text
         return stmt, rec.value_text
 
