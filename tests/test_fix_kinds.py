@@ -196,8 +196,7 @@ print(type(norm).__name__, type(model[0].weight.grad).__name__)
              """\
 with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
     model_fake = copy.deepcopy(
-        model,
-        {id(t): fake_mode.from_tensor(t) for t in [*model.parameters(), *model.buffers()]},
+        model, {id(t): fake_mode.from_tensor(t) for t in [*model.parameters(), *model.buffers()]}
     )
     model_fake(torch.randn(2, 3)).sum().backward()
 norm = torch.nn.utils.clip_grad_norm_(model_fake.parameters(), max_norm=1.0)
@@ -234,8 +233,7 @@ with FakeTensorMode(allow_non_fake_inputs=True):
              """\
 with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
     model_fake = copy.deepcopy(
-        model,
-        {id(t): fake_mode.from_tensor(t) for t in [*model.parameters(), *model.buffers()]},
+        model, {id(t): fake_mode.from_tensor(t) for t in [*model.parameters(), *model.buffers()]}
     )
     opt = torch.optim.SGD(model_fake.parameters(), lr=0.1)
     model_fake(torch.randn(4, 3)).sum().backward()
@@ -285,8 +283,7 @@ with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
 """,
              """\
     critic_fake = copy.deepcopy(
-        critic,
-        {id(t): fake_mode.from_tensor(t) for t in [*critic.parameters(), *critic.buffers()]},
+        critic, {id(t): fake_mode.from_tensor(t) for t in [*critic.parameters(), *critic.buffers()]}
     )
     loss = critic_fake(x).mean() + penalty(critic_fake, x)
 """),
@@ -379,8 +376,7 @@ import copy
 """,
              """\
         model_fake = copy.deepcopy(
-            model,
-            {id(t): fake_mode.from_tensor(t) for t in [*model.parameters(), *model.buffers()]},
+            model, {id(t): fake_mode.from_tensor(t) for t in [*model.parameters(), *model.buffers()]}
         )
         model_fake(torch.randn(2, 5)).sum().backward()
         return sum(p.grad.numel() for p in model_fake.parameters())
@@ -420,8 +416,7 @@ import copy
              """\
     with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
         model_fake = copy.deepcopy(
-            model,
-            {id(t): fake_mode.from_tensor(t) for t in [*model.parameters(), *model.buffers()]},
+            model, {id(t): fake_mode.from_tensor(t) for t in [*model.parameters(), *model.buffers()]}
         )
         out = model_fake(torch.randn(n, 3))
 """),

@@ -97,6 +97,28 @@ class FixPlansMixin:
         return self._call_site_module_plan(region, origin, st) or self._function_plan(node, expr, value, region, st) \
             or _op_mode_fix_plan(self, node, expr, value, region, st)
 
+    def _leaks(self):
+        """The facts; a hazard or a crash for which no conversion is planned gets a plan of
+        kind ``"none"`` that says why, so that its finding says ``no fix: <why>``."""
+        from fakegrad_lint.analysis.leaks import FixPlan, Route, Verdict
+
+        leaks = super()._leaks()
+        for leak in leaks:
+            if leak.fix is not None or leak.verdict is Verdict.FORWARD_ONLY:
+                continue
+            if leak.mode_path is not None:
+                why = "the region is opened in another module of the project"
+            elif leak.route is Route.LEAKED_MIX:
+                why = (f"no conversion of `{leak.value}` with the leaked fake's mode is proved at this op "
+                       f"(which side should be real is the author's call)")
+            else:
+                why = (f"no conversion of `{leak.value}` is proved here (no expression, block or function where "
+                       f"a fake copy is known to fit: a module made on the meta device, an element picked by a "
+                       f"computed key, a value the region makes from it)")
+            leak.fix = FixPlan(kind="none", value=leak.value, with_node=None, item_index=-1, mode_name=None, uses=[],
+                               module_tree=self.tree, reason=why)
+        return leaks
+
     # -- a real module passed to a helper called in the region's block ----------
 
     def _call_site_module_plan(self, region, origin, st):

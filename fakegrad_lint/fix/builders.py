@@ -94,6 +94,8 @@ class _Nodes:
 
 def _build_fix(leak, source: str) -> Fix | None:
     plan: FixPlan = leak.fix
+    if plan.kind == "none":
+        raise NoFix(plan.reason or "no fix is known for this shape")
     if plan.grad_writes and (plan.placement != "region" or plan.kind.startswith(("leaked-", "traced-", "op-"))):
         raise NoFix(f"line {plan.grad_writes[0]} writes the gradients computed in the region to a real "
                     f"tensor's `.grad`, which a fix here cannot move")

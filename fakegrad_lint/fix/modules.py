@@ -102,7 +102,7 @@ def wrapped(stmt_head: str, call: str, indent: str, unit: str, limit: int) -> st
     if len(indent) + len(line) <= limit:
         return line
     fn, args = call.split("(", 1)
-    if len(indent + unit) + len(args) - 1 <= limit:
+    if len(indent + unit) + len(args) - 1 <= limit or ", {**" not in args:
         return f"{stmt_head}{fn}(\n{indent}{unit}{args[:-1]}\n{indent})"
     # one argument a line, and a dict display that merges several (`{**a, **b}`) one entry a line
     inner = indent + unit
