@@ -88,6 +88,9 @@ class FixPlansMixin:
         plan = super()._fix_plan(node, expr, value, origin, region, st)
         if plan is not None:
             return plan
+        plan = self._module_list_plan(node, expr, value, region, st)
+        if plan is not None:
+            return plan
         if isinstance(value, MaybeVal) or (isinstance(value, ModuleVal) and value.meta):
             return None
         if getattr(self, "ctx", None) is not getattr(self, "main", None):
@@ -118,6 +121,26 @@ class FixPlansMixin:
             leak.fix = FixPlan(kind="none", value=leak.value, with_node=None, item_index=-1, mode_name=None, uses=[],
                                module_tree=self.tree, reason=why)
         return leaks
+
+    # -- a module picked from a list of modules by a computed index --------------
+
+    def _module_list_plan(self, node, expr, value, region, st):
+        """``stages[s](x)`` in the region's block, ``stages`` a list of modules (``s``
+        computed): the list is copied as fakes (each module over a ``from_tensor`` memo) and
+        the call picks from the copy."""
+        if region.with_node is None or region.func_node is not st.scope.func_node:
+            return None
+        if not (isinstance(value, ModuleVal) and isinstance(expr, ast.Subscript) and isinstance(node, ast.Call)
+                and node.func is expr and not isinstance(expr.slice, (ast.Constant, ast.Slice))):
+            return None
+        base = dotted_name(expr.value)
+        seq = st.scope.lookup(base) if base is not None and "." not in base else None
+        if not (isinstance(seq, SeqVal) and not seq.is_dict and seq.items
+                and all(isinstance(v, ModuleVal) and not v.meta for v in seq.items)):
+            return None
+        plan = self._plan("module-copy", base, expr.value, region, st, region_uses=True)
+        plan.contents = "modules"  # a list of modules: every one of them is copied
+        return plan
 
     # -- a real module passed to a helper called in the region's block ----------
 

@@ -230,7 +230,7 @@ def _build_fix(leak, source: str) -> Fix | None:
         else:
             hoisted = _copy_hoists(w, plan.value)
             before_use = [name for name, stmt in hoisted if stmt.end_lineno < first_stmt.lineno or stmt is first_stmt]
-            each = not copy_all and modules.iterated(w.body, plan.uses[0])
+            each = not copy_all and (modules.iterated(w.body, plan.uses[0]) or plan.contents == "modules")
             share = modules.method_receiver(w.body, plan.uses)
             if before_use and not each:
                 fake = before_use[0]  # the copy an earlier fix made above (another finding of the module)
