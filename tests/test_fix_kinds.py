@@ -422,6 +422,57 @@ import copy
 """),
         ),
     ),
+    # a module picked from a list of modules by a computed index: the list is copied as fakes
+    (
+        'modules_picked_by_a_computed_index',
+        _modules_picked_by_a_computed_index := HEAD + """\
+
+
+def simulate(stages, n):
+    acts = []
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        x = torch.randn(n, 4)
+        for s in range(len(stages)):
+            x = stages[s](x)
+            acts.append(tuple(x.shape))
+        x.sum().backward()
+    return acts
+
+
+print(simulate([nn.Linear(4, 4), nn.Linear(4, 2)], 3))
+""",
+        fixed(
+            _modules_picked_by_a_computed_index,
+            ("""\
+from torch._subclasses.fake_tensor import FakeTensorMode
+""",
+             """\
+from torch._subclasses.fake_tensor import FakeTensorMode
+import copy
+"""),
+            ("""\
+    with FakeTensorMode(allow_non_fake_inputs=True):
+""",
+             """\
+    with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
+"""),
+            ("""\
+        x = torch.randn(n, 4)
+""",
+             """\
+        x = torch.randn(n, 4)
+        stages_fake = copy.deepcopy(
+            stages, {id(t): fake_mode.from_tensor(t) for m in stages for t in [*m.parameters(), *m.buffers()]}
+        )
+"""),
+            ("""\
+            x = stages[s](x)
+""",
+             """\
+            x = stages_fake[s](x)
+"""),
+        ),
+    ),
     # a meta module in a strict region computing on meta inputs (FGL002): its fake copies are meta too
     (
         'meta_module_on_meta_inputs',
