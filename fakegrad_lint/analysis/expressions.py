@@ -192,7 +192,10 @@ class ExpressionsMixin:
         if st.stack and self._capture_gen is st.stack[-1]:
             y = YieldReached(st, v)
             y.ctx = st.ctx
-            raise y
+            try:
+                raise y
+            finally:
+                y = None  # not held by this frame, which its traceback holds (a cycle)
         st.returns.append(v)
         if st.yield_regions is not None:
             st.yield_regions.append(st.ctx.regions)
