@@ -43,10 +43,18 @@ class PseudoWith:
         self.bind_stmt = None
 
 
+# The scopes made while an analysis runs, so that it can break the cycles of its
+# values when it ends (``Interpreter.close``); None outside an analysis.
+SCOPES: list = [None]
+
+
 class Scope:
     __slots__ = ("vars", "parent", "module", "global_names", "nonlocal_names", "func_node")
 
     def __init__(self, parent=None, module=None, func_node=None):
+        made = SCOPES[0]
+        if made is not None:
+            made.append(self)
         self.vars: dict[str, Value] = {}
         self.parent = parent
         self.module = module if module is not None else self
