@@ -6,6 +6,7 @@
     python tests/score_unseen.py --corpus sealed       # fixtures/sealed/*.py, fixtures/sealed_projects/*/ (the blind set's held-out half)
     python tests/score_unseen.py --corpus fresh        # fixtures/fresh/*.py, fixtures/fresh_projects/*/
     python tests/score_unseen.py --corpus vault        # fixtures/vault/*.py, fixtures/vault_projects/*/ (the fresh set's sealed half)
+    python tests/score_unseen.py --corpus vault2       # fixtures/vault2/*.py, fixtures/vault2_projects/*/ (sealed; the coordinator scores it)
     python tests/score_unseen.py --cmd "python -m fakegrad_lint --output-format json"
     python tests/score_unseen.py --format json         # the score as JSON
 
@@ -53,6 +54,7 @@ CORPORA = {
     "sealed": ("sealed", "sealed_projects"),
     "fresh": ("fresh", "fresh_projects"),
     "vault": ("vault", "vault_projects"),
+    "vault2": ("vault2", "vault2_projects"),
 }
 
 
@@ -203,7 +205,8 @@ def main(argv=None) -> int:
         "(fixtures/heldout, fixtures/heldout_projects), blind (fixtures/blind, "
         "fixtures/blind_projects), sealed (fixtures/sealed, fixtures/sealed_projects: the held-out half of the blind set, not to be read while changing the analyzer), "
         "fresh (fixtures/fresh, fixtures/fresh_projects) or vault (fixtures/vault, fixtures/vault_projects: the sealed half "
-        "of the fresh set, read by nobody but its writers and the coordinator); default: unseen",
+        "of the fresh set, read by nobody but its writers and the coordinator) or vault2 (fixtures/vault2, "
+        "fixtures/vault2_projects: sealed, written by an independent writer, scored by the coordinator); default: unseen",
     )
     ap.add_argument("--unseen-dir", type=Path, default=None, help="single-file folder (overrides --corpus)")
     ap.add_argument("--projects-dir", type=Path, default=None, help="projects folder (overrides --corpus)")

@@ -817,3 +817,393 @@ def test_backward_helper_passing_its_default_inputs_none(tmp_path, call, hazard)
             f"    loss = model(x).sum()\n    {call}\n")
     proj = make(tmp_path / "p", {"lit/__init__.py": "", "lit/core.py": core, "main.py": main})
     assert _json_findings(proj, ".")[0] == ({("main.py", 10, "FGL001")} if hazard else set())
+
+
+# --------------------------------------------------------------------------- module state, hooks, start/stop
+# Each project below was labelled by running it (tests/oracle.py run_project); the
+# safe look-alike of each hazard runs clean.
+
+_NETS = """\
+from torch import nn
+
+
+def make_net(d=4):
+    return nn.Sequential(nn.Linear(d, 8), nn.Tanh(), nn.Linear(8, 1))
+"""
+
+_HOLDER = """\
+class Holder:
+    current = None
+
+    @classmethod
+    def keep(cls, net):
+        cls.current = net
+
+
+def last():
+    return Holder.current
+"""
+
+_BENCH = """\
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from . import holder
+
+
+class Bench:
+    def __init__(self, allow):
+        self.allow = allow
+
+    @classmethod
+    def create(cls):
+        return cls(allow=True)
+
+    def run(self):
+        with FakeTensorMode(allow_non_fake_inputs=self.allow):
+            net = holder.last()
+            if net is None:
+                net = nn.Linear(4, 1)
+            net(torch.randn(3, 4)).sum().backward()
+"""
+
+
+@pytest.mark.parametrize("order, hazard", [("keep-then-run", True), ("run-then-keep", False)])
+def test_real_model_handed_over_through_module_state_filled_by_an_earlier_call(tmp_path, order, hazard):
+    """``main.py`` builds a real net with a factory of ``nets.py`` and keeps it in a
+    class attribute of ``tools/holder.py``; a bench made by a classmethod of
+    ``tools/bench.py`` reads it back inside an allow-mode region and backpropagates.
+    The real net comes from the linted file (an earlier call made it), so the call
+    of ``run()`` is the leak. Run before the net is kept, the bench builds its own
+    inside the region: clean."""
+    steps = ["holder.Holder.keep(net)", "bench.run()"] if hazard else ["bench.run()", "holder.Holder.keep(net)"]
+    main = ("from nets import make_net\nfrom tools import holder\nfrom tools.bench import Bench\n\n"
+            "net = make_net()\nbench = Bench.create()\n" + "\n".join(steps) + "\n")
+    proj = make(tmp_path / "p", {"nets.py": _NETS, "tools/__init__.py": "", "tools/holder.py": _HOLDER,
+                                  "tools/bench.py": _BENCH, "main.py": main})
+    got = _json_findings(proj, ".")[0]
+    assert got == ({("main.py", 8, "FGL001"), ("tools/bench.py", 21, "FGL001")} if hazard else set()), got
+    # the bench module alone: what `holder.last()` holds is not known there
+    assert findings_of(proj / "tools" / "bench.py") == []
+
+
+_TRACER = """\
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from . import flags
+
+
+class Tracer:
+    def __init__(self):
+        self._mode = FakeTensorMode(allow_non_fake_inputs=True) if flags.TRACE_FAKE else None
+
+    def begin(self):
+        if self._mode is not None:
+            self._mode.__enter__()
+
+    def end(self):
+        if self._mode is not None:
+            self._mode.__exit__(None, None, None)
+
+
+TRACER = Tracer()
+"""
+
+
+@pytest.mark.parametrize("flag, hazard", [("True", True), ("False", False)])
+def test_region_opened_by_one_method_and_closed_by_another_of_a_package_singleton(tmp_path, flag, hazard):
+    """``sim.TRACER.begin()`` enters the mode it holds and ``end()`` leaves it (the
+    region spans the caller's code between them); whether it holds one is read from
+    ``sim/flags.py`` through ``from . import flags`` (a submodule bound while its
+    package's ``__init__`` imports it too)."""
+    main = ("import os\nimport sys\n\nsys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'src'))\n\n"
+            "import torch  # noqa: E402\nfrom torch import nn  # noqa: E402\n\nfrom sim import TRACER  # noqa: E402\n\n"
+            "net = nn.Linear(4, 2)\nTRACER.begin()\nloss = net(torch.randn(3, 4)).sum()\nloss.backward()\nTRACER.end()\n")
+    proj = make(tmp_path / "p", {"src/sim/__init__.py": "from . import flags\nfrom .tracer import TRACER\n\n__all__ = ['TRACER', 'flags']\n",
+                                  "src/sim/flags.py": f"TRACE_FAKE = {flag}\n", "src/sim/tracer.py": _TRACER,
+                                  "main.py": main, "pyproject.toml": "[project]\nname = 'sim'\n"})
+    assert _json_findings(proj, ".")[0] == ({("main.py", 13, "FGL001")} if hazard else set())
+
+
+_PROBES = """\
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+
+class _Probe:
+    def __init__(self):
+        self.mode = FakeTensorMode(allow_non_fake_inputs=True)
+
+    def before(self, module, args):
+        self.mode.__enter__()
+
+    def after(self, module, args, out):
+        self.mode.__exit__(None, None, None)
+
+
+def attach(model):
+    probe = _Probe()
+    return [model.register_forward_pre_hook(probe.before), model.register_forward_hook(probe.after)]
+"""
+
+
+@pytest.mark.parametrize("removed_first, hazard", [(False, True), (True, False)])
+def test_forward_hooks_of_another_module_open_the_region_of_the_call(tmp_path, removed_first, hazard):
+    """``probes.attach(model)`` registers a pre hook that enters an allow-mode mode
+    and a hook that leaves it: each call of the model runs its forward in the region
+    (the backward then leaves fake grads). With the hooks removed after a forward
+    used for its shape only, the training step is real: clean."""
+    if removed_first:
+        body = ("print(net(x).shape)\nfor h in handles:\n    h.remove()\n"
+                "loss = net(x).sum()\nloss.backward()\n")
+    else:
+        body = "loss = net(x).sum()\nloss.backward()\n"
+    main = ("import torch\nfrom torch import nn\n\nfrom probes import attach\n\nnet = nn.Linear(4, 2)\n"
+            "x = torch.randn(3, 4)\nhandles = attach(net)\n" + body)
+    proj = make(tmp_path / "p", {"probes.py": _PROBES, "main.py": main})
+    assert _json_findings(proj, ".")[0] == ({("main.py", 9, "FGL001")} if hazard else set())
+
+
+_HOOKED = """\
+import contextlib
+
+from probes import attach
+
+
+@contextlib.contextmanager
+def hooked(model):
+    handles = attach(model)
+    yield model
+    for h in handles:
+        h.remove()
+"""
+
+
+@pytest.mark.parametrize("inside, hazard", [(True, True), (False, False)])
+def test_contextmanager_cleanup_after_its_yield_runs_when_the_block_ends(tmp_path, inside, hazard):
+    """``hooked(model)`` attaches the hooks, yields, and removes them when the
+    ``with`` block ends (the generator resumes after its yield): a training step
+    inside the block is in the region, one after it is real."""
+    step = "    loss = net(x).sum()\n    loss.backward()\n" if inside else \
+        "    print(net(x).shape)\nloss = net(x).sum()\nloss.backward()\n"
+    main = ("import torch\nfrom torch import nn\n\nfrom hooks_ctx import hooked\n\nnet = nn.Linear(4, 2)\n"
+            "x = torch.randn(3, 4)\nwith hooked(net):\n" + step)
+    proj = make(tmp_path / "p", {"probes.py": _PROBES, "hooks_ctx.py": _HOOKED, "main.py": main})
+    assert _json_findings(proj, ".")[0] == ({("main.py", 9, "FGL001")} if hazard else set())
+
+
+@pytest.mark.parametrize("mode, hazard", [("fake", True), ("real", False)])
+def test_make_fx_options_built_by_a_function_of_another_module(tmp_path, mode, hazard):
+    """``make_fx(step, **trace_options())``: the keywords come from a dict another
+    module builds; with ``tracing_mode="fake"`` and non-fake inputs allowed, the
+    closure's backward leaves fake grads on the real net; a real trace is real."""
+    options = f"def trace_options():\n    return dict(tracing_mode={mode!r}, _allow_non_fake_inputs=True)\n"
+    capture = ("from torch.fx.experimental.proxy_tensor import make_fx\n\nfrom .options import trace_options\n\n\n"
+               "def capture(net, x):\n    def step(inp):\n        net(inp).sum().backward()\n        return inp\n\n"
+               "    return make_fx(step, **trace_options())(x)\n")
+    main = ("import torch\nfrom torch import nn\n\nfrom fxtools.capture import capture\n\nnet = nn.Linear(4, 2)\n"
+            "capture(net, torch.randn(3, 4))\n")
+    proj = make(tmp_path / "p", {"fxtools/__init__.py": "", "fxtools/options.py": options, "fxtools/capture.py": capture,
+                                  "main.py": main})
+    got = _json_findings(proj, ".")[0]
+    assert got == ({("main.py", 7, "FGL001"), ("fxtools/capture.py", 8, "FGL001")} if hazard else set()), got
+
+
+_LAYERS = """\
+import torch
+from torch import nn
+
+from .runtime import SHAPES_MODE
+
+
+class ShapeCheckedLinear(nn.Linear):
+    def __init__(self, *args, fake_forward=True, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fake_forward = fake_forward
+
+    def forward(self, x):
+        if self.fake_forward:
+            with SHAPES_MODE:
+                return super().forward(x)
+        y = super().forward(x)
+        with SHAPES_MODE:
+            torch.empty(y.shape)
+        return y
+"""
+
+
+@pytest.mark.parametrize("fake_forward, hazard", [(True, True), (False, False)])
+def test_torch_layer_subclass_in_a_sequential_runs_its_base_forward_in_a_shared_mode(tmp_path, fake_forward, hazard):
+    """The second child of an ``nn.Sequential`` is an ``nn.Linear`` subclass whose
+    forward runs ``super().forward(x)`` (torch's, on its real weight) inside the
+    package's module-level allow-mode mode: the fake output is backpropagated in
+    ``main.py``. Its look-alike runs the base forward outside the mode and only
+    makes a fake tensor of the output's shape inside it."""
+    main = ("import torch\nfrom torch import nn\n\nfrom blocks.layers import ShapeCheckedLinear\n\n"
+            f"net = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), ShapeCheckedLinear(6, 2, fake_forward={fake_forward}))\n"
+            "loss = net(torch.randn(3, 4)).sum()\nloss.backward()\n")
+    proj = make(tmp_path / "p", {"blocks/__init__.py": "", "blocks/layers.py": _LAYERS,
+                                  "blocks/runtime.py": "from torch._subclasses import FakeTensorMode\n\n"
+                                  "SHAPES_MODE = FakeTensorMode(allow_non_fake_inputs=True)\n", "main.py": main})
+    got = _json_findings(proj, ".")[0]
+    assert got == ({("main.py", 7, "FGL001"), ("blocks/layers.py", 15, "FGL001")} if hazard else set()), got
+
+
+_FACTORY = """\
+import torch
+from torch import nn
+
+
+class Factory:
+    def __call__(self):
+        return self.on_meta()
+
+    def on_meta(self):
+        with torch.device("meta"):
+            return nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 2))
+"""
+
+_SIZING = """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+
+def grad_bytes(net):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        if not all(not p.is_meta for p in net.parameters()):
+            net = net.to_empty(device="cpu")
+        net(torch.randn(2, 4)).sum().backward()
+        return sum(p.grad.numel() for p in net.parameters())
+"""
+
+
+@pytest.mark.parametrize("materialised, hazard", [(True, True), (False, False)])
+def test_device_known_after_to_empty_decides_a_helpers_is_meta_check(tmp_path, materialised, hazard):
+    """A factory object's ``__call__`` builds on the meta device (through a method
+    of its class); ``main.py`` gives it real storage with ``to_empty(device="cpu")``
+    before handing it to the sizing helper, whose ``is_meta`` check is then known
+    False: its region runs the real net. Handed over on meta, the helper
+    materialises it inside the region (fake parameters): clean."""
+    net = "Factory()().to_empty(device=\"cpu\")" if materialised else "Factory()()"
+    main = f"from factory import Factory\nfrom sizing import grad_bytes\n\nnet = {net}\nprint(grad_bytes(net))\n"
+    proj = make(tmp_path / "p", {"factory.py": _FACTORY, "sizing.py": _SIZING, "main.py": main})
+    got = _json_findings(proj, ".")[0]
+    assert got == ({("main.py", 5, "FGL001"), ("sizing.py", 9, "FGL001")} if hazard else set()), got
+
+
+_BATCHES = """\
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
+
+
+class Sizer:
+    def fitting(self, sizes):
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            for n in sizes:
+                if torch.empty(n, 4).numel() <= 64:
+{yield_block}
+"""
+
+
+@pytest.mark.parametrize("unset, hazard", [(False, True), (True, False)])
+def test_generator_method_of_another_module_yields_inside_its_region(tmp_path, unset, hazard):
+    """``Sizer().fitting(...)`` yields inside its mode: the consumer's loop body runs
+    in the region (its training step leaves fake grads). Yielding inside
+    ``unset_fake_temporarily()`` turns the mode off for the consumer: clean."""
+    block = ("                    with unset_fake_temporarily():\n                        yield n" if unset
+             else "                    yield n")
+    main = ("import torch\nfrom torch import nn\n\nfrom batches import Sizer\n\nnet = nn.Linear(4, 1)\n"
+            "for n in Sizer().fitting([2, 8, 32]):\n    loss = net(torch.randn(n, 4)).sum()\n    loss.backward()\n")
+    proj = make(tmp_path / "p", {"batches.py": _BATCHES.format(yield_block=block), "main.py": main})
+    assert _json_findings(proj, ".")[0] == ({("main.py", 8, "FGL001")} if hazard else set())
+
+
+_SETTINGS = """\
+CURRENT = None
+
+
+def use(net):
+    global CURRENT
+    CURRENT = net
+"""
+
+
+@pytest.mark.parametrize("read, hazard", [("import settings", True), ("from settings import CURRENT", False)])
+def test_from_import_binds_what_the_module_held_when_it_ran(tmp_path, read, hazard):
+    """``settings.use(net)`` rebinds a module global after ``probe.py`` was imported:
+    read as ``settings.CURRENT`` it is the real net (a hazard), but a ``from
+    settings import CURRENT`` run at import time still holds ``None`` and the probe
+    builds its own model inside the region (clean)."""
+    current = "settings.CURRENT" if hazard else "CURRENT"
+    probe = ("import torch\nfrom torch import nn\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n"
+             f"{read}\n\n\ndef probe():\n    with FakeTensorMode(allow_non_fake_inputs=True):\n"
+             f"        net = {current} if {current} is not None else nn.Linear(4, 2)\n"
+             "        net(torch.randn(3, 4)).sum().backward()\n")
+    main = "from torch import nn\n\nimport probe\nimport settings\n\nsettings.use(nn.Linear(4, 2))\nprobe.probe()\n"
+    proj = make(tmp_path / "p", {"settings.py": _SETTINGS, "probe.py": probe, "main.py": main})
+    got = _json_findings(proj, ".")[0]
+    assert got == ({("main.py", 7, "FGL001"), ("probe.py", 10, "FGL001")} if hazard else set()), got
+
+
+_DRYRUN = """\
+import contextlib
+
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+_STACK = contextlib.ExitStack()
+_STACK.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+"""
+
+
+@pytest.mark.parametrize("before, hazard", [(True, True), (False, False)])
+def test_mode_entered_by_an_imported_modules_body_stays_entered_after_the_import(tmp_path, before, hazard):
+    """``dryrun.py`` enters an allow-mode mode at import time and never leaves it:
+    every op after ``import dryrun`` runs in the region (the backward then leaves
+    fake grads on the real net). Trained before the import: clean."""
+    step = "loss = net(torch.randn(3, 4)).sum()\nloss.backward()\n"
+    head = "import torch\nfrom torch import nn\n\nnet = nn.Linear(4, 2)\n"
+    main = head + ("import dryrun  # noqa: E402,F401\n\n" + step if before else step + "import dryrun  # noqa: E402,F401\n")
+    proj = make(tmp_path / "p", {"dryrun.py": _DRYRUN, "main.py": main})
+    assert _json_findings(proj, ".")[0] == ({("main.py", 7, "FGL001")} if hazard else set())
+
+
+@pytest.mark.parametrize("kind, hazard", [("train", True), ("forward", False)])
+def test_module_imported_by_a_computed_name_through_a_lazy_package(tmp_path, kind, hazard):
+    """``estimators/__init__.py`` loads its submodules lazily from a module
+    ``__getattr__`` (PEP 562) and ``main.py`` picks one by a name it computes for
+    ``importlib.import_module``: neither names the estimator's function or its mode.
+    The ``train`` estimator backpropagates in an allow-mode region; the ``forward``
+    one only runs forward there (clean)."""
+    head = "import torch\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n\n\ndef estimate(net, x):\n" \
+           "    with FakeTensorMode(allow_non_fake_inputs=True):\n        out = net(x)\n"
+    lazy = ("import importlib\n\n\ndef __getattr__(name):\n"
+            "    return importlib.import_module('.' + name, __name__)\n")
+    main = ("import importlib\n\nimport torch\nfrom torch import nn\n\nimport estimators\n\n"
+            f"KIND = {kind!r}\nnet = nn.Linear(4, 2)\nx = torch.randn(3, 4)\n"
+            "estimators.train.estimate(net, x)\n"
+            "importlib.import_module(f'estimators.{KIND}').estimate(net, x)\n")
+    if not hazard:
+        main = main.replace("estimators.train.estimate(net, x)\n", "estimators.forward.estimate(net, x)\n")
+    proj = make(tmp_path / "p", {"estimators/__init__.py": lazy,
+                                  "estimators/train.py": head + "        out.sum().backward()\n",
+                                  "estimators/forward.py": head + "        return out.shape\n", "main.py": main})
+    got = _json_findings(proj, ".")[0]
+    assert got == ({("main.py", 11, "FGL001"), ("main.py", 12, "FGL001"), ("estimators/train.py", 7, "FGL001")}
+                   if hazard else set()), got
+
+
+@pytest.mark.parametrize("fake, hazard", [(True, True), (False, False)])
+def test_flag_returned_by_a_config_function_of_another_module_decides_the_context(tmp_path, fake, hazard):
+    """``settings.load()`` returns a dataclass whose ``dry_run`` flag picks an
+    allow-mode mode or ``nullcontext()`` in ``steps.py``: a one-line function that
+    names nothing of interest still runs (its value decides the branch)."""
+    settings = ("from dataclasses import dataclass\n\n\n@dataclass\nclass Settings:\n    dry_run: bool = False\n\n\n"
+                f"def load():\n    return Settings(dry_run={fake})\n")
+    steps = ("import contextlib\n\nimport torch\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n\n\n"
+             "def train_step(net, opts):\n"
+             "    ctx = FakeTensorMode(allow_non_fake_inputs=True) if opts.dry_run else contextlib.nullcontext()\n"
+             "    with ctx:\n        net(torch.randn(3, 4)).sum().backward()\n")
+    main = "from torch import nn\n\nfrom settings import load\nfrom steps import train_step\n\ntrain_step(nn.Linear(4, 2), load())\n"
+    proj = make(tmp_path / "p", {"settings.py": settings, "steps.py": steps, "main.py": main})
+    got = _json_findings(proj, ".")[0]
+    assert got == ({("main.py", 6, "FGL001"), ("steps.py", 10, "FGL001")} if hazard else set()), got

@@ -109,7 +109,7 @@ class CallsMixin:
             return CtxVal("gen", (fv, list(args), dict(kwargs)))
         if not (force or st.regions or self._may_matter(node, self._lines_of(fv)) or self._init_matters(fv)
                 or any(_interesting(a) for a in args)
-                or any(_interesting(v) for v in kwargs.values())):
+                or any(_interesting(v) for v in kwargs.values()) or _returns_at_once(node)):
             return UNKNOWN  # outside any region, nothing of interest in or out: skip the body
         if st.cur is None and not st.stack and getattr(node, "name", None) != "__init__":
             # a run with unknown arguments (no caller): a function the program itself
@@ -478,6 +478,17 @@ class CallsMixin:
                 return ConstVal(N.PURE_BUILTINS[name](*(a.value for a in args)))
             except Exception:
                 return UNKNOWN
+        if name in ("any", "all") and len(args) == 1 and not kwargs and isinstance(args[0], SeqVal) \
+                and not args[0].is_dict:
+            # every element is one of its items: all of one known truth value decide it
+            # (`any(p.is_meta for p in model.parameters())` of a module on a known device)
+            a = args[0]
+            vals = a.elts if a.elts is not None else a.items
+            if all(isinstance(v, ConstVal) for v in vals):
+                truths = [bool(v.value) for v in vals]
+                if a.elts is not None or all(t is (name == "all") for t in truths):
+                    return ConstVal(any(truths) if name == "any" else all(truths))
+            return UNKNOWN
         if name in ("list", "tuple", "set", "sorted", "reversed", "iter", "frozenset"):
             if not args:
                 return SeqVal(())
@@ -593,3 +604,16 @@ def _value_key(v, depth=0):
 def _const_key(v):
     """A constant as a cache key (equal as Python's dict keys are; other objects by identity)."""
     return (v if isinstance(v, (int, float, str, bytes, bool, type(None))) else id(v))
+
+
+def _returns_at_once(node) -> bool:
+    """A function whose body is one ``return`` of a value built from its arguments
+    and constants (``return Config(fake=True)``, a settings getter): cheap to run,
+    and what it returns may decide a branch elsewhere (a flag, a mode's option)."""
+    body = getattr(node, "body", None)
+    if not isinstance(body, list) or len(body) > 2:
+        return False
+    last = body[-1]
+    if len(body) == 2 and not (isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)):
+        return False  # (a docstring, then the return)
+    return isinstance(last, ast.Return) and last.value is not None and not isinstance(last.value, ast.Lambda)

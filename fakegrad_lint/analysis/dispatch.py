@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 
+from fakegrad_lint.analysis import values as _values
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import Crashed
 from fakegrad_lint.analysis.torch_values import broadcast, op_shape, shape_of, with_shape
@@ -104,7 +105,8 @@ class DispatchMixin:
         if self.ctx is not self.main:
             # code of another project module: reported where the linted file calls into it
             entry = self._main_entry()
-            if entry is None or not (origin.file is None or _carries(list(entry[2]) + list(entry[3].values()), origin)):
+            if entry is None or not (origin.file is None or _carries(list(entry[2]) + list(entry[3].values()), origin)
+                                     or self._made_by_earlier_call(origin)):
                 # not reached from the linted file, or the real value does not come
                 # from it: a hazard of the other module, reported when that one is linted
                 if crash:
@@ -143,6 +145,21 @@ class DispatchMixin:
         if crash and not may:
             raise Crashed()
         return rec
+
+    def _made_by_earlier_call(self, origin):
+        """Was this real value (made in another module) made by an earlier call of the
+        linted file's code (``model = build()``; ``state.register(model)``), not by
+        the call running now nor by an imported module's body? Then it reached the
+        running code through module state the linted file filled: its value."""
+        now = self._entry_token()
+        for _ in range(4):  # (a parameter's own origin may be newer than its module's)
+            made = origin.made_in
+            if made is not None and made is not _values.MODULE_BODY and made is not now:
+                return True
+            origin = origin.parent
+            if origin is None:
+                break
+        return False
 
     def sink(self, v, desc, node, st, inputs=None):
         leaks = v.taint()

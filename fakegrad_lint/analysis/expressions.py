@@ -198,7 +198,8 @@ class ExpressionsMixin:
                 y = None  # not held by this frame, which its traceback holds (a cycle)
         st.returns.append(v)
         if st.yield_regions is not None:
-            st.yield_regions.append(st.ctx.regions)
+            # (a yield inside `unset_fake_temporarily()`: the consumer runs with the modes off)
+            st.yield_regions.append(st.ctx.regions if not st.ctx.dispatch_off else ())
 
     def eval_comprehension(self, e, st):
         scope = Scope(parent=st.scope, module=st.scope.module, func_node=st.scope.func_node)
@@ -326,6 +327,8 @@ class ExpressionsMixin:
                 return shape_value(obj.shape)
             if attr == "ndim" and obj.shape is not None:
                 return ConstVal(len(obj.shape))
+            if attr in ("is_meta", "is_cuda") and obj.device is not None and obj.mode is None:
+                return ConstVal(obj.device == attr[3:])  # (its device is known: `to_empty(device="cpu")`)
             if attr in N.METADATA_ATTRS:
                 return UNKNOWN
             if attr == "grad":
@@ -388,6 +391,10 @@ class ExpressionsMixin:
                     if attr in c.attrs:
                         return c.attrs[attr]
                 after = after or c is obj.cls
+            if attr == "forward" and isinstance(obj.self_val, ModuleVal) and obj.cls.torch_base:
+                # no class of the file after it defines forward: torch's layer's runs on
+                # the module's own parameters (`super().forward(x)` in an nn.Linear subclass)
+                return MethodRef(obj.self_val, N.TORCH_FORWARD)
             return UNKNOWN
         if isinstance(obj, ExportedProgramVal):
             return UNKNOWN

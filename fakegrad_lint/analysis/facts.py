@@ -15,6 +15,7 @@ from fakegrad_lint.analysis.leaks import Leak, Route, Step, Verdict, describe_co
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import PseudoWith
 from fakegrad_lint.analysis.torch_values import _owns
+from fakegrad_lint.analysis.valueops import _carries
 from fakegrad_lint.analysis.values import MaybeVal, ModuleVal, SeqVal, TVal
 
 
@@ -77,8 +78,11 @@ class FactsMixin:
             )
             if rec.fix_plan is not None and rec.origin.grad_reads:
                 leak.fix = None if verdict is Verdict.FORWARD_ONLY else _with_grad_reads(rec.fix_plan, rec.origin.grad_reads)
-            if any(desc == ".grad assignment" for desc, _ in rec.sinks):
-                leak.fix = None  # the computed gradients are written to the real tensor whatever it is converted to
+            writes = [line for desc, line in rec.sinks if desc == ".grad assignment"]
+            if writes and leak.fix is not None:
+                # the computed gradients are written to the real tensor whatever it is converted
+                # to: the fix must move those writes too (fix/builders.py), or offer nothing
+                leak.fix.grad_writes = writes
             # one leak per place, route and value: `a @ b` leaks two values, two
             # findings (issue 14), each with its own fix
             key = (start, route, rec.value_text)
@@ -110,6 +114,9 @@ class FactsMixin:
             for ex, val in zip(exprs, values):
                 if ex is not None and rec.origin in val.real_rg():
                     return call, self._main_text(ex)
+            for ex, val in zip(exprs, values):
+                if ex is not None and _carries([val], rec.origin):
+                    return call, self._main_text(ex)  # (a submodule of `model`, an attribute of `state`)
             return call, rec.value_text
         return stmt, rec.value_text
 

@@ -26,6 +26,7 @@ import ast
 
 from fakegrad_lint.analysis.code_text import _constant_subscripts
 from fakegrad_lint.analysis.names import dotted_name
+from fakegrad_lint.analysis.torch_values import _owns
 from fakegrad_lint.analysis.values import MaybeVal, ModuleVal, SeqVal, TVal
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)
@@ -39,10 +40,51 @@ def _in_place(node) -> bool:
     return name.endswith("_") and not name.endswith("__")
 
 
+def _meta_inputs(block) -> bool:
+    """Does the region's block make its tensors on the meta device (``device="meta"``,
+    ``torch.device("meta")``), and nothing on another device?"""
+    if block is None or not getattr(block, "body", None):
+        return False
+    devices = set()
+    for stmt in block.body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.keyword) and node.arg == "device":
+                v = node.value
+                if isinstance(v, ast.Call) and (dotted_name(v.func) or "").endswith("device") and v.args:
+                    v = v.args[0]
+                devices.add(v.value if isinstance(v, ast.Constant) else None)
+    return devices == {"meta"}
+
+
 class FixPlansMixin:
     """``_fix_plan`` with the call-site module copy and the in-function placement."""
 
     def _fix_plan(self, node, expr, value, origin, region, st):
+        if expr is None and isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            # the op is the module's own call (`model(x)`) and the real value a tensor deep in
+            # it (a parameter set by `setattr` on a child): the module is what is converted
+            mod = st.scope.lookup(node.func.id)
+            if isinstance(mod, ModuleVal) and not mod.meta and _owns(mod, origin):
+                return self._fix_plan(node, node.func, mod, origin, region, st)
+        if isinstance(value, ModuleVal) and value.meta and _meta_inputs(region.with_node):
+            # a meta module in a region that computes on meta inputs: its fake copies are
+            # meta too, so the region computes on the devices it did before the fix
+            value.meta = False
+            try:
+                return self._fix_plan(node, expr, value, origin, region, st)
+            finally:
+                value.meta = True
+        if isinstance(value, MaybeVal):
+            opts = [o for o in value.options if not (getattr(o, "value", 0) is None)]
+            if opts and all(isinstance(o, ModuleVal) and not o.meta for o in opts) and \
+                    any(origin in o.real_rg() for o in opts):
+                # one of several real modules (`nn.DataParallel(model) if n > 1 else model`): a fake
+                # copy works on any of them (`functional_call` refuses `nn.DataParallel`)
+                plan = self._fix_plan(node, expr, opts[0], origin, region, st)
+                if plan is not None and plan.kind == "module" and plan.placement == "region" and \
+                        isinstance(node, ast.Call) and node.func is expr and dotted_name(expr) is not None:
+                    return self._plan("module-copy", dotted_name(expr), expr, region, st, region_uses=True)
+                return plan
         plan = super()._fix_plan(node, expr, value, origin, region, st)
         if plan is not None:
             return plan

@@ -114,9 +114,11 @@ class Interpreter(
         self._statement_table = {t: getattr(self, name) for t, name in STATEMENT_METHODS.items()}
         self._expression_table = {t: getattr(self, name) for t, name in EXPRESSION_METHODS.items()}
         _values.CURRENT_FILE[0] = None
+        _values.CURRENT_ENTRY[0] = None
 
     def run(self) -> list[Leak]:
         _values.CURRENT_FILE[0] = None
+        _values.CURRENT_ENTRY[0] = None
         st = State(self.module_scope)
         # the file runs as a script (how its hazards show): `if __name__ == "__main__":` is taken
         self.module_scope.vars["__name__"] = ConstVal("__main__")
@@ -142,6 +144,7 @@ def analyze_module(tree: ast.Module, source: str, project=None, filename: str | 
             return interp.run()
         finally:
             _values.CURRENT_FILE[0] = None
+            _values.CURRENT_ENTRY[0] = None
             if deps is not None:
                 deps.update(interp.deps)
             _release(interp, scopes)

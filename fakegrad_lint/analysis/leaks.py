@@ -38,6 +38,9 @@ class FixPlan:
     func_node: object = None
     helper: str | None = None  # the helper a module-copy is handed to (``train_step(model_fake, ...)``)
     grad_redirect: bool = False  # set by the fix builder: the code's gradient reads go to the copy
+    # lines of `p.grad = g` statements that write gradients computed in the region (`torch.func.grad`)
+    # to the real value: the fix writes them to its fake copy instead
+    grad_writes: list = field(default_factory=list)
 
 
 def describe_container(value, depth: int = 0):

@@ -315,6 +315,8 @@ class MethodCallsMixin:
             return self.call_value(e, mod.attrs[name], args, kwargs, st)
         if name == "forward" or name == "__call__":
             return self.module_call(e, mod, e.func.value, args, kwargs, st)
+        if name == N.TORCH_FORWARD:
+            return self.torch_forward(e, mod, None, args, kwargs, st)
         if mod.cls is not None and name in mod.cls.methods:
             m = mod.cls.methods[name]
             if not isinstance(m, FuncVal) or m.kind == "property":
@@ -325,7 +327,7 @@ class MethodCallsMixin:
                                       site=(e, [e.func.value] + _arg_exprs(e), [mod] + list(args)))
         if name in ("parameters", "named_parameters") or (name == "state_dict" and _kw_true(kwargs, "keep_vars")):
             if real:
-                p = TVal(frozenset([mod.origin]))  # the module's own provenance: freezing them freezes it
+                p = TVal(frozenset([mod.origin]), device=mod.device)  # the module's own provenance: freezing them freezes it
             else:
                 p = TVal(frozenset(), mod.mode, may_fake=mod.may_fake)
             if name == "parameters":
@@ -381,6 +383,11 @@ class MethodCallsMixin:
                 _fakify_in_region(mod, region, st)
             elif mod.meta or (mod.origin is None and mod.mode is not None):
                 _materialize(mod, e.lineno)
+            if region is None:
+                # every parameter and buffer now lives on that device (`p.is_meta` is known)
+                dev = args[0] if args else kwargs.get("device", UNKNOWN)
+                dev = dev.value if isinstance(dev, ConstVal) and isinstance(dev.value, str) else None
+                mod.device = dev.split(":", 1)[0] if dev else None
             return mod
         if _is_dtype_cast(name, args, kwargs):
             # new parameters made from the old ones: an allowing mode's fakes in a region
@@ -402,6 +409,7 @@ class MethodCallsMixin:
             return mod
         if name in N.MODULE_HOOK_REGISTRARS and args and not kwargs.get("with_kwargs"):
             key = N.MODULE_HOOK_REGISTRARS[name]
+            self._hooks_made = True
             held = mod.attrs.get(key)
             mod.attrs[key] = SeqVal((held.items if isinstance(held, SeqVal) else ()) + (args[0],))
             return HookHandle(mod, key, args[0])

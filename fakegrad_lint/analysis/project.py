@@ -167,9 +167,11 @@ def _hot_word_re(roots):
         files += f
         seeds += sd
     files = list(dict.fromkeys(files))
+    file_set = set(files)
     _scanned.update(files)
     possible = set(seeds)
     tokens: dict = {}  # path -> the words of its text, for large word sets (this scan only)
+    mod_words: set = set()  # the names of the modules that hold hot names (gate only, not followed)
     while True:
         _possible.update(possible)
         for path in possible:
@@ -181,6 +183,8 @@ def _hot_word_re(roots):
             words |= names
             if names:
                 fed |= _feeds(path, names)
+                if _runs_region_code(path, names):
+                    mod_words.add(_module_word(path))  # `import boot` may enter its mode
         # a registry filled by hot code (`@register("fake")` on a class that opens a
         # region, in another module): the module that holds it is possible too
         for target, name in _through_reexports(fed):
@@ -200,6 +204,13 @@ def _hot_word_re(roots):
             break
         words = frozenset(words)
         new = set()
+        # the package `__init__` of a module that holds hot names may bind it by the
+        # module's name alone (`from . import impl`, `import_module(".impl", __name__)`)
+        for path in list(possible):
+            if os.path.basename(path) != "__init__.py" and hot_names_of(path, 0):
+                init = os.path.join(os.path.dirname(path), "__init__.py")
+                if init not in possible and init in file_set:
+                    new.add(init)
         for path in files:
             if path not in possible and _mentions(path, words, tokens):
                 new.add(path)
@@ -213,9 +224,25 @@ def _hot_word_re(roots):
             # imports would analyse most of it for nothing (see the README's limits)
             _hot_words[key] = False
             return False
-    out = frozenset(words) if words else False
+    out = frozenset(words | mod_words) if words else False
     _hot_words[key] = out
     return out
+
+
+def _runs_region_code(path: str, hot) -> bool:
+    """Does a top-level statement of the module that binds nothing name a way into a
+    region (``_MODE.__enter__()`` at import time)? Importing it runs that code."""
+    from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
+
+    regs = _summary(path, None)[3]
+    return any(not bound and (not words.isdisjoint(hot) or not words.isdisjoint(ENTRY_WORDS))
+               for _name, bound, words in regs)
+
+
+def _module_word(path: str) -> str:
+    """The name an import binds for a module file: its stem, or its package's name."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return os.path.basename(os.path.dirname(path)) if stem == "__init__" else stem
 
 
 def _mentions(path: str, words, tokens: dict) -> bool:
@@ -279,6 +306,8 @@ def reaches_region(path: str, text: str) -> bool:
     gate = _hot_word_re(scan)
     if given and gate is False:
         return False  # the folders given export no hot name (or too many to follow)
+    if gate and "import_module" in text and _DYNAMIC_IMPORT_RE.search(text):
+        return True  # `import_module(NAMES[key])`: a name computed at run time may be any hot module
     bindings = _import_bindings(text, path, Project(roots), me)
     if not bindings:
         return False
@@ -324,9 +353,14 @@ def _import_specs(text: str) -> tuple:
                 names.append((bits[0], bits[2] if len(bits) >= 3 and bits[1] == "as" else bits[0]))
         out.append(("from", len(m.group(1)), m.group(2) or "", tuple(names)))
     if "import_module" in text:
-        # `m = importlib.import_module("pkg.mod")` (or `(".mod", __package__)`)
-        for m in _IMPORT_MODULE_RE.finditer(text):
-            local, name = m.group(1), m.group(2)
+        # `m = importlib.import_module("pkg.mod")` (or `(".mod", __package__)`); one
+        # not assigned (`getattr(import_module(".impl", __name__), name)` in a module
+        # `__getattr__`) binds, for the text, the module's last name (its word there)
+        found = [(m.group(1), m.group(2)) for m in _IMPORT_MODULE_RE.finditer(text)]
+        found += [(m.group(1).lstrip(".").rpartition(".")[2], m.group(1)) for m in _IMPORT_MODULE_ANY_RE.finditer(text)]
+        for local, name in found:
+            if not local:
+                continue
             level = len(name) - len(name.lstrip("."))
             if not level:
                 out.append(("import", name, local))
@@ -336,6 +370,8 @@ def _import_specs(text: str) -> tuple:
     return tuple(out)
 
 
+_IMPORT_MODULE_ANY_RE = re.compile(r"\bimport_module\([ \t]*[\"']([\w.]+)[\"']")
+_DYNAMIC_IMPORT_RE = re.compile(r"\bimport_module\([ \t]*(?![\"' \t])")
 _IMPORT_MODULE_RE = re.compile(
     r"^[ \t]*([A-Za-z_]\w*)[ \t]*=[ \t]*(?:[\w.]+\.)?import_module\([ \t]*[\"']([\w.]+)[\"']", re.MULTILINE)
 

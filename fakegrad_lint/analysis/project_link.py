@@ -22,12 +22,26 @@ from fakegrad_lint.analysis.values import UNKNOWN, ClassVal, ConstVal, FuncVal, 
 class ProjectLinkMixin:
     """Imports of project modules: run them once, bind their names lazily."""
 
+    _importer_st = None  # the state of the import statement that runs a module's body now
+
     def _switch(self, ctx):
         """Run the code of ``ctx`` (a ProjModVal) from now on: positions and
         texts come from its file."""
         self.ctx = ctx
         self.pos = ctx.mf.pos if ctx.mf is not None else self._main_pos
         _values.CURRENT_FILE[0] = ctx if ctx is not self.main else None
+        _values.CURRENT_ENTRY[0] = self._entry_token()
+
+    def _entry_token(self):
+        """:data:`values.CURRENT_ENTRY` for the code running now: the innermost call
+        made by the linted file's code into another module, ``MODULE_BODY`` inside
+        the body of an imported module (its values are its own), None outside."""
+        for entry in reversed(self._entries):
+            if entry[3]:
+                return _values.MODULE_BODY
+            if entry[0] is self.main:
+                return entry
+        return None
 
     def _lines_of(self, fv):
         ctx = self._scope_ctx.get(getattr(fv.scope, "module", None))
@@ -72,6 +86,7 @@ class ProjectLinkMixin:
             if parent is not None and name.rsplit(".", 1)[1] not in parent.scope.vars:
                 parent.scope.vars[name.rsplit(".", 1)[1]] = mv
         prev = self.ctx
+        importer, self._importer_st = self._importer_st, None  # (its own imports are its own)
         self._entries.append((prev, None, None, True, (), {}))
         self._switch(mv)
         try:
@@ -83,18 +98,41 @@ class ProjectLinkMixin:
                     self.exec_stmt(stmt, st)
                 except (Crashed, _BlockExit, YieldReached):
                     break
+            mv.loaded = dict(scope.vars)
+            if importer is not None and st.regions and not st.may:
+                # a mode its body entered and did not leave (`_MODE.__enter__()` at import
+                # time) stays entered for the code after the import statement
+                importer.ctx = importer.ctx.but(regions=importer.regions + st.regions)
         finally:
+            self._importer_st = importer
             self._entries.pop()
             self._switch(prev)
         return mv
 
-    def _module_attr(self, mv, attr):
-        v = mv.scope.vars.get(attr)
+    def _module_attr(self, mv, attr, names=None):
+        """``mv.attr`` (``names``: the namespace to read it from, by default the
+        module's as it is now)."""
+        v = (mv.scope.vars if names is None else names).get(attr)
         if v is not None:
-            return self._force(v)
+            lazy = type(v) is LazyImport
+            v = self._force(v)
+            if v is not UNKNOWN or not lazy or not mv.is_pkg:
+                return v
+            # `from . import settings` in a package's __init__, read back through the
+            # package while that import is still being resolved (the lazy binding
+            # reads itself): Python's `from pkg import x` then imports `pkg.x`
+            sub = self._load_module(f"{mv.name}.{attr}")
+            return sub if sub is not None else v
         sub = self._load_module(f"{mv.name}.{attr}")
         if sub is None and self.project.is_namespace(f"{mv.name}.{attr}"):
             sub = self._namespace(f"{mv.name}.{attr}")  # `import ns.sub.mod`: ns.sub has no __init__
+        if sub is None and mv.loaded is not None and not attr.startswith("__"):
+            hook = self._force(mv.scope.vars.get("__getattr__"))
+            if isinstance(hook, FuncVal):
+                # a module `__getattr__` (PEP 562, lazy modules): Python calls it with the name
+                st = State(mv.scope)
+                st.stack = (mv.mf.tree,) if mv.mf is not None else ()
+                return self.call_function(hook, [ConstVal(attr)], {}, st, force=True)
         return sub if sub is not None else UNKNOWN
 
     def _force(self, v):
@@ -130,8 +168,20 @@ class ProjectLinkMixin:
             top = alias.name.split(".")[0]
             return self._load_module(top) or self._namespace(top)
 
-        st.scope.assign(local, LazyImport(resolve) if self._lazy(local) else resolve())
+        if self._lazy(local):
+            st.scope.assign(local, LazyImport(resolve))
+        else:
+            st.scope.assign(local, self._importing(st, resolve))
         return True
+
+    def _importing(self, st, load):
+        """``load()`` for an import statement run now, in state ``st`` (what the
+        module's body enters and does not leave stays entered there)."""
+        prev, self._importer_st = self._importer_st, st
+        try:
+            return load()
+        finally:
+            self._importer_st = prev
 
     def _namespace(self, name):
         """A namespace package (a folder without ``__init__.py``): its attributes
@@ -151,12 +201,17 @@ class ProjectLinkMixin:
         path = self.project.find(base)
         if path is not None and "*" not in [a.name for a in s.names] and all(
                 self._lazy(a.asname or a.name) or self.project.find(f"{base}.{a.name}") is None for a in s.names):
-            # names of a project module: it runs when one of them is first used
+            # names of a project module: it runs when one of them is first used (and
+            # they are what its body bound, as at this import); of one already run,
+            # what it holds now
+            done = self._modules.get(path)
+            done = done if done is not None and done.loaded is not None else None
             for a in s.names:
-                st.scope.assign(a.asname or a.name,
-                                LazyImport(lambda name=a.name: self._from_module(base, name), (path, a.name)))
+                now = done.scope.vars.get(a.name) if done is not None else None
+                st.scope.assign(a.asname or a.name, now if now is not None else
+                                LazyImport(lambda name=a.name: self._from_module(base, name, True), (path, a.name)))
             return True
-        mv = self._load_module(base)
+        mv = self._importing(st, lambda: self._load_module(base))
         if mv is None:
             # a namespace package (no __init__.py): `from pkg import mod`
             subs = {a.name: self._load_module(f"{base}.{a.name}") for a in s.names if a.name != "*"}
@@ -259,9 +314,15 @@ class ProjectLinkMixin:
             return mv if mv is not None else UNKNOWN
         return UNKNOWN if name.startswith(".") else ModRef(name)
 
-    def _from_module(self, base, name):
+    def _from_module(self, base, name, as_loaded=False):
         mv = self._load_module(base)
-        return self._module_attr(mv, name) if mv is not None else UNKNOWN
+        if mv is None:
+            return UNKNOWN
+        if as_loaded and mv.loaded is not None and mv.loaded.get(name) is not None:
+            # `from base import name` when base's body ran: the value its body bound
+            # (a later `global` reassignment by a setter does not reach this name)
+            return self._module_attr(mv, name, mv.loaded)
+        return self._module_attr(mv, name)
 
     def _opens_region(self, val, depth=0):
         """Can this project value (a module, or a function or class of another
@@ -294,6 +355,21 @@ class ProjectLinkMixin:
                     break
         memo[val.node] = hit
         return hit
+
+    def _module_hot_names(self, ctx):
+        """The names of a project module (not the linted file) that can reach a fake
+        region (:func:`~fakegrad_lint.analysis.project.hot_names_of`: a mode imported
+        from another module, ``FAKE`` in ``from ..runtime import FAKE``): ways into a
+        region in its code, as its own imports of FakeTensorMode are."""
+        if ctx is self.main or ctx is None or ctx.mf is None:
+            return frozenset()
+        return hot_names_of(ctx.mf.path, 0)
+
+    def _module_methods_named(self, ctx, name):
+        """(def node, lines, ctx) of the methods called ``name`` of the classes a
+        project module defines at its top level (``self.build(...)`` calls one)."""
+        lines = ctx.mf.pos.lines
+        return [(node, lines, ctx) for node in summarize(ctx.mf).methods_named(name)]
 
     def _main_entry(self):
         """The innermost call made by the linted file's code into another module

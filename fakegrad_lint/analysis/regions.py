@@ -178,7 +178,8 @@ class RegionsMixin:
                     r.func_node = st.scope.func_node
             st.ctx = y.ctx.but(patched=outer.patched | y.ctx.patched, may=outer.may)
 
-            def restore(s):
+            def restore(s, gst=y.state):
+                self._resume_generator(fv, gst, s)
                 s.ctx = s.ctx.but(regions=tuple(r for r in s.regions if r in outer.regions),
                                   grad_enabled=outer.grad_enabled, dispatch_off=outer.dispatch_off,
                                   patched=s.patched & outer.patched)
@@ -190,6 +191,50 @@ class RegionsMixin:
         finally:
             self._capture_gen = prev
         return UNKNOWN
+
+    def _resume_generator(self, fv, gst, st):
+        """The ``with`` block of a ``@contextmanager`` helper ends: Python resumes the
+        generator after its ``yield`` (the statements after it, out to the function's
+        end, and the ``finally`` blocks around it: ``handle.remove()``,
+        ``mode.__exit__(...)``), in the context the block leaves (``st``). Not
+        followed when the yield is inside a loop."""
+        where = gst.cur
+        path = _path_to_block(fv.node.body, where[0]) if where is not None else None
+        if not path or any(isinstance(owner, (ast.For, ast.AsyncFor, ast.While)) for _b, _i, owner, _f in path):
+            return
+        path[-1] = (path[-1][0], where[1], path[-1][2], path[-1][3])
+        ctx = self._scope_ctx.get(getattr(fv.scope, "module", None)) if self.project is not None else None
+        prev = self.ctx
+        switch = ctx is not None and ctx is not prev
+        if switch:
+            self._entries.append((prev, None, None, False, (), {}))
+            self._switch(ctx)
+        gst.ctx = st.ctx
+        returning = False
+
+        def run(stmts):
+            nonlocal returning
+            try:
+                self.exec_block(stmts, gst)
+            except _BlockExit:
+                returning = True
+
+        try:
+            for block, i, owner, field in reversed(path):
+                if not returning:
+                    run(block[i + 1:])
+                if isinstance(owner, ast.Try) or type(owner).__name__ == "TryStar":
+                    if field == "body" and not returning:
+                        run(owner.orelse)
+                    if field != "finalbody":
+                        run(owner.finalbody)
+        except (Crashed, YieldReached):
+            pass
+        finally:
+            if switch:
+                self._entries.pop()
+                self._switch(prev)
+        st.ctx = gst.ctx.but(may=st.may)
 
     def _rest_of_block(self, st, exit_call=None):
         """The statements after the current one in its block (up to a matching
@@ -207,3 +252,24 @@ class RegionsMixin:
         if not body:
             return None
         return PseudoWith(body=body, header_end=block[i].end_lineno)
+
+
+def _path_to_block(body, target, owner=None, field=None, depth=0):
+    """The blocks from ``body`` (a function's) down to the block ``target`` (a list of
+    statements, by identity): ``[(block, index of the statement holding the next
+    level, the statement whose ``field`` the block is)]``, outermost first (the
+    function's body has owner None); None when not found."""
+    if body is target:
+        return [(body, -1, owner, field)]
+    if depth > 32:
+        return None
+    for i, stmt in enumerate(body):
+        blocks = [(f, getattr(stmt, f, None)) for f in ("body", "orelse", "finalbody")]
+        blocks += [("handler", h.body) for h in getattr(stmt, "handlers", ())]
+        blocks += [("case", c.body) for c in getattr(stmt, "cases", ())]
+        for name, inner in blocks:
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                sub = _path_to_block(inner, target, stmt, name, depth + 1)
+                if sub is not None:
+                    return [(body, i, owner, field)] + sub
+    return None

@@ -206,7 +206,8 @@ class RelevanceMixin:
         words = self._ctx_entry_words.get(ctx)
         if words is None:
             scope = ctx.scope if ctx is not self.main else None
-            words = self._ctx_entry_words[ctx] = tuple(sorted(set(ENTRY_WORDS) | self._entry_aliases(scope)))
+            words = self._ctx_entry_words[ctx] = tuple(sorted(set(ENTRY_WORDS) | self._entry_aliases(scope)
+                                                              | self._module_hot_names(ctx)))
         return words
 
     def _names_entry(self, text, ctx=None):
@@ -245,6 +246,8 @@ class RelevanceMixin:
                                       self._scope_ctx.get(getattr(target.scope, "module", None), ctx)))
                     if ctx is self.main:
                         cands += [(t, None, ctx) for t in self.method_index.get(name, [])]
+                    elif ctx.mf is not None:
+                        cands += self._module_methods_named(ctx, name)  # (`self.build(...)` in a project module)
                     for t, tlines, tctx in cands:
                         if t is not node and self._matter.get(t, None) is not False:
                             self._matter[node] = False  # guard recursion

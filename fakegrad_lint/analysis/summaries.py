@@ -26,12 +26,27 @@ from fakegrad_lint.analysis.code_text import _WORD_RE, _called_names, _makes_rea
 class ModuleSummary:
     """The text facts of one module (its source and lines), each computed on first use."""
 
-    __slots__ = ("source", "lines", "_again", "_nodes")
+    __slots__ = ("source", "lines", "_again", "_nodes", "_methods", "tree")
 
-    def __init__(self, source: str, lines: list):
-        self.source, self.lines = source, lines
+    def __init__(self, source: str, lines: list, tree=None):
+        self.source, self.lines, self.tree = source, lines, tree
         self._again: dict = {}  # name -> does it occur twice or more (as a whole word)
         self._nodes: dict = {}  # def node -> [text, words, called names, makes real values]
+        self._methods = None  # method name -> def nodes of the module's top-level classes
+
+    def methods_named(self, name: str) -> list:
+        """The defs called ``name`` in the bodies of the module's top-level classes."""
+        if self._methods is None:
+            import ast
+
+            index: dict = {}
+            for stmt in getattr(self.tree, "body", ()):
+                if isinstance(stmt, ast.ClassDef):
+                    for item in stmt.body:
+                        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                            index.setdefault(item.name, []).append(item)
+            self._methods = index
+        return self._methods.get(name, ())
 
     def used_again(self, name: str) -> bool:
         """Does ``name`` occur at least twice in the module, as a whole word?"""
@@ -76,7 +91,7 @@ def summarize(mf) -> ModuleSummary:
     made once and kept with it."""
     summary = mf.summary
     if summary is None:
-        summary = mf.summary = ModuleSummary(mf.source, mf.pos.lines)
+        summary = mf.summary = ModuleSummary(mf.source, mf.pos.lines, mf.tree)
     return summary
 
 

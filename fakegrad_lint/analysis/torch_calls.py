@@ -14,7 +14,7 @@ from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.calls import OpenKwargs
 from fakegrad_lint.analysis.torch_values import (_fake_copy, _grad_mode_kind, _is_meta, _is_module_factory,
     _is_nn_module_class, _is_torch_op, _known_params, _proven_copy, _with_taint, op_shape, shape_of, size_of_args)
-from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _const_kw, _flatten, _is_tensorish, _kw_false,
+from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _flatten, _is_tensorish, _kw_false,
     _kw_true, _operands)
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
     ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal,
@@ -44,10 +44,15 @@ def _factory_shape(q, args, kwargs):
     return size_of_args(args) if args else None
 
 
+_PRE_HOOKS = tuple(k for k in N.MODULE_HOOK_REGISTRARS.values() if k == "_forward_pre_hooks")
+_POST_HOOKS = tuple(k for k in N.MODULE_HOOK_REGISTRARS.values() if k != "_forward_pre_hooks")
+
+
 class TorchCallsMixin:
     """Calls of torch (and known third-party) qualified names."""
 
     _modes_made = False  # a fake mode (or make_fx's) was made somewhere in this analysis
+    _hooks_made = False  # a forward (pre) hook was registered somewhere in this analysis
 
     def call_transform(self, e, tf, args, kwargs, st):
         """torch.func.grad(f)(*args) and friends: f runs on the arguments; gradients
@@ -101,6 +106,9 @@ class TorchCallsMixin:
         fwd = mod.cls.lookup_method("forward") if isinstance(mod, ModuleVal) and mod.cls is not None else None
         outside = isinstance(fwd, FuncVal) and st.active_region() is None and fwd.node not in st.stack
         site = (e, [func_expr] + _arg_exprs(e), [mod] + list(args))
+        # its forward pre hooks run before its forward (a hook that enters a mode opens
+        # the region the forward runs in), its forward hooks after it
+        self._run_hooks(e, mod, args, None, st, children=False, keys=_PRE_HOOKS)
         if outside and self._forward_opens_region(fwd):
             # outside any region, a module of the file whose forward opens one: calling it runs forward
             return self.call_function(fwd, [mod] + list(args), kwargs, st, site=site)
@@ -117,34 +125,62 @@ class TorchCallsMixin:
                 # are where the real values meet it, as a runtime checker sees the frames)
                 res = self.op(e, operands, st)
                 res = _with_taint(out, res.taint()) if res.taint() - out.taint() else out
-                self._run_hooks(e, mod, args, res, st, children=False)  # (its forward ran theirs)
+                self._run_hooks(e, mod, args, res, st, children=False, keys=_POST_HOOKS)  # (its forward ran theirs)
                 return res
             if isinstance(out, TVal):
                 # its forward ran and mixed no fake it was given with a real value: the
                 # call is an op on the rest (a fake read for its shape only is no operand)
                 res = self.op(e, [(v, x) for v, x in operands if v.fake_mode() is None], st)
-                self._run_hooks(e, mod, args, res, st, children=False)
+                self._run_hooks(e, mod, args, res, st, children=False, keys=_POST_HOOKS)
                 return res
-        operands = [(mod, func_expr)] + self._module_state(mod, func_expr) + _operands(e, args, kwargs)
-        res = self.op(e, operands, st)
-        self._run_hooks(e, mod, args, res, st)
+        children = self._sequence_with_code(mod)
+        if children and len(args) == 1 and not kwargs:
+            # a Sequential holding a module of the project's code: its forward calls
+            # each child on the last one's output (each child's forward, and hooks, run)
+            out = args[0]
+            for child in children:
+                out = self.module_call(e, child, func_expr, [out], {}, st)  # (named by the container)
+            self._run_hooks(e, mod, args, out, st, children=False, keys=_POST_HOOKS)
+            return out
+        self._run_hooks(e, mod, args, None, st, own=False, keys=_PRE_HOOKS)  # the submodules' (their forwards run in it)
+        res = self.torch_forward(e, mod, func_expr, args, kwargs, st)
+        self._run_hooks(e, mod, args, res, st, keys=_POST_HOOKS)
         return res
 
-    def _run_hooks(self, e, mod, args, out, st, depth=0, children=True):
-        """The forward (pre) hooks of ``mod`` and of its submodules run with the call,
+    @staticmethod
+    def _sequence_with_code(mod):
+        """The children of a Sequential (in order) when one of them is a module of a
+        class of the project whose forward is known, else None."""
+        n = mod.sequence if isinstance(mod, ModuleVal) and mod.cls is None else 0
+        children = [mod.attrs.get(str(i)) for i in range(n)]
+        if not n or not all(isinstance(c, ModuleVal) for c in children):
+            return None
+        if not any(c.cls is not None and isinstance(c.cls.lookup_method("forward"), FuncVal) for c in children):
+            return None
+        return children
+
+    def torch_forward(self, e, mod, func_expr, args, kwargs, st):
+        """A forward whose code is torch's (a layer's, or one not followed): an op on
+        the module (its parameters and the state set on it) and the arguments."""
+        operands = [(mod, func_expr)] + self._module_state(mod, func_expr) + _operands(e, args, kwargs)
+        return self.op(e, operands, st)
+
+    def _run_hooks(self, e, mod, args, out, st, depth=0, children=True, keys=(), own=True):
+        """The forward pre hooks (``keys``: ``_PRE_HOOKS``) or forward hooks
+        (``_POST_HOOKS``) of ``mod`` (``own``) and of its submodules (``children``),
         as torch runs them: ``fn(module, args)`` and ``fn(module, args, output)`` (the
         output of a submodule is taken to be like the call's own)."""
-        if not isinstance(mod, ModuleVal) or depth > 4:
-            return
+        if not self._hooks_made or not isinstance(mod, ModuleVal) or depth > 4:
+            return  # (no hook was registered in this analysis: nothing to run)
         inputs = SeqVal(tuple(args), tuple(args))
-        for key in N.MODULE_HOOK_REGISTRARS.values():
+        for key in keys if own else ():
             held = mod.attrs.get(key)
             for fn in held.items if isinstance(held, SeqVal) else ():
                 hook_args = [mod, inputs] + ([out] if key == "_forward_hooks" else [])
                 self.call_value(e, fn, hook_args, {}, st, func_expr=None)
         for v in list(mod.attrs.values()) if children else ():
             if isinstance(v, ModuleVal) and v is not mod:
-                self._run_hooks(e, v, [out], out, st, depth + 1)
+                self._run_hooks(e, v, [out], out, st, depth + 1, keys=keys)
 
     def _module_state(self, mod, func_expr, depth=0):
         """Tensors assigned onto a module (``head.weight = emb.weight``, ``m.pos = table``,
@@ -179,7 +215,8 @@ class TorchCallsMixin:
     def _forward_opens_region(self, fv):
         node = fv.node
         text = "\n".join(self._lines_of(fv)[node.lineno - 1 : node.end_lineno])
-        return self._names_entry(text)
+        # (its words are those of its own module: `with FAKE:` names an import there)
+        return self._names_entry(text, self._scope_ctx.get(getattr(fv.scope, "module", None)))
 
     def call_qualname(self, e, q, args, kwargs, st):
         if q.startswith("builtins."):
@@ -242,11 +279,13 @@ class TorchCallsMixin:
                         return CtxVal("patch_allow", target)
             return CtxVal("null")
         if q in N.MAKE_FX:
-            tm = _const_kw(e, "tracing_mode", "real")
+            # the keywords' values as passed (`**CAPTURE_KW`, `cfg.tracing_mode` too)
+            open_kw = isinstance(kwargs, OpenKwargs)
+            tm = kwargs.get("tracing_mode", UNKNOWN if open_kw else ConstVal("real"))
+            tm = tm.value if isinstance(tm, ConstVal) else _NONCONST
             if tm in ("fake", "symbolic") and args:
-                allow = _const_kw(e, "_allow_non_fake_inputs", False)
-                if allow is _NONCONST:
-                    allow = None
+                allow = kwargs.get("_allow_non_fake_inputs", UNKNOWN if open_kw else ConstVal(False))
+                allow = allow.value if isinstance(allow, ConstVal) else None
                 desc = f'make_fx(tracing_mode="{tm}"' + (", _allow_non_fake_inputs=True)" if allow else ")")
                 self._modes_made = True
                 return TracedFn(args[0], ModeVal(allow, e.lineno, desc, None))
@@ -449,12 +488,18 @@ class TorchCallsMixin:
         last = q.rsplit(".", 1)[-1]
         mod.origin.param_names = _known_params(last, kwargs)
         mod.container = last in N.CONTAINER_MODULES
+        if last == "Sequential" and not kwargs and args and all(isinstance(a, ModuleVal) for a in args):
+            # its children by position (torch names them "0", "1", ...): its forward runs them in turn
+            mod.attrs.update((str(i), a) for i, a in enumerate(args))
+            mod.sequence = len(args)
         if last in N.CONTAINER_MODULES:
             children = [x for a in list(args) + list(kwargs.values()) for x in _flatten(a)]
             if not any(x.real_rg() or (isinstance(x, ModuleVal) and x.meta) for x in children):
                 mod.origin = None
         elif last in N.PARAMLESS_MODULES:
             mod.origin = None
+        if mod.sequence and mod.origin is not None:
+            mod.origin.owner = mod  # (freezing its parameters freezes its children's)
         return mod
 
 

@@ -427,6 +427,9 @@ TENSOR_SELF_METHODS = frozenset({"requires_grad_"})
 # nn.Module hook registration -> the attribute torch keeps them in; a module call runs
 # the pre hooks as fn(module, args) and the forward hooks as fn(module, args, output)
 # (on the module and on each submodule its forward calls)
+# the method name a ``MethodRef`` to torch's own forward of a layer carries
+# (``super().forward`` in a subclass of ``nn.Linear``): no user forward runs, nor hooks
+TORCH_FORWARD = "<torch forward>"
 MODULE_HOOK_REGISTRARS = {"register_forward_pre_hook": "_forward_pre_hooks", "register_forward_hook": "_forward_hooks"}
 # nn.Module methods a program may take as a value (`fwd = model.forward`) and call later
 MODULE_METHOD_NAMES = MODULE_SELF_METHODS | frozenset(

@@ -144,7 +144,7 @@ def _interesting(v, depth=0):
     if isinstance(v, (ModuleVal, ModeVal, CtxVal, ExitStackVal, TracedFn, OptimizerVal, TransformVal, ExportedProgramVal)):
         return True
     if isinstance(v, ClassVal):
-        return v.is_module  # calling it makes a module
+        return v.is_module or v.matters  # calling it makes a module (or an instance whose code names a mode)
     if isinstance(v, (SeqVal, MaybeVal)) and depth < 3:
         items = v.items if isinstance(v, SeqVal) else v.options
         return any(_interesting(x, depth + 1) for x in items)

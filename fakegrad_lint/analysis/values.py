@@ -20,6 +20,19 @@ def _current_file():
     return CURRENT_FILE[0]
 
 
+# The call of the linted file's code into another project module that the running
+# code was reached by (the entry itself, ``MODULE_BODY`` for the body of an imported
+# module, None for the linted file's own code). Origins remember it: a real value
+# made by an earlier call of the linted file (``model = build()``) and handed over
+# through module state (a registry, a global) comes from the linted file too.
+CURRENT_ENTRY: list = [None]
+MODULE_BODY = object()
+
+
+def _current_entry():
+    return CURRENT_ENTRY[0]
+
+
 class Value:
     """Base: an unknown value."""
 
@@ -68,6 +81,7 @@ class Origin:
     disabled: bool = False  # requires_grad switched off (e.g. every parameter frozen)
     owner: object = None  # the ModuleVal of a module of the file (its submodules are its parameters too)
     file: object = field(default_factory=_current_file)  # project module it was made in (None: the linted file)
+    made_in: object = field(default_factory=_current_entry)  # CURRENT_ENTRY when it was made
 
 
 @dataclass(eq=False)
@@ -129,6 +143,7 @@ class TVal(Value):
     derived: bool = False  # computed from a requires-grad value (not a leaf)
     may_fake: bool = False  # made in a region entered on some paths only (fake or real)
     shape: tuple | None = None  # its sizes, when known on every path (a tuple of ints)
+    device: str | None = None  # the device type of its storage, when known ("cpu", "meta")
 
     def real_rg(self):
         return self.origins if self.mode is None else frozenset()
@@ -156,6 +171,8 @@ class ModuleVal(Value):
     may_fake: bool = False  # made in a region entered on some paths only (fake or real)
     fake_out: bool = False  # its forward is known to use fake parameters: calling it, anywhere, gives fakes
     container: bool = False  # a torch container (Sequential, ModuleList, ModuleDict): its forward runs every child
+    sequence: int = 0  # a Sequential of known children: how many (attrs "0", "1", ...), run in turn
+    device: str | None = None  # the device type of all its storage, when known (set by to_empty(device=...))
 
     def is_real(self):
         return self.origin is not None and self.mode is None
@@ -529,10 +546,13 @@ class ProjModVal(Value):
     scope its body ran in) and the file it comes from. Also the interpreter's
     notion of "the file being run" (``Interpreter.ctx``)."""
 
-    __slots__ = ("name", "is_pkg", "mf", "scope")
+    __slots__ = ("name", "is_pkg", "mf", "scope", "loaded")
 
     def __init__(self, name, is_pkg, mf, scope):
         self.name, self.is_pkg, self.mf, self.scope = name, is_pkg, mf, scope
+        # its names as its body left them (None while the body runs): what a
+        # `from mod import name` run at that time binds, whatever is reassigned later
+        self.loaded = None
 
     def __repr__(self):
         return f"ProjMod({self.name})"

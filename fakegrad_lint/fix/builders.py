@@ -94,6 +94,9 @@ class _Nodes:
 
 def _build_fix(leak, source: str) -> Fix | None:
     plan: FixPlan = leak.fix
+    if plan.grad_writes and (plan.placement != "region" or plan.kind.startswith(("leaked-", "traced-", "op-"))):
+        raise NoFix(f"line {plan.grad_writes[0]} writes the gradients computed in the region to a real "
+                    f"tensor's `.grad`, which a fix here cannot move")
     if plan.kind.startswith("leaked-"):
         reason = modules.leaked_refusal(leak, plan)
         if reason is not None:
@@ -141,13 +144,14 @@ def _build_fix(leak, source: str) -> Fix | None:
             plan = replace(plan, kind="module-copy", value=dotted_name(loop_root) or "", uses=[loop_root])
             rewritten = [loop_root]
             first_stmt = _first_use_stmt(w, rewritten)
-    copy_all, after_roots, later = False, None, []
-    if plan.kind == "module" and not one_line and (_reads_grads_in_region_only(leak, plan, w) or
+    copy_all, after_roots, later, grads_converted = False, None, [], False
+    if plan.kind == "module" and not one_line and not modules.converts(w.body, plan.value) and \
+            (_reads_grads_in_region_only(leak, plan, w) or modules.handed_on(w.body, plan.value) or
                                                    modules.uses_own_methods(w.body, plan.value, plan.uses)):
         # the region reads the gradients it makes (`p.grad` for `p` in `model.parameters()`):
         # the region runs on a fake deep copy, every read of the module included
         loads = modules.module_loads(w.body, plan.value, 0)
-        after_roots = modules.grad_read_roots(_following(plan.module_tree, w), plan.value)
+        after_roots = modules.grad_read_roots(_following(plan.module_tree, w), plan.value, modules.made_in(w.body))
         if loads and after_roots is not None:
             loads = loads + after_roots  # the reads of the gradients after the block read the copy's
             plan, rewritten, copy_all = replace(plan, kind="module-copy", uses=loads), loads, True
@@ -156,7 +160,7 @@ def _build_fix(leak, source: str) -> Fix | None:
         # the name means something else by the time it leaks
         raise NoFix(f"`{plan.value}` is rebound in the region before it leaks (a loop or comprehension "
                     f"variable, an assignment)")
-    if plan.kind in ("module", "module-copy") and not copy_all:
+    if plan.kind in ("module", "module-copy") and not copy_all and not modules.converts(w.body, plan.value):
         from fakegrad_lint.fix.helpers import grad_read_copy  # a copy whose gradients the code reads
 
         plan = grad_read_copy(plan, w, _following(plan.module_tree, w), leak) or plan
@@ -222,12 +226,16 @@ def _build_fix(leak, source: str) -> Fix | None:
             fake = _unique(f"{base}_fake", taken)
             layout = _Layout(pos)
             each = not copy_all and modules.iterated(w.body, plan.uses[0])
-            hoist(modules.wrapped(f"{fake} = ", modules.fake_copy(f"{copy_name}.deepcopy", plan.value, mode, each),
-                                  indent, layout.unit, layout.limit))
+            share = modules.method_receiver(w.body, plan.uses)
+            hoist(modules.wrapped(f"{fake} = ", modules.fake_copy(f"{copy_name}.deepcopy", plan.value, mode, each,
+                                                                  share), indent, layout.unit, layout.limit))
             for node in plan.uses:
                 ops.replace(nodes.expr(node), fake)
             applicability = Applicability.UNSAFE
             form = f"`copy.deepcopy` over `{mode}.from_tensor` copies of its parameters and buffers"
+            if share:
+                form += (", sharing its public attributes with the real module, so what its methods record "
+                         "there stays visible")
             if plan.grad_redirect:
                 message = (f"Run `{plan.value}` as a fake copy ({form}), and read the copy's gradients where the "
                            f"code reads `{plan.value}`'s: gradients and state changes land on the copy")
@@ -268,6 +276,11 @@ def _build_fix(leak, source: str) -> Fix | None:
             ops.add_import("torch")
         applicability = Applicability.UNSAFE
         message = f"Call `{plan.value}` with `torch.func.functional_call` over fake copies of its parameters and buffers"
+        if leak.sink == "torch.autograd.grad":
+            grads_converted = _convert_grad_inputs(plan, w, mode, ops, nodes, leak)
+            if grads_converted:
+                message += (", and take `torch.autograd.grad` with respect to those copies "
+                            f"(`{mode}.from_tensor` gives the same copy of each parameter)")
     else:
         needs_import = False
         if plan.kind == "container":
@@ -295,6 +308,11 @@ def _build_fix(leak, source: str) -> Fix | None:
         applicability = Applicability.SAFE
         message = f"Convert `{plan.value}` at the boundary with `{mode}.from_tensor`"
 
+    if plan.grad_writes:
+        _redirect_grad_writes(plan, w, mode, ops, nodes)
+        message += (f"; the gradients it computes are written to the `{mode}.from_tensor` copies "
+                    f"(the same fakes the region used), not to the real tensors' `.grad`")
+        applicability = min(applicability, Applicability.UNSAFE)  # a write after the block changes
     body_lines = (w.body[0].lineno, w.body[-1].end_lineno)
     if plan.grad_redirect:
         return Fix(message, applicability, ops.edits())
@@ -307,7 +325,7 @@ def _build_fix(leak, source: str) -> Fix | None:
             # the gradients land on the fake copies: what the code reads there changes
             return Fix(f"{message} (not applied: line {read} reads the gradients of `{plan.value}`'s parameters)",
                        Applicability.DISPLAY_ONLY, ops.edits())
-        if leak.sink == "torch.autograd.grad":
+        if leak.sink == "torch.autograd.grad" and not grads_converted:
             # `autograd.grad(loss, inputs)` may differentiate with respect to the real
             # parameters, which the fixed graph no longer holds (a RuntimeError at run time)
             return Fix(f"{message} (not applied: `torch.autograd.grad` on line {leak.sink_line} may differentiate "
@@ -319,6 +337,13 @@ def _build_fix(leak, source: str) -> Fix | None:
             message += ", and read the copy's gradients after the block"
         return Fix(message, applicability, ops.edits())
     outside_grad = [ln for ln in plan.grad_reads if not body_lines[0] <= ln <= body_lines[1]]
+    if later and plan.kind not in ("module", "module-copy"):
+        # `layer.weight.grad` read after the block (the analysis may not know it for a
+        # module's parameter): it read the FakeTensor the region left; it must read the copy's
+        outside_grad = sorted(set(outside_grad) | {n.lineno for n in later})
+        if not _only_grad_reads_until(_following(plan.module_tree, w), plan.value, later):
+            return Fix(f"{message} (not applied: line {outside_grad[0]} reads the real gradient of "
+                       f"`{plan.value}` after another use of it)", Applicability.DISPLAY_ONLY, ops.edits())
     outside_sink = leak.sink == "torch.autograd.grad" and leak.sink_line is not None and not (
         body_lines[0] <= leak.sink_line <= body_lines[1]
     )
@@ -341,6 +366,89 @@ def _build_fix(leak, source: str) -> Fix | None:
     return Fix(message, applicability, ops.edits())
 
 
+def _convert_grad_inputs(plan, w, mode, ops, nodes, leak) -> bool:
+    """``torch.autograd.grad(loss, params)`` in the region over the module's real
+    parameters: the inputs become the fake copies the fixed graph holds (``fix/grads.py``).
+    True when every such call of the region (the sink's among them) is converted; nothing
+    is converted otherwise."""
+    from fakegrad_lint.fix import grads
+
+    lines = (w.body[0].lineno, w.body[-1].end_lineno)
+    if leak.sink_line is None or not lines[0] <= leak.sink_line <= lines[1]:
+        return False
+    if any(call.lineno > lines[1] for call, _ in grads.autograd_grad_calls(_following(plan.module_tree, w))):
+        return False  # a gradient after the block, over the graph the region made
+    fresh = modules.made_in(w.body)
+    before = _scope_body(plan.module_tree, w)
+    edits, sink_seen = [], False
+    for call, inputs in grads.autograd_grad_calls(w.body):
+        if inputs is None:
+            return False
+        text = grads.converted_inputs(inputs, plan.value, mode, before, fresh, nodes.pos.segment)
+        if text is None:
+            return False
+        sink_seen |= call.lineno <= leak.sink_line <= call.end_lineno
+        if text:
+            edits.append((inputs, text))
+    if not sink_seen:
+        return False
+    for node, text in edits:
+        ops.replace(nodes.expr(node), text)
+    return True
+
+
+def _only_grad_reads_until(stmts, value: str, reads) -> bool:
+    """Is every load of ``value`` in ``stmts`` up to the last of ``reads`` one of them
+    (no real use in between whose gradient the reads would then see)?"""
+    last = max(n.lineno for n in reads)
+    ids = {id(sub) for n in reads for sub in ast.walk(n)}
+    parts = value.split(".")
+    names = {".".join(parts[:i]) for i in range(1, len(parts) + 1)}  # `layer.weight`: `layer` too
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.Name, ast.Attribute)) and node.lineno <= last and \
+                    dotted_name(node) in names and id(node) not in ids:
+                return False
+    return True
+
+
+def _redirect_grad_writes(plan, w, mode, ops, nodes) -> None:
+    """``p.grad = g`` (``g`` computed in the region: ``torch.func.grad``, ``vmap``) after
+    the block, in the same function: ``{mode}.from_tensor(p).grad = g``. ``from_tensor``
+    memoizes, so the write lands on the fake copy the region used (or a fresh fake),
+    never on the real tensor. :class:`NoFix` for a write elsewhere."""
+    stmts = list(w.body) + _following(plan.module_tree, w)
+    found = {}
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                break
+            if isinstance(node, ast.Assign) and node.lineno in plan.grad_writes:
+                for t in node.targets:
+                    if isinstance(t, ast.Attribute) and t.attr == "grad":
+                        found.setdefault(node.lineno, []).append(t.value)
+    missing = [ln for ln in plan.grad_writes if ln not in found]
+    if missing:
+        raise NoFix(f"line {missing[0]} writes the gradients computed in the region to a real tensor's `.grad` "
+                    f"outside the code that runs right after the region")
+    for targets in found.values():
+        for target in targets:
+            text = nodes.pos.segment(target)
+            if text.startswith(f"{mode}.from_tensor("):
+                continue
+            ops.replace(nodes.expr(target), f"{mode}.from_tensor({text})")
+
+
+def _scope_body(tree, w) -> list:
+    """The body of the innermost function that holds ``w`` (the module's, at the top level)."""
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node.lineno <= _first_line(w) <= node.end_lineno and (best is None or node.lineno >= best.lineno):
+            best = node
+    return list((best or tree).body)
+
+
 def _reads_grads_in_region_only(leak, plan, w) -> bool:
     """Does the function read the gradients of the module's parameters, in the region or
     after it in the same block, only through the module's name (and no
@@ -352,7 +460,7 @@ def _reads_grads_in_region_only(leak, plan, w) -> bool:
     lines = (w.body[0].lineno, (following or w.body)[-1].end_lineno)
     if any(not lines[0] <= ln <= lines[1] for ln in plan.grad_reads):
         return False
-    roots = modules.grad_read_roots(following, plan.value)
+    roots = modules.grad_read_roots(following, plan.value, modules.made_in(w.body))
     loads = modules.module_loads(following, plan.value, 0)
     # after the block the module is only read for those gradients (no real step that
     # would make real ones: those reads must stay on the real module)
@@ -516,9 +624,11 @@ def _module_grad_read(stmts, module: str) -> int | None:
 
     for stmt in stmts:
         for node in ast.walk(stmt):
+            if modules.clip_root(node, module) is not None:
+                return node.lineno
             if isinstance(node, ast.Attribute) and node.attr == "grad":
-                name = dotted_name(node.value) or ""
-                if name.startswith(module + "."):
+                root = modules.chain_to(node.value, module)
+                if root is not None and root is not node.value:
                     return node.lineno
             elif isinstance(node, (ast.For, ast.AsyncFor)) and drawn_from_module(node.iter):
                 line = next((ln for b in node.body if (ln := has_grad(b)) is not None), None)
@@ -533,15 +643,26 @@ def _module_grad_read(stmts, module: str) -> int | None:
 
 
 def _following(tree, w):
-    """The statements after ``w`` in the block that holds it (empty if not found)."""
+    """The statements that run right after ``w``: those after it in the block that holds
+    it, then, when that block is the body of another ``with`` (which always runs its body
+    to the end), those after that one, and so on (empty if not found)."""
     if not isinstance(w, (ast.With, ast.AsyncWith)):
         return []
+    parents = {}
     for node in ast.walk(tree):
         for name in ("body", "orelse", "finalbody"):
             block = getattr(node, name, None)
-            if isinstance(block, list) and w in block:
-                return block[block.index(w) + 1 :]
-    return []
+            if isinstance(block, list):
+                for i, stmt in enumerate(block):
+                    parents[id(stmt)] = (node, name, block, i)
+    out, cur = [], w
+    while id(cur) in parents:
+        node, name, block, i = parents[id(cur)]
+        out.extend(block[i + 1:])
+        if not (isinstance(node, (ast.With, ast.AsyncWith)) and name == "body"):
+            break
+        cur = node
+    return out
 
 
 def _with_gradient_reads(uses, body, value):

@@ -58,11 +58,76 @@ def _kind_of(expr) -> str | None:
     return None
 
 
-def container_kind(tree, value: str) -> str | None:
-    """``"list"``, ``"tuple"`` or ``"dict"`` when every binding of ``value`` in the file
-    (an assignment, a ``*args``/``**kwargs`` parameter) makes that type; else None."""
-    kinds = set()
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _scope_nodes(scope):
+    """The nodes of ``scope`` (a function or the module), not those of the functions,
+    lambdas and classes nested in it (their bindings are their own); a function's own
+    ``arguments`` included."""
+    todo = [scope.args] if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+    todo += list(scope.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, _SCOPES):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def _scope_of(tree, line: int):
+    best = tree
     for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= node.end_lineno \
+                and (best is tree or node.lineno >= best.lineno):
+            best = node
+    return best
+
+
+def container_kind(tree, value: str, line: int | None = None) -> str | None:
+    """``"list"``, ``"tuple"`` or ``"dict"`` when every binding of ``value`` (an
+    assignment, a ``*args``/``**kwargs`` parameter) makes that type; else None. With
+    ``line``, the bindings are those of the scope that holds the line (the module's when
+    that function binds no such name: a global), otherwise those of the whole file."""
+    root = value.split(".", 1)[0]
+    nodes = list(ast.walk(tree))
+    if line is not None:
+        scope = _scope_of(tree, line)
+        nodes = list(_scope_nodes(scope))
+        declared = any(isinstance(n, (ast.Global, ast.Nonlocal)) and root in n.names for n in nodes)
+        if scope is not tree and (declared or not _binds(nodes, root)):
+            if declared or any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not scope
+                               and n.lineno < scope.lineno <= n.end_lineno for n in ast.walk(tree)):
+                return None  # a closure variable or a declared global: not worked out here
+            nodes = list(_scope_nodes(tree))
+    return _kind_of_bindings(nodes, value)
+
+
+def _binds(nodes, name: str) -> bool:
+    for node in nodes:
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, ast.arg) and node.arg == name:
+            return True
+    return False
+
+
+_ANNOTATED = {"Dict": "dict", "dict": "dict", "Mapping": "dict", "MutableMapping": "dict", "OrderedDict": "dict",
+              "List": "list", "list": "list", "Sequence": None, "Tuple": "tuple", "tuple": "tuple"}
+
+
+def _annotated_kind(annotation) -> str | None:
+    """The container type a parameter's annotation names (``Dict[str, Tensor]`` ->
+    ``"dict"``), else None. Trusted only together with the analysis' proof of what the
+    argument holds (:func:`conversion` checks that the two agree)."""
+    node = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+    name = dotted_name(node) if node is not None else None
+    return _ANNOTATED.get(name.rsplit(".", 1)[-1]) if name else None
+
+
+def _kind_of_bindings(nodes, value: str) -> str | None:
+    kinds = set()
+    for node in nodes:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if node.value is not None and any(dotted_name(t) == value for t in targets):
@@ -79,8 +144,9 @@ def container_kind(tree, value: str) -> str | None:
                 kinds.add("tuple")
             if node.kwarg is not None and node.kwarg.arg == value:
                 kinds.add("dict")
-            if any(a.arg == value for a in [*node.posonlyargs, *node.args, *node.kwonlyargs]):
-                kinds.add(None)
+            for a in [*node.posonlyargs, *node.args, *node.kwonlyargs]:
+                if a.arg == value:
+                    kinds.add(_annotated_kind(a.annotation))
     if len(kinds) == 1:
         return kinds.pop()
     return None
@@ -132,7 +198,9 @@ class NoConversion(Exception):
 
 def conversion(plan, mode: str, torch_name: str, taken) -> tuple[str, bool]:
     """``(expression, reads_torch)``: the fake copy of the container ``plan.value``."""
-    kind = container_kind(plan.module_tree, plan.value)
+    w = plan.with_node
+    line = getattr(w, "lineno", None) or (w.body[0].lineno if getattr(w, "body", None) else None)
+    kind = container_kind(plan.module_tree, plan.value, line)
     desc = plan.contents
     if kind is None:
         raise NoConversion(f"the type of `{plan.value}` is not known (a list, a tuple or a dict)")

@@ -185,8 +185,11 @@ def grad_read_copy(plan, w, following, leak):
     else:
         mods = list(plan.uses)
     allowed = {id(n) for n in mods + reads}
+    first = min(n.lineno for n in mods + reads)
     for stmt in stmts:
         for node in ast.walk(stmt):
+            if isinstance(getattr(node, "ctx", None), ast.Store) and node.lineno < first:
+                continue  # `model = get_model(name)` in the block before the copy is made
             if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and id(node) not in allowed and \
                     dotted_name(node) == module:
                 return None  # another use of the real module: it must stay real
@@ -202,9 +205,14 @@ def _grad_read_nodes(stmts, module) -> list:
     gradients are read: ``model[0].weight.grad`` (the ``model``), the ``model`` of
     ``model.parameters()`` (``named_parameters``...) in a loop or comprehension that
     reads ``.grad``."""
+    from fakegrad_lint.fix.modules import clip_root
+
     reads = []
     for stmt in stmts:
         for node in ast.walk(stmt):
+            clipped = clip_root(node, module)
+            if clipped is not None:
+                reads.append(clipped)
             if isinstance(node, ast.Attribute) and node.attr == "grad":
                 chain = node.value
                 while isinstance(chain, (ast.Attribute, ast.Subscript)) and dotted_name(chain) != module:

@@ -40,14 +40,52 @@ _NN_MODULE_METHODS = frozenset({
 })
 
 
-def fake_copy(copy_fn: str, module: str, mode: str, each: bool = False) -> str:
+def fake_copy(copy_fn: str, module: str, mode: str, each: bool = False, share_state: bool = False) -> str:
     """The expression of a fake deep copy of ``module`` made by ``mode`` (``each``: of a
-    list of modules, or the children a container module iterates over)."""
+    list of modules, or the children a container module iterates over). With
+    ``share_state`` the copy shares the objects of the public attributes of every
+    submodule (``self.logged``, ``self.hparams``: the memo maps each to itself), so a
+    method that records into them (``self.logged[name] = ...``) records into the real
+    module's, as before the fix; only the tensors and nn.Module's own ``_``-state are
+    copied."""
+    if share_state and not each:
+        return (f"{copy_fn}({module}, {{**{{id(v): v for sub in {module}.modules() for k, v in vars(sub).items() "
+                f"if not k.startswith('_')}}, **{{id(t): {mode}.from_tensor(t) for t in "
+                f"[*{module}.parameters(), *{module}.buffers()]}}}})")
     if each:
         return (f"{copy_fn}({module}, {{id(t): {mode}.from_tensor(t) for m in {module} for t in "
                 f"[*m.parameters(), *m.buffers()]}})")
     return (f"{copy_fn}({module}, {{id(t): {mode}.from_tensor(t) for t in "
             f"[*{module}.parameters(), *{module}.buffers()]}})")
+
+
+def handed_on(stmts, module: str) -> bool:
+    """Is ``module`` an argument of a call in ``stmts`` (``gradient_penalty(critic, x)``)?
+    The helper then runs the real module in the region too: the region uses a fake copy
+    throughout."""
+    for s in stmts:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Call):
+                args = [a.value if isinstance(a, ast.Starred) else a for a in n.args] + [k.value for k in n.keywords]
+                if any(dotted_name(a) == module for a in args) and \
+                        (dotted_name(n.func) or "").rsplit(".", 1)[-1] not in _METADATA_CALLS:
+                    return True
+    return False
+
+
+# builtins that only look at a module (no tensor op): handing it to them is no reason for a copy
+_METADATA_CALLS = frozenset({"isinstance", "type", "id", "print", "repr", "str", "len", "hasattr", "getattr",
+                             "callable", "vars", "dir"})
+
+
+def method_receiver(stmts, uses) -> bool:
+    """Is one of ``uses`` the receiver of a call of a method of the module's own class
+    (``module.training_step(...)``, not one of nn.Module's)? Such a method may keep Python
+    state on the module (see ``fake_copy(share_state=True)``)."""
+    ids = {id(u) for u in uses}
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and id(n.func.value) in ids
+               and n.func.attr not in _NN_MODULE_METHODS and not n.func.attr.startswith("__")
+               for s in stmts for n in ast.walk(s))
 
 
 def iterated(stmts, expr) -> bool:
@@ -94,6 +132,19 @@ def module_loads(stmts, module: str, from_line: int):
     return out
 
 
+# nn.Module methods that convert every tensor through `_apply`: on a copy whose tensors are
+# `from_tensor` fakes they raise (measured on torch 2.13: `Couldn't swap Linear.weight`)
+_CONVERSIONS = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type", "to_empty", "xpu",
+                          "mps", "ipu", "share_memory"})
+
+
+def converts(stmts, module: str) -> bool:
+    """Does ``stmts`` call a converting method of ``module`` (``model.float()``, ``model.to(d)``)?
+    A fake copy cannot run those (see ``_CONVERSIONS``)."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _CONVERSIONS
+               and dotted_name(n.func.value) == module for s in stmts for n in ast.walk(s))
+
+
 def uses_own_methods(stmts, module: str, calls) -> bool:
     """Does the region call a method of the module's own class (``ddp.all_reduce_grads()``,
     not one of ``nn.Module``'s) besides the leaking calls? Such a method reads the state the
@@ -120,11 +171,12 @@ def leaked_refusal(leak, plan) -> str | None:
     return None
 
 
-def grad_read_roots(stmts, module: str):
+def grad_read_roots(stmts, module: str, fresh=frozenset()):
     """The loads of ``module`` through which ``stmts`` read its gradients: the root of
     ``module.fc.weight.grad``, the receiver of ``module.parameters()`` (any method) that a
     loop or comprehension reading ``.grad`` draws from. None when a gradient is read
-    some other way (through another name)."""
+    some other way (through another name), except through a name of ``fresh`` (tensors
+    the region made itself, see :func:`made_in`: never one of the module's)."""
     def drawn(it):
         return it.func.value if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
             dotted_name(it.func.value) == module else None
@@ -135,7 +187,10 @@ def grad_read_roots(stmts, module: str):
     roots, covered = [], set()
     for stmt in stmts:
         for node in ast.walk(stmt):
-            if isinstance(node, (ast.For, ast.AsyncFor)) and drawn(node.iter) is not None and reads_grad(node.body):
+            clipped = clip_root(node, module)
+            if clipped is not None:
+                roots.append(clipped)
+            elif isinstance(node, (ast.For, ast.AsyncFor)) and drawn(node.iter) is not None and reads_grad(node.body):
                 roots.append(drawn(node.iter))
                 covered.update(id(n) for b in node.body for n in ast.walk(b))
             elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
@@ -146,13 +201,85 @@ def grad_read_roots(stmts, module: str):
     for stmt in stmts:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Attribute) and node.attr == "grad" and id(node) not in covered:
-                base = node.value
-                while isinstance(base, ast.Attribute) and dotted_name(base) != module:
-                    base = base.value
-                if dotted_name(base) != module:
+                if isinstance(node.value, ast.Name) and node.value.id in fresh:
+                    continue
+                base = chain_to(node.value, module)
+                if base is None:
                     return None
                 roots.append(base)
     return roots
+
+
+_FACTORIES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "arange", "randint", "tensor",
+                        "linspace", "eye", "randn_like", "rand_like", "zeros_like", "ones_like", "empty_like"})
+
+
+def made_in(stmts) -> frozenset:
+    """Plain names that ``stmts`` (a region's block) bind, once, to a torch factory call
+    (``x = torch.randn(6, 4, requires_grad=True)``): tensors made there, none of them a
+    parameter of a module."""
+    counts: dict = {}
+    made = set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.NamedExpr)) else []
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        counts[n.id] = counts.get(n.id, 0) + 1
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                pairs = [(node.targets[0], node.value)]
+                if isinstance(node.targets[0], ast.Tuple) and isinstance(node.value, ast.Tuple) and \
+                        len(node.targets[0].elts) == len(node.value.elts):
+                    pairs = list(zip(node.targets[0].elts, node.value.elts))  # `a, b = torch.randn(2), torch.randn(3)`
+                for target, value in pairs:
+                    if isinstance(target, ast.Name) and isinstance(value, ast.Call) and \
+                            isinstance(value.func, ast.Attribute) and value.func.attr in _FACTORIES and \
+                            dotted_name(value.func.value) == "torch":
+                        made.add(target.id)
+    made = {n for n in made if counts.get(n) == 1}
+    grown = True
+    while grown:  # `mixed = (alpha * real + (1 - alpha) * fake).requires_grad_()` over tensors made there
+        grown = False
+        for stmt in stmts:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                        and counts.get(node.targets[0].id) == 1 and node.targets[0].id not in made:
+                    reads = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+                    calls = [n for n in ast.walk(node.value) if isinstance(n, ast.Call)]
+                    if reads and reads <= made | {"torch"} and all(
+                            isinstance(c.func, ast.Attribute) for c in calls):
+                        made.add(node.targets[0].id)
+                        grown = True
+    return frozenset(made)
+
+
+_GRAD_READERS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "get_total_norm"})
+
+
+def clip_root(node, module: str):
+    """``torch.nn.utils.clip_grad_norm_(module.parameters(), ...)`` (a read of every
+    gradient of the module): the ``module`` node, else None."""
+    if isinstance(node, ast.Call) and node.args and (dotted_name(node.func) or "").rsplit(".", 1)[-1] in _GRAD_READERS:
+        arg = node.args[0]
+        if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr == "parameters" \
+                and dotted_name(arg.func.value) == module:
+            return arg.func.value
+    return None
+
+
+def chain_to(node, module: str):
+    """The node naming ``module`` at the root of ``node``'s chain of attributes and
+    constant subscripts (``model[0].weight`` -> ``model``), or None."""
+    while dotted_name(node) != module:
+        if isinstance(node, ast.Attribute):
+            node = node.value
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            node = node.value
+        else:
+            return None
+    return node
 
 
 def grad_reads_in(stmts, module: str) -> bool:

@@ -199,6 +199,9 @@ def _unbound_inserted_names(text: str, tree: ast.Module, spans) -> tuple[str, in
             if reaches(access, span[0]):
                 continue
             name = node.value
+            if not access.referents and isinstance(access.scope, ComprehensionScope) and \
+                    name in access.scope.assignments:
+                continue  # libcst gives a later `for` target read in the `if` clause no referent
             if name in _BUILTINS and not access.referents:
                 continue
             if not access.referents and not any(name in sc.assignments for sc in all_scopes):
