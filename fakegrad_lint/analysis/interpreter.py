@@ -163,6 +163,7 @@ def _release(interp, scopes):
     traversed by one or two collections before it was freed. Only what this
     analysis made is touched (its scopes, the classes defined in them); the
     leaks returned keep the AST nodes they name."""
+    scopes = [s for s in (r() for r in scopes) if s is not None]
     made = set(map(id, scopes))
     for s in scopes:
         for v in s.vars.values():
@@ -178,5 +179,4 @@ def _release(interp, scopes):
                         o.owner = None  # an instance of a module class of the file and its origin
         s.vars.clear()
         s.parent = s.module = s.func_node = None
-    scopes.clear()
     interp.__dict__.clear()
