@@ -55,6 +55,7 @@ CORPORA = {
     "fresh": ("fresh", "fresh_projects"),
     "vault": ("vault", "vault_projects"),
     "vault2": ("vault2", "vault2_projects"),
+    "probes": ("probes", "probes_projects"),
 }
 
 

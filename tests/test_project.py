@@ -1207,3 +1207,48 @@ def test_flag_returned_by_a_config_function_of_another_module_decides_the_contex
     proj = make(tmp_path / "p", {"settings.py": settings, "steps.py": steps, "main.py": main})
     got = _json_findings(proj, ".")[0]
     assert got == ({("main.py", 6, "FGL001"), ("steps.py", 10, "FGL001")} if hazard else set()), got
+
+
+_ESTIMATORS = """\
+ESTIMATORS = {}
+
+
+def register(name):
+    def deco(fn):
+        ESTIMATORS[name] = fn
+        return fn
+
+    return deco
+
+
+def get(name):
+    return ESTIMATORS.get(name)
+"""
+
+_PLUGIN = """\
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+import registry
+
+
+@registry.register("fake")
+def fake_estimate(net, x):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        net(x).sum().backward()
+"""
+
+
+@pytest.mark.parametrize("plugin_first, hazard", [(True, True), (False, False)])
+def test_import_order_decides_what_a_registry_filled_at_import_holds(tmp_path, plugin_first, hazard):
+    """``plugin.py`` registers its estimator with ``@registry.register("fake")`` (the
+    registry module imported whole) when it is imported; ``main.py`` looks it up by
+    key. Imported before the lookup, the estimator runs the real net forward and
+    backward in its region; imported after it, the lookup finds nothing (clean)."""
+    head = "import torch\nfrom torch import nn\n\nimport registry\n"
+    look = "est = registry.get('fake')\n"
+    plug = "import plugin  # noqa: E402,F401\n"
+    main = head + (plug + look if plugin_first else look + plug) + \
+        "if est is not None:\n    est(nn.Linear(4, 2), torch.randn(3, 4))\n"
+    proj = make(tmp_path / "p", {"registry.py": _ESTIMATORS, "plugin.py": _PLUGIN, "main.py": main})
+    got = _json_findings(proj, ".")[0]
+    assert got == ({("main.py", 8, "FGL001"), ("plugin.py", 9, "FGL001")} if hazard else set()), got

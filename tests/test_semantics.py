@@ -443,7 +443,8 @@ with FakeTensorMode(allow_non_fake_inputs=True) as m:
     fake = {k: m.from_tensor(v) for k, v in model.named_parameters()}
     g = torch.func.grad(loss)(fake, torch.ones(1, 2))
 for name, p in model.named_parameters():
-    p.grad = g[name]
+    # (the real parameters' .grad becomes the fake gradient: the oracle says hazard)
+    p.grad = g[name]  # FGL003
 """,
     "functorch_make_fx_strict": """
 from functorch import make_fx

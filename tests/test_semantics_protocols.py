@@ -10,6 +10,15 @@ defaults; tensor shapes as known values (``lru_cache`` keyed by ``x.shape[-2]``)
 a module's ``forward`` run outside any region (a fake it reads from a global or a
 cache mixes with its real parameters there).
 
+Fourth batch (sem4): loops and comprehensions over known elements run once per
+element; enums (members, lookups, identity); ``functools.singledispatch``; the
+library classes unittest (its runner), ``torch.fx.Interpreter`` and subclasses of
+FakeTensorMode; ``detect_fake_mode``; ``torch.func.vjp``; ``torch.distributions``;
+``.grad`` written with a fake; a real ``.grad`` staying real under a later fake
+backward; object state joined at branch merges (may values); the known children of
+torch containers (``net[0]``, ``modules()``, ``apply``); forward pre hooks;
+``nn.Sequential`` running its children; ``super().forward`` of a torch layer.
+
 Same format as :mod:`test_semantics`: lines that must be flagged end with
 ``# FGLxxx``; each hazard has a safe look-alike. Every program runs with real
 torch as labelled (``python tests/test_semantics_protocols.py --check`` runs them
@@ -892,6 +901,645 @@ teacher = nn.Linear(3, 2)
 with frozen(teacher), FakeTensorMode(allow_non_fake_inputs=True):
     x = torch.randn(2, 3, requires_grad=True)
     net(x).sum().backward()  # FGL001
+""",
+
+    # ------------------------------------------- loops over known elements (sem4)
+    "loop_over_known_flags_runs_each": """
+net = nn.Linear(2, 2)
+for dry in (True, False):
+    cm = FakeTensorMode(allow_non_fake_inputs=True) if dry else contextlib.nullcontext()
+    with cm:
+        net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    # a real backward first: the fake one accumulates into the real .grad in place
+    "real_backward_first_keeps_grads_real": """
+net = nn.Linear(2, 2)
+for dry in (False, True):
+    cm = FakeTensorMode(allow_non_fake_inputs=True) if dry else contextlib.nullcontext()
+    with cm:
+        net(torch.ones(1, 2)).sum().backward()  # FGL004
+""",
+    "zero_grad_between_real_and_fake_backward": """
+net = nn.Linear(2, 2)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+net(torch.ones(1, 2)).sum().backward()
+opt.step()
+opt.zero_grad()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "loop_over_known_flags_breaks_first": """
+net = nn.Linear(2, 2)
+for dry in (False, True):
+    if not dry:
+        break
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        net(torch.ones(1, 2)).sum().backward()
+""",
+    "comprehension_enters_each_context": """
+net = nn.Linear(2, 2)
+with contextlib.ExitStack() as stack:
+    [stack.enter_context(c) for c in (contextlib.nullcontext(), FakeTensorMode(allow_non_fake_inputs=True))]
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "generator_expression_never_consumed_enters_nothing": """
+net = nn.Linear(2, 2)
+with contextlib.ExitStack() as stack:
+    pending = (stack.enter_context(c) for c in (contextlib.nullcontext(), FakeTensorMode(allow_non_fake_inputs=True)))
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "each_request_known_false_never_trains": """
+net = nn.Linear(2, 2)
+jobs = [{"train": False}, {"train": False}]
+with FakeTensorMode(allow_non_fake_inputs=True):
+    for job in jobs:
+        out = net(torch.ones(1, 2))  # FGL004
+        if job["train"]:
+            out.sum().backward()
+""",
+    "each_request_known_true_trains": """
+net = nn.Linear(2, 2)
+jobs = [{"train": False}, {"train": True}]
+with FakeTensorMode(allow_non_fake_inputs=True):
+    for job in jobs:
+        out = net(torch.ones(1, 2))  # FGL001
+        if job["train"]:
+            out.sum().backward()
+""",
+    # ---------------------------------------------------------- detect_fake_mode
+    "detect_fake_mode_of_allowing_inputs": """
+from torch._guards import detect_fake_mode
+net = nn.Linear(2, 2)
+mode = FakeTensorMode(allow_non_fake_inputs=True)
+inputs = [mode.from_tensor(torch.ones(1, 2))]
+with detect_fake_mode(inputs):
+    net(inputs[0]).sum().backward()  # FGL001
+""",
+    "detect_fake_mode_of_real_inputs_is_none": """
+from torch._guards import detect_fake_mode
+net = nn.Linear(2, 2)
+inputs = [torch.ones(1, 2)]
+with (detect_fake_mode(inputs) or contextlib.nullcontext()):
+    net(inputs[0]).sum().backward()
+""",
+    # ------------------------------------------------- .grad written with a fake
+    "fake_written_to_real_grad": """
+w = nn.Parameter(torch.ones(3))
+with FakeTensorMode() as m:
+    g = torch.zeros(3)
+w.grad = g  # FGL003
+""",
+    "fake_written_to_real_grad_then_reset": """
+w = nn.Parameter(torch.ones(3))
+with FakeTensorMode() as m:
+    g = torch.zeros(3)
+w.grad = g
+print(tuple(w.grad.shape))
+w.grad = None
+""",
+    "fake_written_to_fake_copy_grad": """
+w = nn.Parameter(torch.ones(3))
+with FakeTensorMode() as m:
+    fw = m.from_tensor(w)
+    fw.grad = torch.zeros(3)
+""",
+    # ------------------------------------------------------------ torch.func.vjp
+    "vjp_over_real_parameter_grads_written": """
+lin = nn.Linear(2, 1)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    out, back = torch.func.vjp(lambda w: (torch.ones(4, 2) @ w.t()).sum(), lin.weight)  # FGL001
+    (g,) = back(torch.ones(()))
+lin.weight.grad = g
+""",
+    # (the pullback is never called: nothing is written to the real weight)
+    "vjp_pullback_never_called": """
+lin = nn.Linear(2, 1)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    out, back = torch.func.vjp(lambda w: (torch.ones(4, 2) @ w.t()).sum(), lin.weight)  # FGL004
+    shape = out.shape
+""",
+    # ------------------------------------------------------- torch.distributions
+    "distribution_of_real_logits_backpropagated": """
+head = nn.Linear(3, 4)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    d = torch.distributions.Categorical(logits=head(torch.ones(2, 3)), validate_args=False)  # FGL001
+    d.log_prob(torch.zeros(2, dtype=torch.long)).sum().backward()
+""",
+    "distribution_of_fake_logits_backpropagated": """
+head = nn.Linear(3, 4)
+with FakeTensorMode(allow_non_fake_inputs=True) as m:
+    logits = torch.randn(2, 4, requires_grad=True)
+    d = torch.distributions.Categorical(logits=logits, validate_args=False)
+    d.log_prob(torch.zeros(2, dtype=torch.long)).sum().backward()
+""",
+    # ------------------------------------------- autograd.grad over a part of it
+    "autograd_grad_of_a_submodule_weight": """
+class Two(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(2, 2)
+        self.b = nn.Linear(2, 1)
+    def forward(self, x):
+        return self.b(self.a(x))
+net = Two()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    out = net(torch.ones(1, 2)).sum()  # FGL001
+    torch.autograd.grad(out, [net.a.weight])
+""",
+    "autograd_grad_of_an_unrelated_tensor": """
+class Two(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(2, 2)
+        self.b = nn.Linear(2, 1)
+    def forward(self, x):
+        return self.b(self.a(x))
+net = Two()
+with FakeTensorMode(allow_non_fake_inputs=True):
+    x = torch.ones(1, 2, requires_grad=True)
+    out = net(x).sum()  # FGL004
+    torch.autograd.grad(out, [x])
+""",
+    # ------------------------------------- a strict fake meeting a real module
+    "strict_fake_into_real_module_call": """
+class Tiny(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+    def forward(self, x):
+        return self.lin(x)  # FGL002
+def example():
+    with FakeTensorMode():
+        return torch.ones(1, 2)
+Tiny()(example())  # FGL002
+""",
+    "strict_fake_into_module_made_in_its_mode": """
+class Tiny(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+    def forward(self, x):
+        return self.lin(x)
+with FakeTensorMode():
+    x = torch.ones(1, 2)
+    Tiny()(x)
+""",
+    # ---------------------------------------------------------------- enums
+    "enum_member_selects_fake_mode": """
+import enum
+class Phase(enum.Enum):
+    DRY = "dry"
+    REAL = "real"
+def context_for(phase):
+    return FakeTensorMode(allow_non_fake_inputs=True) if phase is Phase.DRY else contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with context_for(Phase["DRY"]):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "enum_member_selects_nullcontext": """
+import enum
+class Phase(enum.Enum):
+    DRY = "dry"
+    REAL = "real"
+def context_for(phase):
+    return FakeTensorMode(allow_non_fake_inputs=True) if phase is Phase.DRY else contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with context_for(Phase("real")):
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------------------- functools.singledispatch
+    "singledispatch_module_overload_keeps_it_real": """
+@functools.singledispatch
+def prepare(obj, mode):
+    return mode.from_tensor(obj)
+@prepare.register(nn.Module)
+def _(obj, mode):
+    return obj
+net = nn.Linear(2, 2)
+mode = FakeTensorMode(allow_non_fake_inputs=True)
+with mode:
+    prepare(net, mode)(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "singledispatch_tensor_goes_to_default": """
+@functools.singledispatch
+def prepare(obj, mode):
+    return mode.from_tensor(obj)
+@prepare.register(nn.Module)
+def _(obj, mode):
+    return obj
+w = torch.ones(2, requires_grad=True)
+mode = FakeTensorMode(allow_non_fake_inputs=True)
+with mode:
+    (prepare(w, mode) * 2).sum().backward()
+""",
+    # ------------------------------------------------------------- unittest
+    "unittest_test_runs_in_entered_context": """
+import unittest
+NET = nn.Linear(2, 2)
+class T(unittest.TestCase):
+    def setUp(self):
+        self.enterContext(FakeTensorMode(allow_non_fake_inputs=True))
+    def test_step(self):
+        NET(torch.ones(1, 2)).sum().backward()  # FGL001
+unittest.main(argv=["t"], exit=False)
+""",
+    "unittest_strict_crash_caught_by_runner": """
+import unittest
+NET = nn.Linear(2, 2)
+class T(unittest.TestCase):
+    def setUp(self):
+        self.enterContext(FakeTensorMode())
+    def test_step(self):
+        NET(torch.ones(1, 2)).sum().backward()
+unittest.main(argv=["t"], exit=False)
+""",
+    # ------------------------------------------------------- torch.fx.Interpreter
+    "fx_interpreter_runs_real_graph_module": """
+net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+gm = torch.fx.symbolic_trace(net)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    out = torch.fx.Interpreter(gm).run(torch.ones(1, 2))  # FGL001
+    out.sum().backward()
+""",
+    "fx_interpreter_forward_only": """
+net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+gm = torch.fx.symbolic_trace(net)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    out = torch.fx.Interpreter(gm).run(torch.ones(1, 2))  # FGL004
+    shape = out.shape
+""",
+    # ------------------------------------------------- FakeTensorMode subclasses
+    "mode_subclass_default_is_strict": """
+class Counting(FakeTensorMode):
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+net = nn.Linear(2, 2)
+with Counting():
+    net(torch.ones(1, 2))  # FGL002
+""",
+    "mode_subclass_used_for_copies_only": """
+class Counting(FakeTensorMode):
+    def __init__(self):
+        super().__init__(allow_non_fake_inputs=True)
+        self.count = 0
+net = nn.Linear(2, 2)
+mode = Counting()
+w = mode.from_tensor(net.weight)
+with mode:
+    (w * 2).sum().backward()
+""",
+    # ------------------------------------- generators yielding with dispatch off
+    "generator_yields_inside_region": """
+def batches():
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        for _ in range(2):
+            yield torch.ones(1, 2)
+net = nn.Linear(2, 2)
+for b in batches():
+    net(b).sum().backward()  # FGL001
+""",
+    "generator_yields_with_dispatch_off": """
+def batches():
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        for _ in range(2):
+            with unset_fake_temporarily():
+                yield torch.ones(1, 2)
+net = nn.Linear(2, 2)
+for b in batches():
+    net(b).sum().backward()
+""",
+    # ----------------------------------------- entry points named by strings
+    "mode_class_resolved_from_a_string": """
+import importlib
+SPEC = "torch._subclasses.fake_tensor:FakeTensorMode"
+def resolve(spec):
+    mod, _, name = spec.partition(":")
+    return getattr(importlib.import_module(mod), name)
+net = nn.Linear(2, 2)
+with resolve(SPEC)(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "null_context_resolved_from_a_string": """
+import importlib
+SPEC = "contextlib:nullcontext"
+def resolve(spec):
+    mod, _, name = spec.partition(":")
+    return getattr(importlib.import_module(mod), name)
+net = nn.Linear(2, 2)
+with resolve(SPEC)():
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------------------ object state at a merge
+    "attribute_set_in_one_branch_is_a_may_value": """
+import sys
+class Cfg:
+    def __init__(self):
+        self.mode = contextlib.nullcontext()
+cfg = Cfg()
+if len(sys.argv) > 5:
+    cfg.mode = FakeTensorMode(allow_non_fake_inputs=True)
+net = nn.Linear(2, 2)
+with cfg.mode:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "attribute_set_in_both_branches_is_certain": """
+import sys
+class Cfg:
+    def __init__(self):
+        self.mode = contextlib.nullcontext()
+cfg = Cfg()
+if len(sys.argv) > 5:
+    cfg.mode = FakeTensorMode(allow_non_fake_inputs=True)
+else:
+    cfg.mode = FakeTensorMode(allow_non_fake_inputs=True)
+net = nn.Linear(2, 2)
+with cfg.mode:
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "unfrozen_in_one_branch_stays_a_may_value": """
+import sys
+net = nn.Linear(2, 2)
+net.requires_grad_(False)
+if len(sys.argv) > 5:
+    net.requires_grad_(True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    x = torch.ones(1, 2, requires_grad=True)
+    net(x).sum().backward()
+""",
+    "unfrozen_in_both_branches_is_certain": """
+import sys
+net = nn.Linear(2, 2)
+net.requires_grad_(False)
+if len(sys.argv) > 5:
+    net.requires_grad_(True)
+else:
+    net.train().requires_grad_(True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    x = torch.ones(1, 2, requires_grad=True)
+    net(x).sum().backward()  # FGL001
+""",
+    # ------------------------------------------------- children of containers
+    "freezing_one_child_leaves_the_other": """
+net = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
+net[0].requires_grad_(False)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "freezing_every_child_freezes_the_container": """
+net = nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 2))
+net[0].requires_grad_(False)
+net[-1].requires_grad_(False)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    x = torch.ones(1, 2, requires_grad=True)
+    net(x).sum().backward()
+""",
+
+    # ----------------------------------------- Module.__call__: pre hooks first
+    "forward_pre_hook_enters_mode": """
+class Hooks:
+    def __init__(self):
+        self.mode = FakeTensorMode(allow_non_fake_inputs=True)
+    def pre(self, module, args):
+        self.mode.__enter__()
+    def post(self, module, args, out):
+        self.mode.__exit__(None, None, None)
+net = nn.Linear(2, 2)
+h = Hooks()
+net.register_forward_pre_hook(h.pre)
+net.register_forward_hook(h.post)
+out = net(torch.ones(1, 2))  # FGL001
+out.sum().backward()
+""",
+    "forward_pre_hook_removed_before_the_call": """
+class Hooks:
+    def __init__(self):
+        self.mode = FakeTensorMode(allow_non_fake_inputs=True)
+    def pre(self, module, args):
+        self.mode.__enter__()
+    def post(self, module, args, out):
+        self.mode.__exit__(None, None, None)
+net = nn.Linear(2, 2)
+h = Hooks()
+handles = [net.register_forward_pre_hook(h.pre), net.register_forward_hook(h.post)]
+for handle in handles:
+    handle.remove()
+out = net(torch.ones(1, 2))
+out.sum().backward()
+""",
+    # --------------------------------- nn.Sequential runs its children in turn
+    "sequential_runs_a_child_that_opens_a_region": """
+class Probe(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+    def forward(self, x):
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return self.lin(x)  # FGL001
+net = nn.Sequential(Probe(), nn.ReLU())
+net(torch.ones(1, 2)).sum().backward()
+""",
+    "sequential_child_region_reads_shapes_only": """
+class Probe(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+    def forward(self, x):
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            self.shape = torch.empty(3, 2).shape
+        return self.lin(x)
+net = nn.Sequential(Probe(), nn.ReLU())
+net(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------ super().forward of a torch layer subclass
+    "torch_layer_subclass_super_forward_in_region": """
+class Scaled(nn.Linear):
+    def forward(self, x):
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            y = super().forward(x)  # FGL001
+        return y * 2
+lin = Scaled(2, 2)
+lin(torch.ones(1, 2)).sum().backward()
+""",
+    "torch_layer_subclass_super_forward_outside": """
+class Scaled(nn.Linear):
+    def forward(self, x):
+        y = super().forward(x)
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            self.probe = torch.zeros(y.shape)
+        return y * 2
+lin = Scaled(2, 2)
+lin(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------------------ make_fx with **options
+    "make_fx_options_spread_fake": """
+from torch.fx.experimental.proxy_tensor import make_fx
+OPTS = {"tracing_mode": "fake", "_allow_non_fake_inputs": True}
+net = nn.Linear(2, 2)
+def step(x):
+    loss = net(x).sum()  # FGL001
+    loss.backward()
+    return loss
+make_fx(step, **OPTS)(torch.ones(1, 2))
+""",
+    "make_fx_options_spread_real": """
+from torch.fx.experimental.proxy_tensor import make_fx
+OPTS = {"tracing_mode": "real"}
+net = nn.Linear(2, 2)
+def step(x):
+    loss = net(x).sum()
+    loss.backward()
+    return loss
+make_fx(step, **OPTS)(torch.ones(1, 2))
+""",
+    # ------------------------------- small helpers run: a config's defaults
+    "config_helper_default_selects_fake_mode": """
+import argparse
+def parse(argv):
+    p = argparse.ArgumentParser()
+    p.add_argument("--dry", default="yes")
+    return p.parse_args(argv)
+args = parse([])
+net = nn.Linear(2, 2)
+cm = FakeTensorMode(allow_non_fake_inputs=True) if args.dry == "yes" else contextlib.nullcontext()
+with cm:
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "config_helper_default_selects_nullcontext": """
+import argparse
+def parse(argv):
+    p = argparse.ArgumentParser()
+    p.add_argument("--dry", default="no")
+    return p.parse_args(argv)
+args = parse([])
+net = nn.Linear(2, 2)
+cm = FakeTensorMode(allow_non_fake_inputs=True) if args.dry == "yes" else contextlib.nullcontext()
+with cm:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    # ------------------------------------ a container's modules() and apply()
+    "modules_walk_finds_the_linear": """
+net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+with FakeTensorMode(allow_non_fake_inputs=True):
+    total = 0
+    for m in net.modules():
+        if isinstance(m, nn.Linear):
+            total = total + m.weight.sum()  # FGL001
+    total.backward()
+""",
+    "modules_walk_finds_no_conv": """
+net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+with FakeTensorMode(allow_non_fake_inputs=True):
+    total = 0
+    for m in net.modules():
+        if isinstance(m, nn.Conv2d):
+            total = total + m.weight.sum()
+print(total)
+""",
+    "apply_reaches_the_linear_child": """
+def init(m):
+    if isinstance(m, nn.Linear):
+        nn.init.zeros_(m.bias)  # FGL002
+net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+with FakeTensorMode():
+    net.apply(init)
+""",
+    "apply_finds_no_conv_child": """
+def init(m):
+    if isinstance(m, nn.Conv2d):
+        nn.init.zeros_(m.bias)
+net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+with FakeTensorMode():
+    net.apply(init)
+""",
+    # ------------------------------------------ an empty container holds nothing
+    "memo_fills_empty_cache_with_a_fake": """
+_CACHE = {}
+def example(n):
+    if n not in _CACHE:
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            _CACHE[n] = torch.ones(n, 2)
+    return _CACHE[n]
+net = nn.Linear(2, 2)
+net(example(3)).sum().backward()  # FGL003
+""",
+    "memo_fills_empty_cache_with_a_real_tensor": """
+_CACHE = {}
+def example(n):
+    if n not in _CACHE:
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            with unset_fake_temporarily():
+                _CACHE[n] = torch.ones(n, 2)
+    return _CACHE[n]
+net = nn.Linear(2, 2)
+net(example(3)).sum().backward()
+""",
+    # ------------------- leaving a @contextmanager block resumes it after its yield
+    "contextmanager_leaves_hooks_registered": """
+class Hooks:
+    def __init__(self):
+        self.mode = FakeTensorMode(allow_non_fake_inputs=True)
+    def pre(self, module, args):
+        self.mode.__enter__()
+    def post(self, module, args, out):
+        self.mode.__exit__(None, None, None)
+@contextlib.contextmanager
+def fake_forward(model):
+    h = Hooks()
+    model.register_forward_pre_hook(h.pre)
+    model.register_forward_hook(h.post)
+    yield h
+net = nn.Linear(2, 2)
+with fake_forward(net):
+    net(torch.ones(1, 2))  # FGL004
+loss = net(torch.ones(1, 2)).sum()  # FGL001
+loss.backward()
+""",
+    "contextmanager_finally_removes_hooks": """
+class Hooks:
+    def __init__(self):
+        self.mode = FakeTensorMode(allow_non_fake_inputs=True)
+    def pre(self, module, args):
+        self.mode.__enter__()
+    def post(self, module, args, out):
+        self.mode.__exit__(None, None, None)
+@contextlib.contextmanager
+def fake_forward(model):
+    h = Hooks()
+    handles = [model.register_forward_pre_hook(h.pre), model.register_forward_hook(h.post)]
+    try:
+        yield h
+    finally:
+        for handle in handles:
+            handle.remove()
+net = nn.Linear(2, 2)
+with fake_forward(net):
+    net(torch.ones(1, 2))  # FGL004
+loss = net(torch.ones(1, 2)).sum()
+loss.backward()
+""",
+    # ------------------ break / continue inside try, in a loop over known elements
+    "continue_inside_try_goes_on_with_the_next": """
+net = nn.Linear(2, 2)
+for dry in (False, True):
+    try:
+        if not dry:
+            continue
+    finally:
+        pass
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "break_inside_try_ends_the_loop": """
+net = nn.Linear(2, 2)
+for dry in (False, True):
+    try:
+        if not dry:
+            break
+    finally:
+        pass
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        net(torch.ones(1, 2)).sum().backward()
 """,
 }
 

@@ -14,11 +14,12 @@ import copy
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _contains_yield
 from fakegrad_lint.analysis.context import CallSite
+from fakegrad_lint.analysis.heap import heap_field, heap_set
 from fakegrad_lint.analysis.state import MAX_DEPTH, Scope, _BlockExit
 from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, _arg_exprs, _dict_val, _interesting, _is_none_const,
     _is_tensorish)
 from fakegrad_lint.analysis.values import (UNKNOWN, AutogradApply, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal, ModeVal, DecoratorVal,
-    ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, MethodRef, ModRef, ModuleVal, PartialVal, ProjModVal, SeqVal,
+    ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, MethodRef, ModRef, ModuleVal, PartialVal, ProjModVal, ReturnsVal, SeqVal, SingleDispatchVal, DispatchRegister, LibraryMethod,
     SuperVal, TracedFn, TransformVal, TVal, join, join_all, union)
 
 _CALLEE = object()  # call_value's default: the call's own callee expression
@@ -38,6 +39,19 @@ class CallsMixin:
         if ran is None:
             ran = self.__dict__["_ran_nodes"] = set()  # def nodes whose body the program's own calls ran
         return ran
+
+    def _small(self, node):
+        """Is this function small enough to run whenever it is called?"""
+        memo = self.__dict__.setdefault("_small_defs", {})
+        v = memo.get(node)
+        if v is None:
+            n = 0
+            for _ in ast.walk(node):
+                n += 1
+                if n > SMALL_BODY_NODES:
+                    break
+            v = memo[node] = n <= SMALL_BODY_NODES and not isinstance(node, ast.Lambda)
+        return v
 
     def call_forced(self, node, callee, args, kwargs, st):
         """Call ``callee`` and run its body even when nothing of interest goes in."""
@@ -109,8 +123,12 @@ class CallsMixin:
             return CtxVal("gen", (fv, list(args), dict(kwargs)))
         if not (force or st.regions or self._may_matter(node, self._lines_of(fv)) or self._init_matters(fv)
                 or any(_interesting(a) for a in args)
-                or any(_interesting(v) for v in kwargs.values()) or _returns_at_once(node)):
-            return UNKNOWN  # outside any region, nothing of interest in or out: skip the body
+                or any(_interesting(v) for v in kwargs.values()) or _returns_at_once(node)
+                or self._small(node)):
+            # outside any region, nothing of interest in or out: skip the body (a small
+            # helper still runs: what it returns, a configuration's defaults, can decide
+            # which context a later `with` enters)
+            return UNKNOWN
         if st.cur is None and not st.stack and getattr(node, "name", None) != "__init__":
             # a run with unknown arguments (no caller): a function the program itself
             # called is what those calls made it do; unknown arguments would only add
@@ -164,6 +182,8 @@ class CallsMixin:
         """A generator that yields inside regions it entered itself (every yield in
         the same ones, none of them a may region): whoever iterates it runs each
         step of the loop while the generator is suspended in them."""
+        if any(regs is None for regs in seen):
+            return  # a yield with dispatch off: the consumer's steps run outside the regions
         entered = [tuple(r for r in regs if not any(r is o for o in st.regions)) for regs in seen]
         first = entered[0] if entered else ()
         if first and all(len(x) == len(first) and all(a is b for a, b in zip(x, first)) for x in entered) \
@@ -314,6 +334,20 @@ class CallsMixin:
             return self.call_method_ref(e, callee, args, kwargs, st)
         if isinstance(callee, DecoratorVal):
             return args[0] if args else UNKNOWN
+        if isinstance(callee, ReturnsVal):
+            return callee.result
+        if isinstance(callee, LibraryMethod):
+            res = self.library_method(e, callee.recv, callee.name, args, kwargs, st)
+            return UNKNOWN if res is None else res
+        if isinstance(callee, SingleDispatchVal):
+            return self.single_dispatch(e, callee, args, kwargs, st)
+        if isinstance(callee, DispatchRegister):
+            if callee.cls is None and len(args) == 2 and not kwargs:
+                callee.sd.registry.append((args[0], args[1]))  # `sd.register(cls, fn)`
+                return args[1]
+            if len(args) == 1 and not kwargs:
+                return self.register_dispatch(callee, args[0], st)
+            return UNKNOWN
         if isinstance(callee, CtxVal) and len(args) == 1 and not kwargs and isinstance(args[0], FuncVal):
             return self.context_decorate(callee, args[0])  # `torch.no_grad()(fn)`, `helper()(fn)`
         if isinstance(callee, AutogradApply):
@@ -365,6 +399,34 @@ class CallsMixin:
                 st.may -= 1
         return out or UNKNOWN
 
+    def single_dispatch(self, e, sd, args, kwargs, st):
+        """A call of a ``functools.singledispatch`` function: the implementation for the
+        type of the dispatch argument runs (the most derived of those that match, the
+        default when none does). When the answer is not known for some type, the call is
+        one of those that may run (a may value)."""
+        pos = 1 if sd.method else 0
+        if len(args) <= pos:
+            return UNKNOWN
+        x = args[pos]
+        sure, maybe = [], []
+        for cls, impl in sd.registry:
+            if isinstance(cls, ModRef) and cls.qualname in N.OBJECT_TYPES:
+                continue  # (`object` matches everything: the default's place)
+            known = self._isinstance(x, cls)
+            if known is True:
+                sure.append((cls, impl))
+            elif known is None:
+                maybe.append(impl)
+        if sure:
+            # (a class of the file over a base it derives from: the most derived)
+            best = [c for c in sure if not any(o is not c and isinstance(o[0], ClassVal) and isinstance(c[0], ClassVal)
+                                               and any(k is c[0] for k in o[0].mro[1:]) for o in sure)]
+            chosen = [impl for _, impl in best] + maybe
+        else:
+            chosen = maybe + [sd.default]
+        fn = chosen[0] if len(chosen) == 1 else MaybeVal(tuple(chosen))
+        return self.call_value(e, fn, args, kwargs, st, func_expr=None)
+
     def _isinstance(self, x, c):
         """``isinstance(x, c)`` when Python's answer is known (None: not known)."""
         if isinstance(c, SeqVal) and c.elts is not None and c.keys is None:
@@ -374,11 +436,25 @@ class CallsMixin:
             q = c.qualname
             if q in N.NN_MODULE_BASE:
                 return True if isinstance(x, ModuleVal) else (False if isinstance(x, (TVal, ConstVal)) else None)
+            if isinstance(x, ModuleVal) and x.torch_class is not None and x.cls is None and q.startswith("torch.nn."):
+                # a torch layer built by its constructor against a torch.nn class
+                last = q.rsplit(".", 1)[-1]
+                if last == x.torch_class:
+                    return True
+                return False if x.torch_class in N.KNOWN_LAYER_CLASSES and not last.startswith("_") else None
             if q in N.TENSOR_CLASSES:
                 return True if isinstance(x, TVal) else (False if isinstance(x, (ModuleVal, ConstVal)) else None)
             builtin = N.PYTHON_TYPES.get(q)
             if builtin is not None and isinstance(x, ConstVal):
                 return isinstance(x.value, builtin)
+            if builtin is not None and isinstance(x, (TVal, ModuleVal, SeqVal)):
+                return False
+            if q in N.MAPPING_TYPES:
+                if isinstance(x, SeqVal):
+                    return x.is_dict if q in ("builtins.dict", "typing.Dict") or x.is_dict else False
+                return False if isinstance(x, (TVal, ModuleVal, ConstVal)) else None
+            if q in N.OBJECT_TYPES:
+                return True
             return None
         if isinstance(c, ClassVal):
             cls = x.cls if isinstance(x, (InstanceVal, ModuleVal)) else None
@@ -508,9 +584,9 @@ class CallsMixin:
                     self.set_attribute(e.args[0] if e.args else None, args[0], n.value, val, e, st)
                 elif isinstance(n, ChildName) and n.module is args[0] and isinstance(args[0], ModuleVal):
                     # a child of the module, replaced by the value (LoRA-style injection)
-                    args[0].attrs[f"<child {id(e)}>"] = args[2]
+                    heap_set(args[0], f"<child {id(e)}>", args[2])
                 elif isinstance(args[0], ModeVal):
-                    args[0].allow = None  # any attribute, maybe the allow flag
+                    heap_field(args[0], "allow", None)  # any attribute, maybe the allow flag
             return UNKNOWN
         if name in ("staticmethod", "classmethod") and len(args) == 1 and isinstance(args[0], FuncVal):
             # `f = staticmethod(lambda: ...)` in a class body: as the decorator would
@@ -578,6 +654,10 @@ class CallsMixin:
         if name in ("max", "min", "abs") and args and any(_is_tensorish(a) for a in args):
             return self.op(e, [(a, None) for a in args], st, differentiable=name == "abs")
         return UNKNOWN
+
+
+# a function of at most this many AST nodes is cheap to run
+SMALL_BODY_NODES = 60
 
 
 def _all_bases_known(cls):

@@ -15,8 +15,9 @@ import copy
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.state import Crashed, Scope, YieldReached, _BlockExit
 from fakegrad_lint.analysis.torch_values import _forward_uses_fakes, _is_nn_module_class
-from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, CtxVal, FieldVal, FuncVal, InstanceVal,
-    ModRef, ModuleVal, Origin, PartialVal)
+from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, CtxVal, DispatchRegister, FieldVal,
+    FuncVal, InstanceVal, ModRef, ModuleVal, Origin, PartialVal, SeqVal, SingleDispatchVal, _same_const, is_enum_member,
+    join_all)
 
 
 def _c3_mro(cv):
@@ -41,6 +42,17 @@ def _c3_mro(cv):
         for q in seqs:
             if q and q[0] is head:
                 q.pop(0)
+
+
+def _library_of(cv):
+    """The modelled library class ``cv`` derives from (the first in its MRO), or None."""
+    for c in cv.mro or (cv,):
+        for b in c.bases:
+            if isinstance(b, ModRef) and b.qualname in N.LIBRARY_CLASSES:
+                return b.qualname
+            if isinstance(b, ClassVal) and b.library is not None:
+                return b.library
+    return None
 
 
 class DefinitionsMixin:
@@ -80,6 +92,8 @@ class DefinitionsMixin:
         the function as it was)."""
         if isinstance(dv, ModRef):
             q = dv.qualname
+            if q in N.SINGLEDISPATCH or q in N.SINGLEDISPATCHMETHOD:
+                return SingleDispatchVal(f, [], q in N.SINGLEDISPATCHMETHOD)
             if isinstance(f, FuncVal):
                 if q in N.CONTEXT_MANAGER:
                     f.contextmanager = True
@@ -96,6 +110,8 @@ class DefinitionsMixin:
             return f
         if isinstance(dv, CtxVal):
             return self.context_decorate(dv, f)
+        if isinstance(dv, DispatchRegister):
+            return self.register_dispatch(dv, f, st)
         if isinstance(dv, (FuncVal, BoundMethod, PartialVal, ClassVal, InstanceVal)):
             res = self.call_forced(node, dv, [f], {}, st)
             if res is UNKNOWN or res is None:
@@ -105,6 +121,21 @@ class DefinitionsMixin:
                 if res.cls is None:
                     res.cls = f.cls
             return res
+        return f
+
+    def register_dispatch(self, reg, f, st):
+        """``@sd.register`` / ``@sd.register(cls)`` / ``sd.register(cls, f)``: ``f`` is the
+        implementation for ``cls`` (or for its first parameter's annotation); register
+        returns ``f`` itself."""
+        cls = reg.cls
+        if cls is None and isinstance(f, FuncVal) and not isinstance(f.node, ast.Lambda):
+            params = list(f.node.args.posonlyargs) + list(f.node.args.args)
+            first = params[1 if reg.sd.method and len(params) > 1 else 0] if params else None
+            if first is not None and first.annotation is not None:
+                cls = self.eval(first.annotation, st)
+        if cls is None:
+            return DispatchRegister(reg.sd, f) if not isinstance(f, FuncVal) else f
+        reg.sd.registry.append((cls, f))
         return f
 
     def context_decorate(self, cm, f):
@@ -138,6 +169,7 @@ class DefinitionsMixin:
         cv = ClassVal(node, st.scope, is_module, {}, bases)
         cv.torch_base = torch_base
         cv.mro = _c3_mro(cv)
+        cv.library = _library_of(cv)
         # (an instance of it is worth following into calls: its methods can open a region)
         text = "\n".join(self.pos.lines[node.lineno - 1 : node.end_lineno])
         cv.matters = self._names_entry(text) or any(isinstance(b, ClassVal) and b.matters for b in bases)
@@ -169,6 +201,8 @@ class DefinitionsMixin:
                 cv.attrs[name] = v
         for c in reversed(cv.mro):
             cv.methods.update(c.own)
+        if cv.library is not None and N.LIBRARY_CLASSES.get(cv.library) == "enum":
+            self.make_enum_members(cv, st)
         hook = next((c.own["__init_subclass__"] for c in cv.mro[1:] if "__init_subclass__" in c.own), None)
         if isinstance(hook, FuncVal):
             # a base's __init_subclass__ runs on the new class (implicitly a class method)
@@ -186,10 +220,60 @@ class DefinitionsMixin:
             out = self.apply_decorator(dec, out, st)  # `cls = register("name")(cls)`
         return out
 
+    def make_enum_members(self, cv, st):
+        """An enum class: each public class attribute that is not a descriptor is a
+        member, one object per distinct value (an equal value names the same member,
+        an alias), with its ``value`` and ``name``; ``__init__`` runs on each member
+        with its value (spread when a tuple), as ``enum`` does."""
+        if any(isinstance(b, ClassVal) and b.members for b in cv.bases):
+            return  # (a subclass of an enum with members cannot be made: a TypeError)
+        members = {}
+        init = cv.lookup_method("__init__")
+        for name, v in list(cv.attrs.items()):
+            if name.startswith("_") or isinstance(v, (FuncVal, ClassVal, FieldVal, SingleDispatchVal, DispatchRegister)):
+                continue
+            alias = next((m for m in members.values() if isinstance(v, ConstVal)
+                          and isinstance(m.attrs["value"], ConstVal) and _same_const(m.attrs["value"].value, v.value)), None)
+            if alias is not None:
+                members[name] = alias
+                cv.attrs[name] = alias
+                continue
+            member = InstanceVal(cv, {"value": v, "_value_": v, "name": ConstVal(name), "_name_": ConstVal(name)})
+            members[name] = member
+            cv.attrs[name] = member
+            if init is not None:
+                spread = list(v.elts) if isinstance(v, SeqVal) and v.elts is not None and v.keys is None else [v]
+                try:
+                    self.call_function(init, [member] + spread, {}, st, force=True)
+                except (YieldReached, _BlockExit, Crashed):
+                    pass
+        cv.members = members
+
+    def enum_lookup(self, cls, args):
+        """``Cls(value)``: the member with that value (a member given: itself); not known:
+        one of the members."""
+        members = list(dict.fromkeys(cls.members.values()))
+        if not args:
+            return InstanceVal(cls, {})  # (a TypeError in Python; for methods run on their own: some member)
+        v = args[0]
+        if is_enum_member(v) and v.cls is cls:
+            return v
+        if isinstance(v, ConstVal):
+            for m in members:
+                mv = m.attrs.get("value")
+                if isinstance(mv, ConstVal) and _same_const(mv.value, v.value):
+                    return m
+            return UNKNOWN  # a ValueError
+        return join_all(members)
+
     def instantiate(self, cls, args, kwargs, st, node, force=False):
+        if cls.members is not None:
+            return self.enum_lookup(cls, args)
         region = st.active_region()
         if cls.is_module:
             inst = ModuleVal(None, region.mode if region else None, cls, {})
+        elif cls.library is not None:
+            inst = self.new_library_instance(cls, args, kwargs, st, node)
         else:
             inst = InstanceVal(cls, {})
         init = cls.lookup_method("__init__")
@@ -197,6 +281,11 @@ class DefinitionsMixin:
             try:
                 # (always run: the state it sets, a cache, a registry, decides what later calls do)
                 self.call_function(init, [inst] + list(args), kwargs, st, force=True)
+            except (YieldReached, _BlockExit):
+                pass
+        elif cls.library is not None and not cls.is_module:
+            try:
+                self.library_method(node, inst, "__init__", list(args), kwargs, st)  # the library's own
             except (YieldReached, _BlockExit):
                 pass
         else:

@@ -12,9 +12,36 @@ import ast
 from fakegrad_lint.analysis import values as _values
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import Crashed
-from fakegrad_lint.analysis.torch_values import broadcast, op_shape, shape_of, with_shape
+from fakegrad_lint.analysis.torch_values import _owns, broadcast, op_shape, shape_of, with_shape
 from fakegrad_lint.analysis.valueops import _carries, _flatten, _fold_strings, _is_module_value, _is_tensorish
-from fakegrad_lint.analysis.values import UNKNOWN, LeakRecord, Region, SeqVal, TVal
+from fakegrad_lint.analysis.heap import heap_field
+from fakegrad_lint.analysis.values import UNKNOWN, LeakRecord, ModuleVal, Region, SeqVal, TVal
+
+
+# sinks that accumulate into the leaves' .grad (torch.autograd.grad returns the gradients instead)
+_ACCUMULATING = frozenset({".backward()", "torch.autograd.backward"})
+
+
+def _has_real_grad(origin):
+    """Does the real value already hold a real ``.grad`` on every path (it, or the module
+    it is a parameter of)?"""
+    o = origin
+    while o is not None:
+        if o.grad_real is True:
+            return True
+        o = o.parent
+    return False
+
+
+def _part_of(a, b):
+    """Is the real value ``a`` the value ``b`` or a part of it (a parameter of the module
+    ``b``, of one of its submodules)? A gradient asked for ``a`` flows through a leak of ``b``."""
+    o = a
+    while o is not None:
+        if o is b:
+            return True
+        o = o.parent
+    return b.owner is not None and _owns(b.owner, a)
 
 
 class DispatchMixin:
@@ -86,7 +113,9 @@ class DispatchMixin:
                 for origin in origins:
                     if origin.disabled:
                         continue
-                    rec = self.record(node, origin, whole.get(id(v), v), ex, region, route, allow, st, grad, fake_ex, may)
+                    # (requires_grad switched off on some paths only: a may link)
+                    rec = self.record(node, origin, whole.get(id(v), v), ex, region, route, allow, st, grad, fake_ex,
+                                      may or origin.disabled is None)
                     if rec is not None:
                         new.append(rec)
             return TVal(frozenset(), mode, (leaks | frozenset(new)) if grad else frozenset(), may_fake=region_may)
@@ -146,6 +175,57 @@ class DispatchMixin:
             raise Crashed()
         return rec
 
+    def _real_grads(self, v, inputs):
+        """A backward outside any region through real values: their leaves (those in
+        ``inputs`` when given) hold real gradients from here on."""
+        wanted = None
+        if inputs is not None and inputs is not UNKNOWN:
+            wanted = set()
+            for x in (_flatten(inputs) if isinstance(inputs, SeqVal) else [inputs]):
+                wanted |= set(x.real_rg())
+        for o in v.real_rg():
+            if (wanted is None or o in wanted) and o.fake_grad is False:
+                heap_field(o, "grad_real", True)  # (into a fake .grad a real backward accumulates a fake)
+
+    def grads_reset(self, v, set_to_none=True):
+        """``opt.zero_grad()`` / ``model.zero_grad()`` / ``p.grad = None``: the real values'
+        ``.grad`` is None again (``set_to_none=False`` zeroes the real tensors in place)."""
+        if set_to_none is False:
+            return
+        for x in (_flatten(v) if isinstance(v, SeqVal) else [v]):
+            for o in x.real_rg():
+                heap_field(o, "grad_real", False if set_to_none is True else None)
+                heap_field(o, "fake_grad", False if set_to_none is True else o.fake_grad and None)
+                if o.owner is not None:
+                    for child in o.owner.attrs.values():
+                        if isinstance(child, ModuleVal) and child.origin is not None:
+                            heap_field(child.origin, "grad_real", False if set_to_none is True else None)
+
+    def fake_grad_written(self, target, obj, val, st):
+        """``p.grad = g`` with ``g`` a fake tensor and ``p`` a real requires-grad one: the
+        real tensor's ``.grad`` is the fake from here on (the setter checks device, dtype
+        and sizes, and dispatches nothing: no mode raises), as after a backward through
+        a fake op (HAZARD 3): the assignment is both the leak and its sink."""
+        if st.may or not isinstance(val, TVal) or not val.proven_fake() or val.leaks or not obj.proven_rg():
+            return
+        region = st.active_region()
+        route = "in-region"
+        if region is None or region.mode is not val.mode:
+            region, route = Region(val.mode, val.mode.allow, None, -1, None), "leaked-mix"
+        if region.may:
+            return
+        for origin in obj.real_rg():
+            if origin.disabled:
+                continue
+            rec = self.record(target, origin, obj, target.value, region, route, True, st, True, None, False)
+            heap_field(origin, "fake_grad", True)
+            if rec is not None:
+                rec.grad_written = True
+            if rec is not None and (".grad assignment", target.lineno) not in rec.sinks:
+                rec.fix_plan = None  # (the fake is written whatever the tensor is converted to)
+                rec.sinks.append((".grad assignment", target.lineno))
+                rec.sink_sites.append((".grad assignment", target, self.ctx if self.ctx is not self.main else None))
+
     def _made_by_earlier_call(self, origin):
         """Was this real value (made in another module) made by an earlier call of the
         linted file's code (``model = build()``; ``state.register(model)``), not by
@@ -163,6 +243,8 @@ class DispatchMixin:
 
     def sink(self, v, desc, node, st, inputs=None):
         leaks = v.taint()
+        if desc in _ACCUMULATING and not st.may and st.active_region() is None:
+            self._real_grads(v, inputs)
         if not leaks or st.may:
             return  # (a sink on a path that only may be taken proves no hazard)
         wanted = None
@@ -176,7 +258,11 @@ class DispatchMixin:
                 if isinstance(x, TVal) and x.mode is not None and not x.origins:
                     pass
         for rec in leaks:
-            if wanted is not None and rec.origin not in wanted:
-                continue
+            if wanted is not None and not any(_part_of(rec.origin, w) or _part_of(w, rec.origin) for w in wanted):
+                continue  # (the gradients asked for are of other tensors)
+            if desc in _ACCUMULATING and _has_real_grad(rec.origin):
+                continue  # accumulated in place into the real .grad it already has: it stays real
+            if desc in _ACCUMULATING and not rec.may:
+                heap_field(rec.origin, "fake_grad", True)  # (its .grad is the fake from here on)
             rec.sinks.append((desc, node.lineno))
             rec.sink_sites.append((desc, node, self.ctx if self.ctx is not self.main else None))

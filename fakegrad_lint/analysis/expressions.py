@@ -19,7 +19,8 @@ from fakegrad_lint.analysis.valueops import (_NONCONST, _compare, _dict_val, _fo
     _is_tensorish, _truth, _values_of)
 from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, ExportedProgramVal, FieldVal,
     FuncVal, InstanceVal, LazyImport, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, AutogradApply, ProjModVal, SeqVal, SuperVal,
-    TVal, Value, join, union, union_all)
+    DispatchRegister, PartialVal, SingleDispatchVal,
+    TVal, Value, join, join_all, union, union_all)
 
 
 class ExpressionsMixin:
@@ -156,7 +157,7 @@ class ExpressionsMixin:
         for region in inside:
             st.ctx = st.ctx.entering(region)
         try:
-            self.on_yield(self.iter_item(v, st), st)
+            self.on_yield(self.iter_item(v, st), st, e)
         finally:
             for region in reversed(inside):
                 st.ctx = st.ctx.leaving(region)
@@ -164,7 +165,7 @@ class ExpressionsMixin:
 
     def _eval_yield(self, e, st):
         v = self.eval(e.value, st) if e.value is not None else UNKNOWN
-        self.on_yield(v, st)
+        self.on_yield(v, st, e)
         return UNKNOWN
 
     def _eval_joined_str(self, e, st):
@@ -191,10 +192,11 @@ class ExpressionsMixin:
 
         return _FormattedPart(val, fmt)
 
-    def on_yield(self, v, st):
+    def on_yield(self, v, st, node=None):
         if st.stack and self._capture_gen is st.stack[-1]:
             y = YieldReached(st, v)
             y.ctx = st.ctx
+            y.node = node  # (where the helper resumes when the with-block ends)
             try:
                 raise y
             finally:
@@ -210,9 +212,62 @@ class ExpressionsMixin:
         cst.depth = st.depth
         cst.stack = st.stack
         cst.returns = st.returns
-        for gen in e.generators:
-            it = self.eval(gen.iter, cst)
-            self.note_loop_module(gen, gen.iter, it, cst)
+        try:
+            if len(e.generators) == 1 and not e.generators[0].is_async:
+                it = self.eval(e.generators[0].iter, cst)
+                self.note_loop_module(e.generators[0], e.generators[0].iter, it, cst)
+                elems = self.known_elements(it)
+                if elems is not None:
+                    return self._comprehension_each(e, elems, cst)
+                return self._comprehension_joined(e, cst, it)
+            return self._comprehension_joined(e, cst)
+        finally:
+            if not isinstance(e, ast.GeneratorExp):
+                # a list, set or dict comprehension runs right here: what its element
+                # enters (`[stack.enter_context(cm) for cm in cms]`) stays entered, as in
+                # Python (a generator expression runs where it is consumed)
+                st.ctx = cst.ctx.but(may=st.may)
+
+    def _comprehension_each(self, e, elems, cst):
+        """A comprehension over known elements: its element evaluated once per element,
+        in order, as Python does; the result's elements are known when every ``if`` is."""
+        gen = e.generators[0]
+        items, keys = [], []
+        exact = True
+        self._unroll_depth += 1
+        try:
+            for x in elems:
+                self.assign(gen.target, x, cst, None)
+                keep = True
+                for cond in gen.ifs:
+                    t = _truth(self.eval(cond, cst))
+                    if t is False:
+                        keep = False
+                        break
+                    exact = exact and t is True
+                if not keep:
+                    continue
+                if isinstance(e, ast.DictComp):
+                    k = self.eval(e.key, cst)
+                    keys.append(k.value if isinstance(k, ConstVal) else _NONCONST)
+                    items.append(self.eval(e.value, cst))
+                else:
+                    items.append(self.eval(e.elt, cst))
+        finally:
+            self._unroll_depth -= 1
+        if isinstance(e, ast.DictComp):
+            if exact and _NONCONST not in keys:
+                return _dict_val(keys, items)
+            return SeqVal(tuple(items), is_dict=True)
+        ordered = exact and not isinstance(e, ast.SetComp)
+        return SeqVal(tuple(items), tuple(items) if ordered else None)
+
+    def _comprehension_joined(self, e, cst, first=None):
+        """A comprehension run once with each target bound to the join of its items."""
+        for i, gen in enumerate(e.generators):
+            it = first if i == 0 and first is not None else self.eval(gen.iter, cst)
+            if not (i == 0 and first is not None):
+                self.note_loop_module(gen, gen.iter, it, cst)
             self.assign(gen.target, self.iter_item(it, cst), cst, None)
             for cond in gen.ifs:
                 self.eval(cond, cst)
@@ -235,6 +290,8 @@ class ExpressionsMixin:
             if it is not None:
                 res = self.call_function(it, [v], {}, st, force=True)
                 return UNKNOWN if res is v else self.iter_item(res, st)
+        if isinstance(v, ClassVal) and v.members:
+            return union_all(dict.fromkeys(v.members.values()))  # an enum's members, each
         if isinstance(v, SeqVal) and v.is_dict:
             # iterating a mapping gives its keys
             return union_all(ConstVal(k) for k in v.keys or ())
@@ -243,6 +300,9 @@ class ExpressionsMixin:
         if isinstance(v, TVal):
             return v  # iterating a tensor yields slices with the same provenance
         if isinstance(v, ModuleVal):
+            kids = module_children(v)
+            if kids is not None:
+                return union_all(kids) if kids else UNKNOWN
             return v  # ModuleList / Sequential: submodules of the same kind
         if isinstance(v, MaybeVal):
             out = None
@@ -253,6 +313,11 @@ class ExpressionsMixin:
         return UNKNOWN
 
     def subscript(self, e, obj, idx, st):
+        if isinstance(obj, ClassVal) and obj.members is not None:
+            # `Color["RED"]`: the member of that name (not known: one of them)
+            if isinstance(idx, ConstVal):
+                return obj.members.get(idx.value, UNKNOWN) if isinstance(idx.value, str) else UNKNOWN
+            return join_all(dict.fromkeys(obj.members.values()))
         getitem = self.user_dunder(obj, "__getitem__")
         if getitem is not None:
             # `obj[k]` is `type(obj).__getitem__(obj, k)`
@@ -290,6 +355,9 @@ class ExpressionsMixin:
                     return UNKNOWN
             return self.iter_item(obj)
         if isinstance(obj, ModuleVal):
+            child = _child_at(obj, idx)
+            if child is not None:
+                return child  # `net[0]`, `blocks[-1]`, `heads["cls"]`: that child
             return obj  # nn.Sequential / ModuleList indexing: a submodule of the same kind
         if _is_tensorish(obj):
             return self.op(e, [(obj, e.value)], st)
@@ -297,6 +365,8 @@ class ExpressionsMixin:
 
     def bind_method(self, m, obj, cls, st):
         """A function found on the class of ``obj``, bound as Python binds it."""
+        if isinstance(m, SingleDispatchVal) and m.method:
+            return PartialVal(m, (obj,), {})  # a singledispatchmethod, bound
         if not isinstance(m, FuncVal):
             return m
         if m.kind == "property" or any(
@@ -336,9 +406,9 @@ class ExpressionsMixin:
                 return UNKNOWN
             if attr == "grad":
                 for o in obj.real_rg():
-                    o.grad_reads.append(e.lineno)
-                    if o.parent is not None:
-                        o.parent.grad_reads.append(e.lineno)
+                    while o is not None:  # (a parameter's gradient is its modules' too, up the chain)
+                        o.grad_reads.append(e.lineno)
+                        o = o.parent
                 return TVal(frozenset(), obj.mode, frozenset())
             if attr == "data":
                 return TVal(frozenset(), obj.mode, frozenset())
@@ -358,8 +428,13 @@ class ExpressionsMixin:
                 if m is not None:
                     return self.bind_method(m, obj, cls, st)
                 a = cls.lookup_attr(attr)
+                if isinstance(a, SingleDispatchVal):
+                    return self.bind_method(a, obj, cls, st)
                 if a is not None:
                     return (a.default or UNKNOWN) if isinstance(a, FieldVal) else a
+                lib = self.library_attr(obj, attr) if cls.library is not None else None
+                if lib is not None:
+                    return lib  # a method of the library class it derives from (`self.addCleanup`)
                 getattr_fn = cls.lookup_method("__getattr__") if not attr.startswith("__") else None
                 if getattr_fn is not None and not isinstance(obj, ModuleVal):
                     # an attribute found nowhere else: `type(obj).__getattr__(obj, name)`
@@ -398,16 +473,59 @@ class ExpressionsMixin:
                 # no class of the file after it defines forward: torch's layer's runs on
                 # the module's own parameters (`super().forward(x)` in an nn.Linear subclass)
                 return MethodRef(obj.self_val, N.TORCH_FORWARD)
-            return UNKNOWN
+            # past the file's classes: the library class they derive from
+            lib = self.library_attr(obj.self_val, attr) if getattr(owner, "library", None) is not None else None
+            return lib if lib is not None else UNKNOWN
         if isinstance(obj, ExportedProgramVal):
             return UNKNOWN
+        if isinstance(obj, SingleDispatchVal):
+            return DispatchRegister(obj) if attr == "register" else UNKNOWN
         if isinstance(obj, OptimizerVal) and attr in N.OPTIMIZER_METHOD_NAMES:
             return MethodRef(obj, attr)
         if isinstance(obj, ModeVal):
             if attr == "allow_non_fake_inputs":
                 return ConstVal(obj.allow) if obj.allow is not None else UNKNOWN
+            if obj.cls is not None:
+                # an instance of a FakeTensorMode subclass of the file
+                if attr in obj.attrs:
+                    return obj.attrs[attr]
+                m = obj.cls.methods.get(attr)
+                if m is not None:
+                    return self.bind_method(m, obj, obj.cls, st)
+                a = obj.cls.lookup_attr(attr)
+                if a is not None:
+                    return a
+            if attr in N.MODE_METHOD_NAMES:
+                return MethodRef(obj, attr)  # (`self.addCleanup(mode.__exit__, None, None, None)`)
             return UNKNOWN
         return UNKNOWN
+
+
+def module_children(mod):
+    """What iterating a torch container with known children gives, in order (a
+    ModuleDict: its keys); None when not known."""
+    if mod.children is None or mod.cls is not None:
+        return None
+    if mod.torch_class == "ModuleDict":
+        return [ConstVal(k) for k in mod.children]
+    kids = [mod.attrs.get(k) for k in mod.children]
+    return kids if all(isinstance(k, ModuleVal) for k in kids) else None
+
+
+def _child_at(mod, idx):
+    """``mod[idx]`` for a container with known children (None: not known)."""
+    if mod.children is None or mod.cls is not None or not isinstance(idx, ConstVal):
+        return None
+    key = idx.value
+    if type(key) is int and mod.torch_class != "ModuleDict":
+        n = len(mod.children)
+        if not -n <= key < n:
+            return None
+        key = mod.children[key]
+    if not isinstance(key, str) or key not in mod.children:
+        return None
+    child = mod.attrs.get(key)
+    return child if isinstance(child, ModuleVal) else None
 
 
 def _is_autograd_function(cls):

@@ -29,6 +29,11 @@ def _path_of(ctx):
     return ctx.mf.path if ctx is not None and getattr(ctx, "mf", None) is not None else None
 
 
+def _reset_after_sink(rec):
+    """(A record whose fake .grad write also met another sink keeps that sink's verdict.)"""
+    return any(desc != ".grad assignment" for desc, _ in rec.sinks)
+
+
 def _values_name(rec):
     site = rec.entry[0] if rec.entry else None
     if site is not None and isinstance(site[0], ast.Call):
@@ -45,6 +50,8 @@ class FactsMixin:
         for rec in self.records.values():
             if rec.may:
                 continue  # a link is only possible: never a finding
+            if rec.grad_written and rec.origin.fake_grad is not True and not _reset_after_sink(rec):
+                continue  # the fake .grad written was reset (`zero_grad()`, `p.grad = None`) before the end
             if rec.crash:
                 verdict = Verdict.CRASH
             elif rec.sinks:
@@ -83,6 +90,9 @@ class FactsMixin:
                 # the computed gradients are written to the real tensor whatever it is converted
                 # to: the fix must move those writes too (fix/builders.py), or offer nothing
                 leak.fix.grad_writes = writes
+            kinds = self.__dict__.get("_with_kinds", {}).get((id(rec.region.with_node), rec.region.item_index))
+            if kinds is not None and kinds[0] is rec.region.with_node and len(kinds[1]) > 1:
+                leak.fix = None  # its `with` enters a fake mode on some runs only: a fix there would run on the others
             # one leak per place, route and value: `a @ b` leaks two values, two
             # findings (issue 14), each with its own fix
             key = (start, route, rec.value_text)
@@ -154,7 +164,9 @@ class FactsMixin:
         if rec.file is not None:
             steps.append(node_step("call", f"the real value enters `{_values_name(rec)}` ({rec.file.name}) here", reported, None))
         region = rec.region
-        allow = "allows non-fake inputs" if region.allow else "strict: a real input raises" if region.allow is False else "allow_non_fake_inputs unknown"
+        # (a mode entered strict but patched to allow non-fake inputs: what the op saw)
+        effective = True if region.allow is False and not rec.crash else region.allow
+        allow = "allows non-fake inputs" if effective else "strict: a real input raises" if effective is False else "allow_non_fake_inputs unknown"
         rmsg = f"{region.mode.desc} entered here ({allow})"
         w = region.with_node
         rfile = region.file

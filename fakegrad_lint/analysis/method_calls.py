@@ -12,6 +12,9 @@ import ast
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.context import DispatchContext
+from fakegrad_lint.analysis.expressions import module_children
+from fakegrad_lint.analysis.heap import heap_field, heap_set
+from fakegrad_lint.analysis.library_classes import LibraryMixin
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import (_disable_module_origins, _enable_module_origins, _fake_copy, _is_meta,
     _set_requires_grad, op_shape, shape_of, shape_read)
@@ -56,16 +59,17 @@ def _argparse_default(args, kwargs):
 def _materialize(mod, line, depth=0):
     """``to_empty`` outside a region: the module and what it holds get real storage."""
     if mod.origin is None:
-        mod.origin = Origin("module", "module", line)
-    mod.mode, mod.meta = None, False
+        heap_field(mod, "origin", Origin("module", "module", line))
+    heap_field(mod, "mode", None)
+    heap_field(mod, "meta", False)
     for k, x in list(mod.attrs.items()):
         if isinstance(x, TVal) and x.mode is not None:
-            mod.attrs[k] = TVal()  # (a parameter's requires-grad comes with the module's origin)
+            heap_set(mod, k, TVal())  # (a parameter's requires-grad comes with the module's origin)
         elif isinstance(x, ModuleVal) and depth < 4 and (x.meta or x.mode is not None):
             _materialize(x, line, depth + 1)
 
 
-class MethodCallsMixin:
+class MethodCallsMixin(LibraryMixin):
     """obj.name(...) by the kind of obj."""
 
     def call_method(self, e, recv, name, args, kwargs, st):
@@ -97,12 +101,19 @@ class MethodCallsMixin:
                 out = getattr(recv.value, name)(*(a.value for a in args))
             except Exception:
                 return UNKNOWN
-            if isinstance(out, list):
+            if isinstance(out, (list, tuple)):
                 items = tuple(ConstVal(x) for x in out)
                 return SeqVal(items, items)
             return ConstVal(out)
         if isinstance(recv, ArgParserVal):
             return self.parser_method(e, recv, name, args, kwargs, st)
+        if isinstance(recv, ModeVal) and recv.cls is not None and not name.startswith("__"):
+            # an instance of a FakeTensorMode subclass of the file: its own methods first
+            if name in recv.attrs:
+                return self.call_value(e, recv.attrs[name], args, kwargs, st)
+            m = recv.cls.methods.get(name)
+            if m is not None:
+                return self.call_value(e, self.bind_method(m, recv, recv.cls, st), args, kwargs, st)
         if isinstance(recv, ModeVal):
             if name in N.FROM_REAL_TENSOR_ATTR:
                 return _fake_copy(args[-1] if args else UNKNOWN, recv)
@@ -140,6 +151,10 @@ class MethodCallsMixin:
                     return self.call_function(m, args, kwargs, st)
                 return self.call_function(m, [recv] + list(args), kwargs, st,
                                           site=(e, [e.func.value] + _arg_exprs(e), [recv] + list(args)))
+            if recv.cls.library is not None:
+                res = self.library_method(e, recv, name, args, kwargs, st)
+                if res is not None:
+                    return res
             if recv.cls.lookup_method("__getattr__") is not None:
                 return self.call_value(e, self.attribute(e.func, recv, name, st), args, kwargs, st)
             return UNKNOWN
@@ -149,9 +164,12 @@ class MethodCallsMixin:
             if name == "remove":
                 held = recv.module.attrs.get(recv.key)
                 if isinstance(held, SeqVal):
-                    recv.module.attrs[recv.key] = SeqVal(tuple(h for h in held.items if h is not recv.fn))
+                    heap_set(recv.module, recv.key, SeqVal(tuple(h for h in held.items if h is not recv.fn)))
             return UNKNOWN
         if isinstance(recv, OptimizerVal):
+            if name == "zero_grad":
+                self.grads_reset(recv.params, _set_to_none(args, kwargs))
+                return UNKNOWN
             if name == "step" and args:
                 return self.call_value(e, args[0], [], {}, st, func_expr=None)  # step(closure) runs the closure
             return UNKNOWN
@@ -335,8 +353,33 @@ class MethodCallsMixin:
             if name == "named_parameters":
                 return SeqVal((SeqVal((UNKNOWN, p), (UNKNOWN, p)),))
             return SeqVal((p,), is_dict=True)  # state_dict(keep_vars=True)
+        kids = module_children(mod) if mod.torch_class != "ModuleDict" else (
+            [mod.attrs[k] for k in mod.children] if mod.children is not None and mod.cls is None else None)
+        if kids is not None and name in ("children", "named_children"):
+            if name == "children":
+                return SeqVal(tuple(kids), tuple(kids))
+            pairs = tuple(SeqVal((ConstVal(k), c), (ConstVal(k), c)) for k, c in zip(mod.children, kids))
+            return SeqVal(pairs, pairs)
+        if name in ("modules", "named_modules") and mod.children is not None and mod.cls is None:
+            found = _descendants(mod, "", 0)
+            if found is not None:
+                if name == "modules":
+                    mods = tuple(m for _, m in found)
+                    return SeqVal(mods, mods)
+                pairs = tuple(SeqVal((ConstVal(k), m), (ConstVal(k), m)) for k, m in found)
+                return SeqVal(pairs, pairs)
         if name in ("children", "modules"):
             return SeqVal((mod,))
+        if name in N.MODULE_MAPPING_VIEWS and mod.cls is None and mod.children is not None \
+                and mod.torch_class == "ModuleDict":
+            keys = tuple(ConstVal(k) for k in mod.children)
+            vals = tuple(mod.attrs.get(k, UNKNOWN) for k in mod.children)
+            if name == "keys":
+                return SeqVal(keys, keys)
+            if name == "values":
+                return SeqVal(vals, vals)
+            pairs = tuple(SeqVal((k, v), (k, v)) for k, v in zip(keys, vals))
+            return SeqVal(pairs, pairs)
         if name in N.MODULE_MAPPING_VIEWS and mod.cls is None:
             # nn.ModuleDict / ParameterDict views: its entries stand for the container
             # (their parameters are its parameters), keys unknown
@@ -373,7 +416,7 @@ class MethodCallsMixin:
             if vals and len(modes) == 1 and all(isinstance(v, TVal) and v.proven_fake() for v in vals):
                 mode = next(iter(modes.values()))
                 _fakify_in_region(mod, Region(mode, mode.allow), st)
-                mod.fake_out = mod.fake_out or mod.cls is None
+                heap_field(mod, "fake_out", mod.fake_out or mod.cls is None)
             return UNKNOWN
         if name == "to_empty":
             # new storage for every parameter, in place: fake under an active region,
@@ -395,6 +438,9 @@ class MethodCallsMixin:
             if region is not None and st.allow_of(region.mode) is True and not st.may:
                 _fakify_in_region(mod, region, st)
                 return mod
+        if name == "zero_grad" and real:
+            self.grads_reset(mod, _set_to_none(args, kwargs))
+            return UNKNOWN
         if name == "requires_grad_":
             # in place, on every parameter: the module (and what was taken from it) is
             # frozen or unfrozen from here on
@@ -403,23 +449,33 @@ class MethodCallsMixin:
             return mod
         if name in N.MODULE_SELF_METHODS:
             if name == "to" and (_is_meta(args) or _is_meta(list(kwargs.values()))):
-                mod.meta = True
+                heap_field(mod, "meta", True)
             if name == "apply" and args:
-                self.call_value(e, args[0], [mod], {}, st, func_expr=None)  # fn(m) for every submodule m
+                self._apply_to_modules(e, args[0], mod, st, 0)  # fn(m) for every submodule m, then the module
             return mod
         if name in N.MODULE_HOOK_REGISTRARS and args and not kwargs.get("with_kwargs"):
             key = N.MODULE_HOOK_REGISTRARS[name]
             self._hooks_made = True
             held = mod.attrs.get(key)
-            mod.attrs[key] = SeqVal((held.items if isinstance(held, SeqVal) else ()) + (args[0],))
+            heap_set(mod, key, SeqVal((held.items if isinstance(held, SeqVal) else ()) + (args[0],)))
             return HookHandle(mod, key, args[0])
         if name in ("register_parameter", "register_buffer") and len(args) >= 2 and isinstance(args[0], ConstVal):
-            mod.attrs[str(args[0].value)] = args[1]
+            heap_set(mod, str(args[0].value), args[1])
             return UNKNOWN
         if name in ("add_module", "register_module") and len(args) >= 2 and isinstance(args[0], ConstVal):
-            mod.attrs[str(args[0].value)] = args[1]
+            heap_set(mod, str(args[0].value), args[1])
             return UNKNOWN
         return UNKNOWN
+
+    def _apply_to_modules(self, e, fn, mod, st, depth):
+        """``module.apply(fn)``: fn on each child (theirs first, recursively), then on the module."""
+        for child in (module_children(mod) or []) if depth < 4 and mod.torch_class != "ModuleDict" else []:
+            self._apply_to_modules(e, fn, child, st, depth + 1)
+        if depth < 4 and mod.torch_class == "ModuleDict" and mod.children is not None:
+            for k in mod.children:
+                if isinstance(mod.attrs.get(k), ModuleVal):
+                    self._apply_to_modules(e, fn, mod.attrs[k], st, depth + 1)
+        self.call_value(e, fn, [mod], {}, st, func_expr=None)
 
     def tensor_method(self, e, recv, name, args, kwargs, st):
         if name == "backward":
@@ -472,15 +528,41 @@ class MethodCallsMixin:
         return self.op(e, operands, st, differentiable=diff, shape=shape)
 
 
+def _descendants(mod, prefix, depth):
+    """``module.named_modules()`` of a container whose children are known: (name, module)
+    for the module itself, then each child's, depth first (None: some child not known)."""
+    out = [(prefix, mod)]
+    if mod.children is None or mod.cls is not None:
+        return out if depth else None
+    if depth > 4:
+        return None
+    for k in mod.children:
+        child = mod.attrs.get(k)
+        if not isinstance(child, ModuleVal):
+            return None
+        sub = _descendants(child, f"{prefix}.{k}" if prefix else k, depth + 1)
+        if sub is None:
+            return None
+        out.extend(sub)
+    return out
+
+
+def _set_to_none(args, kwargs):
+    """``zero_grad(set_to_none=...)``: True (the default), False, or None when not known."""
+    v = args[0] if args else kwargs.get("set_to_none", ConstVal(True))
+    return bool(v.value) if isinstance(v, ConstVal) and isinstance(v.value, bool) else None
+
+
 def _fakify_in_region(mod, region, st):
     """Every parameter of ``mod`` replaced by a new tensor made under ``region``'s
     mode (``to_empty``, a dtype cast): the module holds fakes from here on."""
-    mod.mode = region.mode
-    mod.may_fake = region.may or bool(st.may)
-    mod.fake_out = mod.fake_out or (mod.origin is not None and mod.cls is None)
+    heap_field(mod, "mode", region.mode)
+    heap_field(mod, "may_fake", region.may or bool(st.may))
+    heap_field(mod, "fake_out", mod.fake_out or (mod.origin is not None and mod.cls is None))
     # its submodules and tensors are converted with it
-    mod.attrs.update((k, _fake_copy(x, region.mode)) for k, x in list(mod.attrs.items())
-                     if isinstance(x, (ModuleVal, TVal, SeqVal)))
+    for k, x in list(mod.attrs.items()):
+        if isinstance(x, (ModuleVal, TVal, SeqVal)):
+            heap_set(mod, k, _fake_copy(x, region.mode))
 
 
 def _is_dtype_cast(name, args, kwargs):

@@ -582,7 +582,7 @@ def _text_statements(text: str) -> tuple:
 # a registration: `@register("fake")` / `@registry.register` before a def or class,
 # or a top-level `register("fake", FakeBackend)`, `REGISTRY["fake"] = FakeBackend`,
 # `REGISTRY.update(...)`
-_REG_RE = re.compile(r"@[ \t]*([A-Za-z_]\w*)|([A-Za-z_]\w*)[ \t]*[(\[.]")
+_REG_RE = re.compile(r"@[ \t]*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)|([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)[ \t]*[(\[.]")
 
 
 def _through_reexports(fed) -> set:
@@ -612,8 +612,21 @@ def _feeds(path: str, hot) -> set:
     used = {name for name, bound, words in regs if not bound.isdisjoint(hot) or (not bound and not words.isdisjoint(hot))}
     if not used:
         return set()
-    return {(target, name) for local, target, name, _sub in bindings
-            if target is not None and name not in (None, "*") and local in used}
+    # a name used as `local` or `local.attr` (the registry's module imported whole:
+    # `@registry.register("fake")`, `registry.REG["fake"] = cls` feed `register`, `REG`)
+    heads: dict = {}
+    for u in used:
+        head, _, attr = u.partition(".")
+        heads.setdefault(head, set()).add(attr)
+    out = set()
+    for local, target, name, _sub in bindings:
+        if target is None or local not in heads:
+            continue
+        if name not in (None, "*"):
+            out.add((target, name))
+        elif name is None:
+            out.update((target, attr) for attr in heads[local] if attr)
+    return out
 
 
 def hot_names(path: str, text: str | None, depth: int = 0) -> frozenset:

@@ -27,6 +27,10 @@ class RegionsMixin:
         try:
             for i, item in enumerate(s.items):
                 cm = self.eval(item.context_expr, st)
+                # (a `with` that enters a fake mode on one run and another context on
+                # another, a loop's iterations: no fix in its block holds for both)
+                seen = self.__dict__.setdefault("_with_kinds", {}).setdefault((id(s), i), [s, set()])
+                seen[1].add("mode" if isinstance(cm, ModeVal) else "other")
                 if isinstance(cm, CtxVal) and cm.kind == "suppress_assert" and before is None:
                     before = set(self.records)
                 bound = item.optional_vars.id if isinstance(item.optional_vars, ast.Name) else None
@@ -43,7 +47,7 @@ class RegionsMixin:
             if before is not None:
                 self.crashes_caught(before)
 
-    def enter(self, cm, st, undo, with_node=None, index=-1, bound=None, expr=None, may=False):
+    def enter(self, cm, st, undo, with_node=None, index=-1, bound=None, expr=None, may=False, raw=False):
         """Enter a context manager value: ``st.ctx`` becomes the context inside it; its undo,
         a function of the state that leaves it, goes on ``undo``.
         ``may``: the value is entered on some paths only (its region proves nothing)."""
@@ -73,6 +77,8 @@ class RegionsMixin:
             return self.enter_instance(cm, st, undo, may)
         if isinstance(cm, WorkerVal):
             return cm  # `with ThreadPoolExecutor() as pool:` (leaving it waits for the work)
+        if isinstance(cm, ModeVal) and not raw and cm.cls is not None and cm.cls.lookup_method("__enter__") is not None:
+            return self.enter_instance(cm, st, undo, may)  # a subclass's own __enter__ (super().__enter__() enters it)
         if isinstance(cm, ModeVal):
             name = bound
             if name is None and expr is not None:
@@ -177,7 +183,6 @@ class RegionsMixin:
                     r.with_node, r.item_index, r.bound_name = with_node, index, bound
                     r.func_node = st.scope.func_node
             st.ctx = y.ctx.but(patched=outer.patched | y.ctx.patched, may=outer.may)
-
             def restore(s, gst=y.state):
                 self._resume_generator(fv, gst, s)
                 s.ctx = s.ctx.but(regions=tuple(r for r in s.regions if r in outer.regions),

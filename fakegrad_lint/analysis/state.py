@@ -19,6 +19,11 @@ MAX_DEPTH = 6
 
 STEP_BUDGET = 400_000
 
+# a loop over a sequence of known elements runs once per element (Python's own
+# order) when it has at most this many, nested at most UNROLL_DEPTH deep
+UNROLL_MAX = 8
+UNROLL_DEPTH = 2
+
 
 class Crashed(Exception):
     """A strict fake mode met a real tensor: execution stops here."""
@@ -31,7 +36,12 @@ class YieldReached(Exception):
 
 
 class _BlockExit(Exception):
-    """return / break / continue / raise: the rest of the block is dead."""
+    """return / break / continue / raise: the rest of the block is dead. ``kind``
+    says which (a loop run once per known element needs to know)."""
+
+    def __init__(self, kind="return"):
+        super().__init__(kind)
+        self.kind = kind
 
 
 class PseudoWith:

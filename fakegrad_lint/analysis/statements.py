@@ -12,8 +12,10 @@ import sys
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _FUNCTION_DEFS, _is_main_guard, _sets_requires_grad
+from fakegrad_lint.analysis.expressions import module_children
+from fakegrad_lint.analysis.heap import Branch, heap_field, heap_set, merge
 from fakegrad_lint.analysis.names import dotted_name
-from fakegrad_lint.analysis.state import STEP_BUDGET, Crashed, YieldReached, _BlockExit
+from fakegrad_lint.analysis.state import STEP_BUDGET, UNROLL_DEPTH, UNROLL_MAX, Crashed, YieldReached, _BlockExit
 from fakegrad_lint.analysis.torch_values import (_MODULE_ITERATORS, _disable_module_origins, _enable_module_origins,
     _name_origins)
 from fakegrad_lint.analysis.valueops import _dict_val, _is_none_const, _truth
@@ -66,6 +68,8 @@ def _always_importable(module):
 
 class StatementsMixin:
     """Statements: run in program order; branches joined as may values."""
+
+    _unroll_depth = 0  # loops over known elements being run once per element
 
     def exec_block(self, stmts, st):
         for i, stmt in enumerate(stmts):
@@ -129,9 +133,56 @@ class StatementsMixin:
                     and all(isinstance(v, ModuleVal) and v.is_real() for v in root_val.items)):
                 self.loop_modules[id(node)] = root
 
+    def _unrolled(self, s, it):
+        """The elements a ``for`` over ``it`` binds, in order, when Python's are known
+        (a tuple or list of known elements, a dict's known keys) and few; else None."""
+        if isinstance(s.target, ast.Name) and _sets_requires_grad(s, s.target.id):
+            return None  # (the container's tensors change: the joined run below tracks that)
+        return self.known_elements(it)
+
+    def known_elements(self, it):
+        """What iterating ``it`` gives, element by element, when known and few (None: not)."""
+        if isinstance(it, ModuleVal) and self._unroll_depth < UNROLL_DEPTH:
+            kids = module_children(it)  # a torch container's children
+            return kids if kids and len(kids) <= UNROLL_MAX else None
+        if not isinstance(it, SeqVal) or self._unroll_depth >= UNROLL_DEPTH:
+            return None
+        if it.is_dict:
+            elems = [ConstVal(k) for k in it.keys] if it.keys is not None and it.elts is not None else None
+        else:
+            elems = list(it.elts) if it.elts is not None and it.keys is None else None
+        if not elems or len(elems) > UNROLL_MAX:
+            return None
+        return elems
+
+    def _exec_for_each(self, s, elems, st):
+        """``for`` over known elements: the body runs once per element with the target
+        bound to it, as Python runs it (``break`` ends the loop and skips ``else``,
+        ``continue`` goes on with the next element, ``return``/``raise`` leave)."""
+        self._unroll_depth += 1
+        broke = False
+        try:
+            for x in elems:
+                self.assign(s.target, x, st, None)
+                try:
+                    self.exec_block(s.body, st)
+                except _BlockExit as b:
+                    if b.kind == "break":
+                        broke = True
+                        break
+                    if b.kind != "continue":
+                        raise
+        finally:
+            self._unroll_depth -= 1
+        if not broke:
+            self.exec_block(s.orelse, st)
+
     def _exec_for(self, s, st):
         it = self.eval(s.iter, st)
         self.note_loop_module(s, s.iter, it, st)
+        elems = self._unrolled(s, it)
+        if elems is not None:
+            return self._exec_for_each(s, elems, st)
         item = self.iter_item(it, st)
         self.assign(s.target, item, st, None)
         held = self._gen_regions.get(id(it))
@@ -163,15 +214,15 @@ class StatementsMixin:
     def _exec_return(self, s, st):
         if s.value is not None:
             st.returns.append(self.eval(s.value, st))
-        raise _BlockExit()
+        raise _BlockExit("return")
 
     def _exec_raise(self, s, st):
         if s.exc is not None:
             self.eval(s.exc, st)
-        raise _BlockExit()
+        raise _BlockExit("raise")
 
     def _exec_jump(self, s, st):
-        raise _BlockExit()
+        raise _BlockExit("break" if isinstance(s, ast.Break) else "continue")
 
     def _exec_import(self, s, st):
         for alias in s.names:
@@ -266,22 +317,30 @@ class StatementsMixin:
         before = dict(scope.vars)
         regions_before = list(st.regions)
         crashed = 0
-        try:
-            self.exec_branch(s.body, st)
-        except Crashed:
-            crashed += 1
+        # objects changed in a branch (attributes, frozen parameters, a mode's flag, a
+        # list) are joined after the `if` as names are (analysis/heap.py)
+        with Branch() as body_path:
+            try:
+                self.exec_branch(s.body, st)
+            except Crashed:
+                crashed += 1
         _mark_may_regions(st.regions, regions_before)
         after_body = scope.vars
         if s.orelse:
             scope.vars = dict(before)
-            try:
-                self.exec_branch(s.orelse, st)
-            except Crashed:
-                crashed += 1
-            other = scope.vars
+            with Branch() as else_path:
+                try:
+                    self.exec_branch(s.orelse, st)
+                except Crashed:
+                    crashed += 1
+            other, else_changes = scope.vars, else_path.changes
         else:
-            other = before  # no else: what it would bind is `before` (no copy of a module's names)
+            # no else: what it would bind is `before`, and it writes nothing (no copy of
+            # a module's names per unknown `if`)
+            other, else_changes = before, {}
         _mark_may_regions(st.regions, regions_before)
+        if body_path.changes or else_changes:
+            merge([body_path.changes, else_changes])
         merged = after_body
         for k, b in other.items():
             a = merged.get(k)
@@ -301,11 +360,15 @@ class StatementsMixin:
         catches = any(_catches_assertion(h.type) and not any(isinstance(x, ast.Raise) for x in h.body) for h in s.handlers)
         before = set(self.records) if catches else None
         crashed = paused = False
+        jump = None
         try:
             try:
                 self.exec_block(s.body, st)
-            except _BlockExit:
-                pass
+            except _BlockExit as b:
+                # (a `break`/`continue` of a loop run once per element leaves the try
+                # after its finally, as in Python; the joined loop ignores them)
+                if b.kind in ("break", "continue") and self._unroll_depth:
+                    jump = b
             except Crashed:
                 if not s.handlers:
                     raise
@@ -323,6 +386,8 @@ class StatementsMixin:
                     if h.name:
                         st.scope.assign(h.name, UNKNOWN)
                     self.exec_branch(h.body, st)
+            elif jump is not None:
+                pass  # (no exception: no handler runs, nor the else)
             else:
                 # `try: from .impl import f / except ImportError: f = None` over project
                 # modules that import nothing that can be missing: the handlers never run
@@ -335,6 +400,8 @@ class StatementsMixin:
                     self.exec_block(s.finalbody, st)
                 except _BlockExit:
                     pass
+        if jump is not None:
+            raise jump
 
     def _may_handlers(self, handlers, orelse, st):
         """The ``else`` path and each handler's path (one that only may be taken), run
@@ -342,23 +409,32 @@ class StatementsMixin:
         scope = st.scope
         start = dict(scope.vars)
         ends = []
-        try:
-            self.exec_block(orelse, st)
-            ends.append(scope.vars)
-        except _BlockExit:
-            pass
+        paths = []  # the object changes of each path that reaches the code after the try
+        with Branch() as path:
+            try:
+                self.exec_block(orelse, st)
+                ends.append(scope.vars)
+                reached = True
+            except _BlockExit:
+                reached = False
+        if reached:
+            paths.append(path.changes)
         for h in handlers:
             scope.vars = dict(start)
             st.may += 1
-            try:
-                if h.name:
-                    st.scope.assign(h.name, UNKNOWN)
-                self.exec_block(h.body, st)
-                ends.append(scope.vars)
-            except (_BlockExit, Crashed):
-                pass  # (re-raised, returned: the code after the try is not reached this way)
-            finally:
-                st.may -= 1
+            with Branch() as path:
+                try:
+                    if h.name:
+                        st.scope.assign(h.name, UNKNOWN)
+                    self.exec_block(h.body, st)
+                    ends.append(scope.vars)
+                    paths.append(path.changes)
+                except (_BlockExit, Crashed):
+                    pass  # (re-raised, returned: the code after the try is not reached this way)
+                finally:
+                    st.may -= 1
+        if paths and any(paths):
+            merge(paths)
         if not ends:
             scope.vars = start
             return
@@ -408,6 +484,9 @@ class StatementsMixin:
                 # `p.grad = g`: a gradient computed under a fake mode (torch.func.grad)
                 # becomes the real parameter's grad, with no backward (HAZARD 17)
                 self.sink(val, ".grad assignment", target, st)
+                self.fake_grad_written(target, obj, val, st)
+                if isinstance(val, ConstVal) and val.value is None:
+                    self.grads_reset(obj)  # `p.grad = None`
             self.set_attribute(target.value, obj, target.attr, val, target, st)
         elif t is ast.Subscript:
             obj = self.eval(target.value, st)
@@ -426,14 +505,16 @@ class StatementsMixin:
         attribute, a mode's ``allow_non_fake_inputs`` (read when the mode is entered),
         a tensor's ``requires_grad``."""
         if isinstance(obj, (InstanceVal, ModuleVal, ClassVal)):
-            obj.attrs[attr] = val
+            heap_set(obj, attr, val)
+        elif isinstance(obj, ModeVal) and obj.cls is not None and attr != "allow_non_fake_inputs":
+            heap_set(obj, attr, val)  # an instance of a FakeTensorMode subclass of the file
         elif isinstance(obj, ModeVal) and attr == "allow_non_fake_inputs":
             if isinstance(val, ConstVal):
-                obj.allow = bool(val.value)
+                heap_field(obj, "allow", bool(val.value))
                 if obj.desc.startswith("FakeTensorMode("):
-                    obj.desc = "FakeTensorMode(allow_non_fake_inputs=True)" if obj.allow else "FakeTensorMode()"
+                    heap_field(obj, "desc", "FakeTensorMode(allow_non_fake_inputs=True)" if obj.allow else "FakeTensorMode()")
             else:
-                obj.allow = None  # an unknown value: the verdict is unknown
+                heap_field(obj, "allow", None)  # an unknown value: the verdict is unknown
         elif attr == "requires_grad" and isinstance(obj, TVal) and obj.mode is None:
             if isinstance(val, ConstVal) and val.value is True:
                 _enable_module_origins(obj)
@@ -449,7 +530,7 @@ class StatementsMixin:
         registry) sees ``new``'s contents, as Python's aliasing does."""
         if isinstance(obj, SeqVal) and isinstance(new, SeqVal):
             for f in ("items", "elts", "keys", "is_dict"):
-                object.__setattr__(obj, f, getattr(new, f))
+                heap_field(obj, f, getattr(new, f))
             new = obj
         self.rebind(expr, new, st)
 
@@ -469,9 +550,11 @@ class StatementsMixin:
             if expr.attr == "__dict__" and isinstance(obj, InstanceVal):
                 # `obj.__dict__[k] = v`, `obj.__dict__.update(...)`: the object's attributes
                 if isinstance(val, SeqVal) and val.keys is not None and val.elts is not None:
-                    obj.attrs.update((k, v) for k, v in zip(val.keys, val.elts) if isinstance(k, str))
+                    for k, v in zip(val.keys, val.elts):
+                        if isinstance(k, str):
+                            heap_set(obj, k, v)
             elif isinstance(obj, (InstanceVal, ModuleVal)):
-                obj.attrs[expr.attr] = val
+                heap_set(obj, expr.attr, val)
 
 
 # statement type -> the method that runs it (types not listed do nothing)

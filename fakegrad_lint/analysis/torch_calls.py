@@ -12,13 +12,14 @@ import ast
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.calls import OpenKwargs
+from fakegrad_lint.analysis.state import Crashed
 from fakegrad_lint.analysis.torch_values import (_fake_copy, _grad_mode_kind, _is_meta, _is_module_factory,
     _is_nn_module_class, _is_torch_op, _known_params, _proven_copy, _with_taint, op_shape, shape_of, size_of_args)
 from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _flatten, _is_tensorish, _kw_false,
     _kw_true, _operands)
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
     ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal,
-    OptimizerVal, Origin, PartialVal, Region, SeqVal, TracedFn, TransformVal, TVal, WorkerVal)
+    OptimizerVal, Origin, PartialVal, Region, ReturnsVal, SeqVal, TracedFn, TransformVal, TVal, WorkerVal)
 
 
 def _self_attrs_read(fn):
@@ -66,7 +67,10 @@ class TorchCallsMixin:
             # ones enter the fake computation at this call, and again where the function
             # uses them (functional_call), as a TorchFunctionMode sees it (a strict mode
             # crashes where the function first uses one: that op is followed)
-            entered = self.op(e, _operands(e, args, kwargs), st).taint()
+            operands = _operands(e, args, kwargs)
+            if tf.kind == "vjp" and isinstance(e, ast.Call) and len(e.args) == len(args) + 1:
+                operands = [(a, None if isinstance(x, ast.Starred) else x) for a, x in zip(args, e.args[1:])]
+            entered = self.op(e, operands, st).taint()
         # the function runs on the arguments: a real one is first an operand where its
         # body uses it (functional_call), as a TorchFunctionMode sees it
         res = self.call_value(e, tf.func, args, kwargs, st, func_expr=None) if runnable else UNKNOWN
@@ -83,6 +87,11 @@ class TorchCallsMixin:
                 return SeqVal(items, elts, v.keys, v.is_dict)
             return TVal(frozenset(), mode, leaks)
 
+        if tf.kind == "vjp":
+            # (f(*primals), vjp_fn): vjp_fn gives the gradient of every primal
+            grads = tuple(grads_like(a) for a in args)
+            pullback = ReturnsVal(SeqVal(grads, grads))
+            return SeqVal((res, pullback), (res, pullback))
         grads = grads_like(wrt)
         if tf.kind == "grad_and_value":
             return SeqVal((grads, res), (grads, res))
@@ -103,12 +112,12 @@ class TorchCallsMixin:
         return res
 
     def module_call(self, e, mod, func_expr, args, kwargs, st):
-        fwd = mod.cls.lookup_method("forward") if isinstance(mod, ModuleVal) and mod.cls is not None else None
-        outside = isinstance(fwd, FuncVal) and st.active_region() is None and fwd.node not in st.stack
-        site = (e, [func_expr] + _arg_exprs(e), [mod] + list(args))
         # its forward pre hooks run before its forward (a hook that enters a mode opens
         # the region the forward runs in), its forward hooks after it
         self._run_hooks(e, mod, args, None, st, children=False, keys=_PRE_HOOKS)
+        fwd = mod.cls.lookup_method("forward") if isinstance(mod, ModuleVal) and mod.cls is not None else None
+        outside = isinstance(fwd, FuncVal) and st.active_region() is None and fwd.node not in st.stack
+        site = (e, [func_expr] + _arg_exprs(e), [mod] + list(args))
         if outside and self._forward_opens_region(fwd):
             # outside any region, a module of the file whose forward opens one: calling it runs forward
             return self.call_function(fwd, [mod] + list(args), kwargs, st, site=site)
@@ -118,8 +127,15 @@ class TorchCallsMixin:
             # real parameters where the forward mixes them, as at run time (no fake was
             # made yet: nothing to meet)
             before = len(self.records)
-            out = self.call_function(fwd, [mod] + list(args), kwargs, st, site=site)
             operands = [(mod, func_expr)] + self._module_state(mod, func_expr) + _operands(e, args, kwargs)
+            try:
+                out = self.call_function(fwd, [mod] + list(args), kwargs, st, site=site)
+            except Crashed:
+                # a strict mode's fake met the real parameters in the forward: the call
+                # is where the fake entered the real module (the runtime's user frame)
+                if any(v.fake_mode() is not None for v, _ in operands[1:]):
+                    self.op(e, operands, st)
+                raise
             if isinstance(out, TVal) and (len(self.records) > before or out.proven_fake()):
                 # (a fake given to it is also an operand of the call itself: both lines
                 # are where the real values meet it, as a runtime checker sees the frames)
@@ -180,7 +196,7 @@ class TorchCallsMixin:
                 self.call_value(e, fn, hook_args, {}, st, func_expr=None)
         for v in list(mod.attrs.values()) if children else ():
             if isinstance(v, ModuleVal) and v is not mod:
-                self._run_hooks(e, v, [out], out, st, depth + 1, keys=keys)
+                self._run_hooks(e, v, [out] if keys != _PRE_HOOKS else args, out, st, depth + 1, keys=keys)
 
     def _module_state(self, mod, func_expr, depth=0):
         """Tensors assigned onto a module (``head.weight = emb.weight``, ``m.pos = table``,
@@ -232,10 +248,8 @@ class TorchCallsMixin:
             self._modes_made = True
             return ModeVal(allow, e.lineno, desc, e)
         if q in N.DETECT_FAKE_MODE:
-            # whatever mode the inputs were made in: what it allows is not known here
-            # (torch.export's non-strict mode allows non-fake inputs) unless patched
             self._modes_made = True
-            return ModeVal(None, e.lineno, "detect_fake_mode()", e)
+            return self.detect_fake_mode(e, args, kwargs, st)
         if q in N.FAKE_COPY_MODE:
             return CtxVal("fake_copy", args[0] if args and isinstance(args[0], ModeVal) else None)
         if q in N.UNSET_FAKE:
@@ -319,6 +333,11 @@ class TorchCallsMixin:
             return SeqVal((TVal(frozenset(), mode),)) if mode is not None else UNKNOWN
         if q.startswith("torch.optim.") and q.rsplit(".", 1)[-1][:1].isupper():
             return OptimizerVal(args[0] if args else UNKNOWN)
+        if _is_distribution_class(q):
+            operands = _operands(e, args, kwargs)
+            if any(_is_tensorish(x) for v, _ in operands for x in _flatten(v)):
+                return self.op(e, operands, st)  # (its methods are ops on what it holds)
+            return UNKNOWN
         if _is_nn_module_class(q):
             return self.new_module(e, q, args, kwargs, st)
         if q.startswith("torch.") and _is_torch_op(q):
@@ -380,6 +399,8 @@ class TorchCallsMixin:
                                    st, func_expr=e.args[0] if e.args else None)
         if q in N.SKIP_INIT:
             return self.call_value(e, first, list(args[1:]), kwargs, st, func_expr=None)
+        if q in N.VJP and args:
+            return self.call_transform(e, TransformVal("vjp", first), list(args[1:]), {}, st)
         for kind, qs in N.FUNC_TRANSFORMS.items():
             if q in qs:
                 argnums = kwargs.get("argnums", args[1] if len(args) > 1 else ConstVal(0))
@@ -409,6 +430,12 @@ class TorchCallsMixin:
             return WorkerVal("thread", (target, spread, kw))
         if q in N.SIMPLE_NAMESPACE:
             return self.simple_namespace(e, args, kwargs)
+        if q in N.UNITTEST_MAIN:
+            return self.unittest_main(e, args, kwargs, st)
+        if q in N.UNITTEST_LOADERS:
+            return self.new_suite(args[:1], st)
+        if N.LIBRARY_CLASSES.get(q) in N.LIBRARY_INSTANTIATED:
+            return self.instantiate(self.library_class(q), args, kwargs, st, e)
         if q in N.ARGUMENT_PARSER:
             return ArgParserVal()
         if q in N.ENV_READS_WITH_DEFAULT:
@@ -426,6 +453,26 @@ class TorchCallsMixin:
         if q in N.UPDATE_WRAPPER:
             return first
         return None
+
+    def detect_fake_mode(self, e, args, kwargs, st):
+        """``torch._guards.detect_fake_mode(inputs)``: the fake mode of the active region
+        (the innermost on the mode stack), else the mode of the fake tensors among the
+        inputs (one mode: torch asserts they agree), else None when every input is known
+        to be real. Otherwise whatever mode the inputs were made in: what it allows is
+        not known here (torch.export's non-strict mode allows non-fake inputs)."""
+        region = st.active_region()
+        if region is not None and not region.may and not st.may:
+            return region.mode
+        inputs = args[0] if args else kwargs.get("inputs", ConstVal(None))
+        flat = _flatten(inputs) if isinstance(inputs, SeqVal) else [inputs]
+        if region is None and flat and all(isinstance(v, TVal) for v in flat):
+            fakes = [v for v in flat if v.fake_mode() is not None]
+            modes = {id(v.mode): v.mode for v in fakes}
+            if len(modes) == 1 and all(v.proven_fake() for v in fakes):
+                return next(iter(modes.values()))
+            if not fakes and all(not v.may_fake for v in flat):
+                return ConstVal(None)
+        return ModeVal(None, e.lineno, "detect_fake_mode()", e)
 
     def stack_module_state(self, e, models, args, kwargs, st):
         """``torch.func.stack_module_state(models)``: (params, buffers), new leaves that
@@ -458,10 +505,7 @@ class TorchCallsMixin:
         if st.fake_copy is not None:
             return _proven_copy(_fake_copy(src, st.fake_copy), src, bool(st.may))
         if isinstance(src, ModuleVal) and src.origin is not None:
-            copy = ModuleVal(Origin(src.origin.name, "module", e.lineno, param_names=src.origin.param_names),
-                             src.mode, src.cls, dict(src.attrs), src.meta)
-            copy.origin.disabled = src.origin.disabled
-            return copy
+            return _real_copy(src, e.lineno)
         return src
 
     def new_module(self, e, q, args, kwargs, st, torch_layer=True):
@@ -488,6 +532,7 @@ class TorchCallsMixin:
         last = q.rsplit(".", 1)[-1]
         mod.origin.param_names = _known_params(last, kwargs)
         mod.container = last in N.CONTAINER_MODULES
+        mod.torch_class = last
         if last == "Sequential" and not kwargs and args and all(isinstance(a, ModuleVal) for a in args):
             # its children by position (torch names them "0", "1", ...): its forward runs them in turn
             mod.attrs.update((str(i), a) for i, a in enumerate(args))
@@ -496,11 +541,74 @@ class TorchCallsMixin:
             children = [x for a in list(args) + list(kwargs.values()) for x in _flatten(a)]
             if not any(x.real_rg() or (isinstance(x, ModuleVal) and x.meta) for x in children):
                 mod.origin = None
+            _adopt_children(mod, _known_children(last, args, kwargs))
         elif last in N.PARAMLESS_MODULES:
             mod.origin = None
         if mod.sequence and mod.origin is not None:
             mod.origin.owner = mod  # (freezing its parameters freezes its children's)
         return mod
+
+
+def _real_copy(src, line, depth=0):
+    """``copy.deepcopy(m)`` outside any region: a new real module, its own children copied
+    too (freezing the copy leaves the original alone)."""
+    attrs = {k: (_real_copy(v, line, depth + 1) if isinstance(v, ModuleVal) and v.origin is not None and depth < 4 else v)
+             for k, v in src.attrs.items()}
+    origin = None
+    if src.origin is not None:
+        origin = Origin(src.origin.name, "module", line, param_names=src.origin.param_names)
+        origin.disabled, origin.frozen = src.origin.disabled, set(src.origin.frozen)
+    copy = ModuleVal(origin, src.mode, src.cls, attrs, src.meta)
+    copy.container, copy.torch_class, copy.children = src.container, src.torch_class, src.children
+    if origin is not None and src.origin.owner is src:
+        origin.owner = copy
+    for k in src.children or ():
+        child = attrs.get(k)
+        if origin is not None and isinstance(child, ModuleVal) and child.origin is not None and child is not src.attrs.get(k):
+            child.origin.parent, child.origin.param = origin, k
+    return copy
+
+
+def _known_children(last, args, kwargs):
+    """A container's children by name, in order, when every one is a known module:
+    ``Sequential(a, b)`` -> "0", "1"; ``ModuleList([a, b])``; ``ModuleDict({"k": a})``."""
+    if kwargs:
+        return None
+    if last == "Sequential" and args and all(isinstance(a, ModuleVal) for a in args):
+        return [(str(i), a) for i, a in enumerate(args)]
+    if len(args) != 1 or not isinstance(args[0], SeqVal) or args[0].elts is None:
+        return None
+    seq = args[0]
+    if not all(isinstance(x, ModuleVal) for x in seq.elts):
+        return None
+    if last == "ModuleList" and not seq.is_dict:
+        return [(str(i), x) for i, x in enumerate(seq.elts)]
+    if last == "ModuleDict" and seq.is_dict and seq.keys is not None and all(isinstance(k, str) for k in seq.keys):
+        return list(zip(seq.keys, seq.elts))
+    return None
+
+
+def _adopt_children(mod, children):
+    """The container holds its children (``net[0]``, ``net.named_children()``): each is a
+    part of it, so switching one child's parameters off switches off that part only."""
+    if children is None:
+        return
+    mod.children = tuple(k for k, _ in children)
+    for k, child in children:
+        mod.attrs[k] = child
+        o = child.origin
+        if mod.origin is not None and o is not None and o.parent is None:
+            o.parent, o.param = mod.origin, k
+    if mod.origin is not None:
+        mod.origin.param_names = frozenset(k for k, c in children if c.origin is not None)
+        mod.origin.owner = mod  # (its parameters are its children's: switching them switches those)
+
+
+def _is_distribution_class(q):
+    if not q.startswith(N.DISTRIBUTIONS_PREFIX):
+        return False
+    parts = q[len(N.DISTRIBUTIONS_PREFIX):].split(".")
+    return parts[-1][:1].isupper() and not any(p in N.DISTRIBUTIONS_NON_CLASSES for p in parts[:-1])
 
 
 def _memo_mode(memo):

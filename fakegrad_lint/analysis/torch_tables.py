@@ -129,6 +129,8 @@ PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 AUTOGRAD_BACKWARD = frozenset({"torch.autograd.backward"})
 AUTOGRAD_GRAD = frozenset({"torch.autograd.grad"})
 FROM_REAL_TENSOR_ATTR = ("from_tensor", "from_real_tensor")
+# FakeTensorMode methods a program may take as values and call later
+MODE_METHOD_NAMES = frozenset({"__enter__", "__exit__", "from_tensor"})
 
 # torch.* callables that are not tensor ops: no operand dispatches on a tensor.
 TORCH_NON_OPS_PREFIX = (
@@ -281,8 +283,17 @@ NON_DIFFERENTIABLE_METHODS = frozenset(
         "nonzero",
         "sign",
         "zero_",
+        # torch.distributions: a draw by `sample()` carries no history (rsample() does)
+        "sample",
+        "sample_n",
     }
 )
+# torch.distributions classes (`Normal(loc, scale)`, `Categorical(logits=...)`): a
+# distribution is a differentiable function of its tensor parameters (its constructor
+# runs ops on them, `rsample`/`log_prob`/`entropy` are ops on them); the subpackages
+# listed hold no distributions
+DISTRIBUTIONS_PREFIX = "torch.distributions."
+DISTRIBUTIONS_NON_CLASSES = frozenset({"constraints", "transforms", "constraint_registry", "kl", "utils"})
 
 
 # --------------------------------------------------------------- entry points
@@ -340,6 +351,10 @@ PROPERTY_DECORATORS = frozenset({"builtins.property", "functools.cached_property
 WRAPS = frozenset({"functools.wraps"})
 UPDATE_WRAPPER = frozenset({"functools.update_wrapper"})
 PARTIAL = frozenset({"functools.partial"})
+# functools.singledispatch(f): calls dispatch on the type of the first argument to the
+# implementations `@f.register` adds (singledispatchmethod: the argument after self)
+SINGLEDISPATCH = frozenset({"functools.singledispatch"})
+SINGLEDISPATCHMETHOD = frozenset({"functools.singledispatchmethod"})
 DATACLASS = frozenset({"dataclasses.dataclass"})
 # types.SimpleNamespace(**kw): an object whose attributes are its keywords
 SIMPLE_NAMESPACE = frozenset({"types.SimpleNamespace"})
@@ -347,7 +362,9 @@ SIMPLE_NAMESPACE = frozenset({"types.SimpleNamespace"})
 PURE_BUILTINS = {"int": int, "float": float, "bool": bool, "str": str, "len": len}
 PURE_STR_METHODS = frozenset({"lower", "upper", "casefold", "strip", "lstrip", "rstrip", "startswith", "endswith",
                               "isdigit", "isnumeric", "isalpha", "replace", "split", "title", "removeprefix",
-                              "removesuffix"})
+                              "removesuffix", "partition", "rpartition", "rsplit", "join", "format", "zfill",
+                              "count", "find", "rfind", "isidentifier", "isupper", "islower", "swapcase",
+                              "capitalize", "center", "ljust", "rjust"})
 # Python's functions over iterables, by what their items are (the interpreter's
 # ``iterable_call`` evaluates each kind; ``fn`` is called on the items as Python would):
 #   "chain": the items of every argument       "chain_from": the items of the argument's items
@@ -403,6 +420,10 @@ THREADS = frozenset({"threading.Thread"})
 TENSOR_CLASSES = frozenset({"torch.Tensor"})
 PYTHON_TYPES = {"builtins.int": int, "builtins.float": float, "builtins.str": str, "builtins.bool": bool,
                 "builtins.bytes": bytes, "builtins.type": type}
+# mapping types: a dict value is one, a list, tuple, tensor or module is not
+MAPPING_TYPES = frozenset({"builtins.dict", "collections.abc.Mapping", "collections.abc.MutableMapping",
+                           "typing.Mapping", "typing.MutableMapping", "typing.Dict", "collections.OrderedDict"})
+OBJECT_TYPES = frozenset({"builtins.object", "typing.Any"})
 ARGUMENT_PARSER = frozenset({"argparse.ArgumentParser"})
 # argparse actions -> the default of their destination when no default= is given
 ARGPARSE_ACTION_DEFAULTS = {"store": None, "store_true": False, "store_false": True, "store_const": None,
@@ -473,6 +494,10 @@ WEIGHT_AND_BIAS_MODULES = frozenset(
     }
 )
 WEIGHT_ONLY_MODULES = frozenset({"Embedding", "EmbeddingBag", "PReLU"})
+# torch.nn layers whose public bases are nn.Module only (their other bases are private:
+# _ConvNd, _BatchNorm, ...): a layer built as one of them is an instance of no other
+# public torch.nn class (a Conv2d is not a Linear)
+KNOWN_LAYER_CLASSES = (WEIGHT_AND_BIAS_MODULES | WEIGHT_ONLY_MODULES | PARAMLESS_MODULES | CONTAINER_MODULES) - {"Module"}
 NN_NON_MODULE_SUBPACKAGES = frozenset({"utils", "functional", "init", "parameter", "attention", "common_types"})
 NN_NON_MODULE_CLASSES = frozenset({"Parameter", "UninitializedParameter", "Buffer", "UninitializedBuffer"})
 NN_MODULE_BASE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
@@ -506,6 +531,9 @@ FUNC_TRANSFORMS = {
     "jac": frozenset({"torch.func.jacrev", "torch.func.jacfwd", "functorch.jacrev", "functorch.jacfwd"}),
     "vmap": frozenset({"torch.func.vmap", "torch.vmap", "functorch.vmap", "torch._functorch.apis.vmap"}),
 }
+# torch.func.vjp(f, *primals) -> (f(*primals), vjp_fn): f runs on the primals right away;
+# vjp_fn(cotangents) gives one gradient per primal (fake under a region, like grad's)
+VJP = frozenset({"torch.func.vjp", "functorch.vjp", "torch._functorch.eager_transforms.vjp"})
 
 # Third-party factories that return real modules with requires-grad parameters.
 # (qualified prefix, how the rest of the name must look)
@@ -580,3 +608,34 @@ SHAPE_TRANSPOSE = frozenset({"transpose", "swapaxes", "torch.transpose"})
 SHAPE_UNSQUEEZE = frozenset({"unsqueeze", "torch.unsqueeze"})
 # Tensor reads answered from a known shape
 SHAPE_READS = frozenset({"size", "dim", "ndimension", "numel", "nelement"})
+
+
+# ------------------------------------------------------- library base classes
+# Library classes whose behaviour the interpreter models, for their instances and for
+# the file's subclasses of them (a method the subclass does not define is the
+# library's): qualified name -> kind. "enum": class attributes are the members
+# (singletons, `Cls(value)` / `Cls[name]` look one up); "testcase": unittest runs
+# setUpClass, then per test_* method setUp, the test, tearDown and the cleanups;
+# "fx_interpreter": `run(*args)` runs the module it was given; "fake_mode": an
+# instance is a FakeTensorMode (`super().__init__(allow_non_fake_inputs=...)`).
+LIBRARY_CLASSES = {
+    **dict.fromkeys(("enum.Enum", "enum.IntEnum", "enum.StrEnum", "enum.Flag", "enum.IntFlag"), "enum"),
+    **dict.fromkeys(("unittest.TestCase", "unittest.case.TestCase", "unittest.IsolatedAsyncioTestCase"), "testcase"),
+    **dict.fromkeys(("torch.fx.Interpreter", "torch.fx.interpreter.Interpreter"), "fx_interpreter"),
+    **dict.fromkeys(FAKE_TENSOR_MODE, "fake_mode"),
+    **dict.fromkeys(("unittest.TestSuite", "unittest.suite.TestSuite"), "test_suite"),
+    **dict.fromkeys(("unittest.TestLoader", "unittest.loader.TestLoader"), "test_loader"),
+    **dict.fromkeys(("unittest.TextTestRunner", "unittest.runner.TextTestRunner"), "test_runner"),
+}
+# library classes whose own instances (not only subclasses') the interpreter models
+LIBRARY_INSTANTIATED = frozenset({"fx_interpreter", "test_suite", "test_loader", "test_runner"})
+# enum mixins whose members are not always truthy (an int or str value of 0 or "")
+ENUM_VALUE_MIXINS = frozenset({"enum.IntEnum", "enum.StrEnum", "enum.IntFlag", "enum.Flag", "builtins.int", "builtins.str"})
+# unittest's module-level entry points: run every TestCase of the module / load a suite
+UNITTEST_MAIN = frozenset({"unittest.main", "unittest.main.main"})
+UNITTEST_LOADERS = frozenset({"unittest.defaultTestLoader.loadTestsFromTestCase", "unittest.makeSuite",
+                              "unittest.findTestCases"})
+# TestCase methods that are context managers doing nothing to dispatch (subTest), and
+# those that assert an exception (a strict mode's AssertionError raised in them is caught)
+TESTCASE_NULL_CONTEXTS = frozenset({"subTest"})
+TESTCASE_RAISES = frozenset({"assertRaises", "assertRaisesRegex"})

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 
 from fakegrad_lint.analysis import torch_tables as N
+from fakegrad_lint.analysis.heap import heap_field
 from fakegrad_lint.analysis.values import UNKNOWN, ClassVal, ConstVal, FuncVal, MaybeVal, ModuleVal, SeqVal, TVal
 
 _MODULE_ITERATORS = frozenset({"children", "modules", "named_children", "named_modules", "parameters",
@@ -99,9 +100,10 @@ def _set_requires_grad(v, on, depth=0):
     included (attributes of modules of the file), is switched."""
     if isinstance(v, ModuleVal):
         if v.origin is not None:
-            v.origin.disabled = not on
+            heap_field(v.origin, "disabled", not on)
             if on:
-                v.origin.frozen.clear()
+                heap_field(v.origin, "frozen", set())
+            _part_switched(v.origin, on)
         if depth < 4:
             for x in v.attrs.values():
                 if isinstance(x, (ModuleVal, TVal, SeqVal)):
@@ -109,10 +111,28 @@ def _set_requires_grad(v, on, depth=0):
     elif isinstance(v, TVal):
         for o in v.origins:
             if o.kind in ("parameter", "module"):
-                o.disabled = not on
+                heap_field(o, "disabled", not on)
+                if o.kind == "module":
+                    _part_switched(o, on)
     elif isinstance(v, SeqVal) and depth < 4:
         for x in v.items:
             _set_requires_grad(x, on, depth + 1)
+
+
+def _part_switched(o, on):
+    """A child module of a container (``net[0]``) switched on or off: the container is off
+    once every child with parameters is, and on again with any of them."""
+    parent = o.parent
+    if parent is None or o.param is None or parent.kind != "module":
+        return
+    if on:
+        heap_field(parent, "frozen", parent.frozen - {o.param})
+        heap_field(parent, "disabled", False)
+    else:
+        heap_field(parent, "frozen", parent.frozen | {o.param})
+        if parent.param_names is not None and parent.frozen >= parent.param_names:
+            heap_field(parent, "disabled", True)
+            _part_switched(parent, False)
 
 
 def _enable_module_origins(v):
@@ -120,14 +140,15 @@ def _enable_module_origins(v):
     ``model.parameters()``) or of one known parameter: requires grad again."""
     for o in v.origins:
         if o.kind == "module" and o.disabled:
-            o.disabled = False
-            o.frozen.clear()
+            heap_field(o, "disabled", False)
+            heap_field(o, "frozen", set())
+            _part_switched(o, True)
             if o.owner is not None:
                 _set_requires_grad(o.owner, True)
         elif o.parent is not None and o.param is not None:
-            o.disabled = False
-            o.parent.frozen.discard(o.param)
-            o.parent.disabled = False
+            heap_field(o, "disabled", False)
+            heap_field(o.parent, "frozen", o.parent.frozen - {o.param})
+            heap_field(o.parent, "disabled", False)
 
 
 def _disable_module_origins(v):
@@ -137,15 +158,16 @@ def _disable_module_origins(v):
     requires-grad values."""
     for o in v.origins:
         if o.kind == "module":
-            o.disabled = True
+            heap_field(o, "disabled", True)
+            _part_switched(o, False)
             if o.owner is not None:
                 _set_requires_grad(o.owner, False)
         elif o.parent is not None and o.param is not None:
-            o.disabled = True
+            heap_field(o, "disabled", True)
             parent = o.parent
-            parent.frozen.add(o.param)
+            heap_field(parent, "frozen", parent.frozen | {o.param})
             if parent.param_names is not None and parent.frozen >= parent.param_names:
-                parent.disabled = True
+                heap_field(parent, "disabled", True)
 
 
 def _known_params(cls_name, kwargs):
@@ -170,6 +192,13 @@ def _name_origins(val, name, line):
     for o in origins:
         if o.line == line and o.name in ("tensor", "module", "parameter"):
             o.name = name
+    if isinstance(val, ModuleVal) and val.children is not None and val.cls is None:
+        # a container's children made in its constructor call: `net[0]`, `net["head"]`
+        for k in val.children:
+            child = val.attrs.get(k)
+            o = child.origin if isinstance(child, ModuleVal) else None
+            if o is not None and o.line == line and o.name == "module" and o.parent is val.origin:
+                o.name = f"{name}[{k}]" if not k.isidentifier() else f"{name}.{k}"
 
 
 def _grad_mode_kind(q, args, kwargs):

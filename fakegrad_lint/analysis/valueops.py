@@ -14,7 +14,7 @@ import ast
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
     ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, InstanceVal, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal,
-    OptimizerVal, PartialVal, SeqVal, TracedFn, TransformVal, TVal, union_all)
+    OptimizerVal, PartialVal, SeqVal, TracedFn, TransformVal, TVal, is_enum_member, union_all)
 
 
 def _const_kw(call, name, default=None):
@@ -55,12 +55,35 @@ def _is_none_test(v):
     return None
 
 
+def _identity(a, b):
+    """``a is b`` for singletons whose identity is known: members of the file's enums
+    (whose ``==`` is identity unless the class defines ``__eq__``), against each other
+    or against None. None: not known."""
+    if isinstance(a, MaybeVal) and not a.each or isinstance(b, MaybeVal) and not b.each:
+        answers = {_identity(x, y) for x in _opts(a) for y in _opts(b)}
+        return answers.pop() if len(answers) == 1 else None
+    if is_enum_member(a) and is_enum_member(b):
+        if any(c.lookup_method("__eq__") for c in (a.cls, b.cls)):
+            return None
+        return a is b
+    if (is_enum_member(a) and _is_none_const(b)) or (is_enum_member(b) and _is_none_const(a)):
+        return False
+    return None
+
+
+def _opts(v):
+    return v.options if isinstance(v, MaybeVal) and not v.each else (v,)
+
+
 def _compare(ops, vals):
     """A comparison Python can answer from known values (None: not known)."""
     result = True
     for op, a, b in zip(ops, vals, vals[1:]):
         t = type(op)
-        if t in (ast.Is, ast.IsNot):
+        same = _identity(a, b) if t in (ast.Is, ast.IsNot, ast.Eq, ast.NotEq) else None
+        if same is not None:
+            r = same if t in (ast.Is, ast.Eq) else not same
+        elif t in (ast.Is, ast.IsNot):
             if _is_none_const(b):
                 r = _is_none_test(a)
             elif _is_none_const(a):
@@ -80,6 +103,8 @@ def _compare(ops, vals):
                 r = bool(_CMP[t](a.value, b.value))
             except Exception:
                 return None
+        elif t in (ast.In, ast.NotIn) and isinstance(b, SeqVal) and b.elts == () and (b.keys == () or not b.is_dict):
+            r = t is ast.NotIn  # an empty container holds nothing
         elif t in (ast.In, ast.NotIn) and isinstance(a, ConstVal) and isinstance(b, SeqVal) and b.elts is not None:
             keys = b.keys if b.keys is not None else b.elts
             if b.keys is None and not all(isinstance(x, ConstVal) for x in keys):
@@ -141,6 +166,9 @@ def _interesting(v, depth=0):
     """Does this value carry anything the rules care about?"""
     if isinstance(v, TVal):
         return bool(v.origins or v.mode is not None or v.leaks)
+    if isinstance(v, ConstVal) and isinstance(v.value, str):
+        # a name of an entry point as data: importlib / getattr can resolve it to the class
+        return any(w in v.value for w in N.ENTRY_WORDS)
     if isinstance(v, (ModuleVal, ModeVal, CtxVal, ExitStackVal, TracedFn, OptimizerVal, TransformVal, ExportedProgramVal)):
         return True
     if isinstance(v, ClassVal):
@@ -266,6 +294,10 @@ def _truth(v):
         return True
     if isinstance(v, InstanceVal):
         cls = v.cls
+        if is_enum_member(v):
+            # a member is true unless its class says otherwise (or an int/str mixin's value may be 0 / "")
+            mixed = any(isinstance(b, ModRef) and b.qualname in N.ENUM_VALUE_MIXINS for c in cls.mro for b in c.bases)
+            return None if mixed or cls.lookup_method("__bool__") or cls.lookup_method("__len__") else True
         if all(isinstance(b, ClassVal) for c in cls.mro for b in c.bases) and not (
             cls.lookup_method("__bool__") or cls.lookup_method("__len__")
         ):
@@ -273,6 +305,10 @@ def _truth(v):
         return None
     if isinstance(v, SeqVal) and v.elts is not None:
         return bool(v.elts)
+    if isinstance(v, MaybeVal) and v.options:
+        # one of (or each of) several values: known when every option answers alike
+        answers = {_truth(o) for o in v.options}
+        return answers.pop() if len(answers) == 1 else None
     return None
 
 

@@ -80,6 +80,13 @@ class Origin:
     frozen: set = field(default_factory=set)  # parameters switched off one by one
     disabled: bool = False  # requires_grad switched off (e.g. every parameter frozen)
     owner: object = None  # the ModuleVal of a module of the file (its submodules are its parameters too)
+    # its .grad is a real tensor (a real backward reached it, no zero_grad since): True,
+    # None when that holds on some paths only; a backward through a fake op then
+    # accumulates into the real .grad in place, and the .grad stays real
+    grad_real: object = False
+    # a fake tensor was written to its .grad (`p.grad = fake`) and is still there: True
+    # (None on some paths only); a reset (`zero_grad()`, `p.grad = None`) ends it
+    fake_grad: object = False
     file: object = field(default_factory=_current_file)  # project module it was made in (None: the linted file)
     made_in: object = field(default_factory=_current_entry)  # CURRENT_ENTRY when it was made
 
@@ -101,6 +108,7 @@ class LeakRecord:
     file: object = None  # project module of ``node`` (None: the linted file)
     entry: object = None  # when ``file`` is set: (call node, arg exprs, arg values, statement) in the linted file
     sink_sites: list = field(default_factory=list)  # (description, node, project module or None)
+    grad_written: bool = False  # made by `p.grad = fake`: a hazard while the fake .grad stays (to the end)
 
 
 @dataclass(eq=False)
@@ -113,6 +121,8 @@ class ModeVal(Value):
     node: ast.AST | None = None  # the constructor call, when known
     conditional: bool = False  # chosen by a conditional expression (`... if FLAG else nullcontext()`)
     file: object = field(default_factory=_current_file)  # project module that made it (None: the linted file)
+    cls: object = None  # an instance of a subclass of the file: its ClassVal
+    attrs: dict = field(default_factory=dict)  # (of such an instance)
 
     def __repr__(self):
         return f"Mode({self.desc}, allow={self.allow})"
@@ -171,6 +181,8 @@ class ModuleVal(Value):
     may_fake: bool = False  # made in a region entered on some paths only (fake or real)
     fake_out: bool = False  # its forward is known to use fake parameters: calling it, anywhere, gives fakes
     container: bool = False  # a torch container (Sequential, ModuleList, ModuleDict): its forward runs every child
+    torch_class: str | None = None  # a torch layer's class name ("Linear"), when built by its constructor
+    children: tuple | None = None  # a container's child names, in order, when every child is known (attrs hold them)
     sequence: int = 0  # a Sequential of known children: how many (attrs "0", "1", ...), run in turn
     device: str | None = None  # the device type of all its storage, when known (set by to_empty(device=...))
 
@@ -285,6 +297,10 @@ class ClassVal(Value):
     torch_base: bool = False  # derives from a torch.nn class that has parameters of its own
     dataclass: bool = False
     matters: bool = False  # its code (or a base's) can open a region or make a real requires-grad value
+    # the library class it derives from, when the analysis models that class's methods
+    # (torch_tables.LIBRARY_CLASSES): its qualified name, e.g. "unittest.TestCase"
+    library: str | None = None
+    members: dict | None = None  # an enum: member name -> the member (an InstanceVal)
 
     def lookup_method(self, name):
         """The function Python would run for ``name`` (None: none known to be a function)."""
@@ -383,6 +399,42 @@ class TransformVal(Value):
 
 
 @dataclass(eq=False)
+class SingleDispatchVal(Value):
+    """``functools.singledispatch(default)``: a call runs the implementation registered
+    for the type of its first argument (``method``: singledispatchmethod, the argument
+    after ``self``). ``registry``: (type value, implementation) in registration order."""
+
+    default: Value
+    registry: list = field(default_factory=list)
+    method: bool = False
+
+
+@dataclass(eq=False)
+class DispatchRegister(Value):
+    """``sd.register`` (or ``sd.register(cls)``): a decorator that registers what it is
+    given under ``cls``, or under its first parameter's annotation."""
+
+    sd: SingleDispatchVal
+    cls: Value | None = None
+
+
+@dataclass(eq=False)
+class LibraryMethod(Value):
+    """A method of a modelled library class (``analysis.library_classes``) looked up on
+    ``recv`` (``super().__init__``, ``self.addCleanup``): calling it runs the library's."""
+
+    recv: Value
+    name: str
+
+
+@dataclass(eq=False)
+class ReturnsVal(Value):
+    """A function known only by what calling it returns (``torch.func.vjp``'s ``vjp_fn``)."""
+
+    result: Value
+
+
+@dataclass(eq=False)
 class FieldVal(Value):
     """dataclasses.field(default=..., default_factory=...)."""
 
@@ -473,8 +525,23 @@ class SuperVal(Value):
     self_val: Value
 
 
+def is_enum_member(v):
+    """Is ``v`` a member of an enum class of the file (a singleton: identity is known)?"""
+    if not isinstance(v, InstanceVal):
+        return False
+    members = getattr(v.cls, "members", None)
+    return members is not None and any(v is m for m in members.values())
+
+
 def _is_none(v):
     return isinstance(v, ConstVal) and v.value is None
+
+
+def _same_const(x, y):
+    try:
+        return x is y or (isinstance(x, (int, float, str, bytes, bool, type(None))) and bool(x == y))
+    except Exception:
+        return False
 
 
 def _options(v):
@@ -486,6 +553,8 @@ def join(a: Value, b: Value) -> Value:
     what holds for the result must hold on both paths."""
     if a is b:
         return a
+    if isinstance(a, ConstVal) and isinstance(b, ConstVal) and type(a.value) is type(b.value) and _same_const(a.value, b.value):
+        return a  # the same constant on both paths
     if (isinstance(a, TVal) and isinstance(b, TVal) and a.mode is b.mode and bool(a.origins) == bool(b.origins)
             and a.leaks == b.leaks and a.may_fake == b.may_fake):
         return TVal(a.origins | b.origins, a.mode, a.leaks, a.derived or b.derived, a.may_fake,
