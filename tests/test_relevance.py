@@ -159,3 +159,17 @@ def test_rebind_lines_decide_as_the_unit_text_would(text):
             for last in range(first, len(lines) + 1):
                 unit = "\n".join(lines[first - 1 : last])
                 assert _unit_rebinds(unit, first, last, at, word) == _may_rebind(unit, word), (word, first, last, unit)
+
+
+@pytest.mark.parametrize("text", REBIND_TEXTS + ["aaaa\naa a\n", ""])
+def test_a_word_in_a_unit_is_found_from_its_places_in_the_file(text):
+    """``_standalone`` asks whether an own word is in a unit's text from the word's
+    places in the whole file (``_occurrences``, overlapping ones too) without making
+    the unit's text: the answer is ``word in text[a:b]`` for every slice."""
+    from fakegrad_lint.analysis.relevance import _occurrences, _occurs_in
+
+    for word in ("FakeTensorMode", "x", "m", "aa", "import"):
+        at = _occurrences(text, word)
+        for a in range(len(text) + 1):
+            for b in range(a, len(text) + 1):
+                assert _occurs_in(at, a, b, len(word)) == (word in text[a:b]), (word, a, b)

@@ -14,7 +14,7 @@ from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _BUILTINS
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import op_shape, shape_value
-from fakegrad_lint.analysis.state import Scope, YieldReached
+from fakegrad_lint.analysis.state import STEP_BUDGET, Scope, YieldReached
 from fakegrad_lint.analysis.valueops import (_NONCONST, _compare, _dict_val, _fold_strings, _FormattedPart,
     _is_tensorish, _truth, _values_of)
 from fakegrad_lint.analysis.values import (is_enum_member, UNKNOWN, BoundMethod, ClassVal, ConstVal, ExportedProgramVal, FieldVal,
@@ -27,7 +27,10 @@ class ExpressionsMixin:
     """Expressions: one abstract value per expression."""
 
     def eval(self, e, st) -> Value:
-        self._tick()
+        # one step (StatementsMixin._tick, inlined: this runs for every expression)
+        self.steps = steps = self.steps + 1
+        if steps > STEP_BUDGET:
+            self.exhausted = True
         run = self._expression_table.get(type(e))
         return run(e, st) if run is not None else UNKNOWN
 
@@ -194,7 +197,10 @@ class ExpressionsMixin:
             y = YieldReached(st, v)
             y.ctx = st.ctx
             y.node = node  # (where the helper resumes when the with-block ends)
-            raise y
+            try:
+                raise y
+            finally:
+                y = None  # not held by this frame, which its traceback holds (a cycle)
         st.returns.append(v)
         if st.yield_regions is not None:
             # (a yield inside `unset_fake_temporarily()`: the consumer runs with the modes off)

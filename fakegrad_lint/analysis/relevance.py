@@ -67,17 +67,13 @@ class RelevanceMixin:
                for v in [mvars.get(w)] if isinstance(v, (ClassVal, FuncVal)) and v.node in top}
         hot |= (set(ENTRY_WORDS) | helpers) - own.keys()
 
-        def text(fv):
-            n = fv.node
-            first = min([n.lineno] + [dec.lineno for dec in n.decorator_list])
-            return "\n".join(lines[first - 1 : n.end_lineno])
-
-        texts = {fv: text(fv) for fv, _ in units}
         hot_re = _words_re(hot)
         # one scan of the file, not one per unit: where the hot words and the calls are
         joined = "\n".join(lines)
         # offset of each line in `joined`: line i starts after i lines and i newlines
         starts = list(map(add, accumulate(map(len, lines), initial=0), range(len(lines) + 1)))
+        # a unit's text (its lines, from its first decorator), made when first needed
+        texts = _Texts(lambda fv: joined.__getitem__(slice(*span(fv))))
         hot_lines = sorted({bisect.bisect_right(starts, i) for w in hot for i in _word_starts(joined, w)})
 
         def span(fv):
@@ -96,8 +92,13 @@ class RelevanceMixin:
         # the lines where each own word may be bound again (one scan of the file per word)
         rebind_lines = {w: _rebind_lines(joined, starts, w) for w in own if w in joined}
 
+        # where each own word stands in `joined` (as a substring, as `w in text` sees it)
+        own_at = {w: _occurrences(joined, w) for w in own}
+
         def may_rebind(fv, w):
             n = fv.node
+            if not _occurs_in(own_at[w], *span(fv), len(w)):
+                return False  # `w not in text`, without making the text
             first = min([n.lineno] + [dec.lineno for dec in n.decorator_list])
             return _unit_rebinds(texts[fv], first, n.end_lineno, rebind_lines.get(w), w)
 
@@ -272,6 +273,35 @@ class RelevanceMixin:
             # a registry of classes (backends, plugins): one whose methods matter
             return any(self._registry_matters(m, node, depth) for m in v.methods.values() if isinstance(m, FuncVal))
         return False
+
+
+class _Texts(dict):
+    """unit -> its text, made when first asked for (most units never need theirs)."""
+
+    def __init__(self, make):
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, fv):
+        text = self[fv] = self.make(fv)
+        return text
+
+
+def _occurrences(text, word):
+    """Every position where ``word`` starts in ``text`` (overlapping ones too)."""
+    out = []
+    i = text.find(word)
+    while i >= 0:
+        out.append(i)
+        i = text.find(word, i + 1)
+    return out
+
+
+def _occurs_in(at, a, b, size):
+    """``word in text[a:b]``, from ``at`` (:func:`_occurrences` of the word in ``text``)
+    and the word's ``size``."""
+    i = bisect.bisect_left(at, a)
+    return i < len(at) and at[i] + size <= b
 
 
 def _calls_between(sites, words_at, a, b):

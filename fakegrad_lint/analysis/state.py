@@ -9,6 +9,8 @@ Nothing here walks the AST or knows torch.
 
 from __future__ import annotations
 
+from weakref import ref
+
 from fakegrad_lint.analysis.context import CallSite, DispatchContext
 from fakegrad_lint.analysis.values import Value
 
@@ -53,10 +55,19 @@ class PseudoWith:
         self.bind_stmt = None
 
 
+# Weak references to the scopes made while an analysis runs, so that it can break
+# the cycles of those still alive when it ends (``interpreter._release``; a scope no
+# value refers to is freed at once, as before); None outside an analysis.
+SCOPES: list = [None]
+
+
 class Scope:
-    __slots__ = ("vars", "parent", "module", "global_names", "nonlocal_names", "func_node")
+    __slots__ = ("vars", "parent", "module", "global_names", "nonlocal_names", "func_node", "__weakref__")
 
     def __init__(self, parent=None, module=None, func_node=None):
+        made = SCOPES[0]
+        if made is not None:
+            made.append(ref(self))
         self.vars: dict[str, Value] = {}
         self.parent = parent
         self.module = module if module is not None else self

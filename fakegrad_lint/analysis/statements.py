@@ -82,7 +82,9 @@ class StatementsMixin:
             self.exhausted = True
 
     def exec_stmt(self, s, st):
-        self._tick()
+        self.steps = steps = self.steps + 1  # _tick, inlined: this runs for every statement
+        if steps > STEP_BUDGET:
+            self.exhausted = True
         run = self._statement_table.get(type(s))
         if run is not None:
             run(s, st)
@@ -324,17 +326,23 @@ class StatementsMixin:
                 crashed += 1
         _mark_may_regions(st.regions, regions_before)
         after_body = scope.vars
-        scope.vars = dict(before)
-        with Branch() as else_path:
-            try:
-                self.exec_branch(s.orelse, st)
-            except Crashed:
-                crashed += 1
+        if s.orelse:
+            scope.vars = dict(before)
+            with Branch() as else_path:
+                try:
+                    self.exec_branch(s.orelse, st)
+                except Crashed:
+                    crashed += 1
+            other, else_changes = scope.vars, else_path.changes
+        else:
+            # no else: what it would bind is `before`, and it writes nothing (no copy of
+            # a module's names per unknown `if`)
+            other, else_changes = before, {}
         _mark_may_regions(st.regions, regions_before)
-        if body_path.changes or else_path.changes:
-            merge([body_path.changes, else_path.changes])
+        if body_path.changes or else_changes:
+            merge([body_path.changes, else_changes])
         merged = after_body
-        for k, b in scope.vars.items():
+        for k, b in other.items():
             a = merged.get(k)
             if a is not b:
                 merged[k] = b if a is None else join(a, b)
