@@ -26,6 +26,8 @@ def fixtures_dir() -> Path:
 # machine's wall times swing several times; CPU seconds are what to compare when
 # sizing the default tier (``python -m pytest -q`` must stay under 5 minutes).
 _CPU_LOG = os.environ.get("FGL_TEST_CPU")
+if _CPU_LOG and os.environ.get("PYTEST_XDIST_WORKER"):  # one file per xdist worker: FILE.gw0, FILE.gw1
+    _CPU_LOG = f"{_CPU_LOG}.{os.environ['PYTEST_XDIST_WORKER']}"
 _cpu_by_test: dict = {}
 
 
@@ -45,6 +47,8 @@ if _CPU_LOG:
         _cpu_by_test[item.nodeid] = _cpu_now() - start
 
     def pytest_sessionfinish(session, exitstatus):
+        if not _cpu_by_test:  # the xdist controller runs no test itself
+            return
         rows = sorted(_cpu_by_test.items(), key=lambda kv: -kv[1])
         total = sum(_cpu_by_test.values())
         with open(_CPU_LOG, "w", encoding="utf-8") as out:

@@ -25,11 +25,22 @@ from regen_golden import BASE_ARGS, cli  # noqa: E402
 HEAD = "import torch\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n\n"
 
 PROGRAMS: dict[str, bytes] = {
-    # the module fix moved the forward onto fake copies, but `autograd.grad` asks for
-    # the real parameters: "One of the differentiated Tensors appears to not have been used"
+    # the module fix moved the forward onto fake copies, but `autograd.grad` asked for
+    # the real parameters: "One of the differentiated Tensors appears to not have been used";
+    # now the inputs are the same fake copies (`from_tensor` memoizes)
     "module_autograd_grad_wrt_real_params.py": (HEAD + """\
 model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU(), torch.nn.Linear(2, 2))
 params = list(model.parameters())
+with FakeTensorMode(allow_non_fake_inputs=True):
+    loss = model(torch.ones(3, 2)).sum()
+    gs = torch.autograd.grad(loss, params)
+print([tuple(g.shape) for g in gs])
+""").encode(),
+    # inputs not proved to be the module's parameters: the module fix is not applied
+    "module_autograd_grad_unknown_inputs.py": (HEAD + """\
+import random
+model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU(), torch.nn.Linear(2, 2))
+params = random.sample(list(model.parameters()), 2)
 with FakeTensorMode(allow_non_fake_inputs=True):
     loss = model(torch.ones(3, 2)).sum()
     gs = torch.autograd.grad(loss, params)
@@ -178,8 +189,14 @@ def test_fixed_program_parses_and_never_breaks(fixed, runs, name):
         assert after.stdout == before.stdout
 
 
-def test_module_fix_is_not_applied_when_autograd_grad_names_the_real_parameters(fixed):
-    assert text(fixed, "module_autograd_grad_wrt_real_params.py") == PROGRAMS["module_autograd_grad_wrt_real_params.py"].decode()
+def test_module_fix_takes_autograd_grad_over_the_fake_copies(fixed):
+    fixed_text = text(fixed, "module_autograd_grad_wrt_real_params.py")
+    assert "torch.func.functional_call(model, model_fake_state" in fixed_text
+    assert "gs = torch.autograd.grad(loss, [fake_mode.from_tensor(t) for t in params])" in fixed_text
+
+
+def test_module_fix_is_not_applied_when_autograd_grad_inputs_are_not_proved(fixed):
+    assert text(fixed, "module_autograd_grad_unknown_inputs.py") == PROGRAMS["module_autograd_grad_unknown_inputs.py"].decode()
 
 
 def test_hoist_lands_before_the_first_use(fixed):

@@ -1541,6 +1541,39 @@ for dry in (False, True):
     with FakeTensorMode(allow_non_fake_inputs=True):
         net(torch.ones(1, 2)).sum().backward()
 """,
+    # ------------------------------------------- dict keys: enum members, unknown keys
+    "enum_keyed_dict_picks_the_fake_context": """
+import enum
+class Backend(enum.Enum):
+    REAL = "real"
+    FAKE = "fake"
+CONTEXTS = {Backend.REAL: contextlib.nullcontext, Backend.FAKE: functools.partial(FakeTensorMode, allow_non_fake_inputs=True)}
+net = nn.Linear(2, 2)
+with CONTEXTS[Backend("fake")]():
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "enum_keyed_dict_picks_the_real_context": """
+import enum
+class Backend(enum.Enum):
+    REAL = "real"
+    FAKE = "fake"
+CONTEXTS = {Backend.REAL: contextlib.nullcontext, Backend.FAKE: functools.partial(FakeTensorMode, allow_non_fake_inputs=True)}
+net = nn.Linear(2, 2)
+with CONTEXTS[Backend.REAL]():
+    net(torch.ones(1, 2)).sum().backward()
+print(type(net.weight.grad).__name__)
+""",
+    "lookup_by_a_key_not_known_is_one_of_the_values": """
+import sys
+class Key:
+    pass
+REAL, FAKE = Key(), Key()
+CONTEXTS = {REAL: contextlib.nullcontext, FAKE: functools.partial(FakeTensorMode, allow_non_fake_inputs=True)}
+net = nn.Linear(2, 2)
+with CONTEXTS[REAL if len(sys.argv) < 5 else FAKE]():
+    net(torch.ones(1, 2)).sum().backward()
+print(type(net.weight.grad).__name__)
+""",
 }
 
 

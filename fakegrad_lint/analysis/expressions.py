@@ -17,7 +17,7 @@ from fakegrad_lint.analysis.torch_values import op_shape, shape_value
 from fakegrad_lint.analysis.state import STEP_BUDGET, Scope, YieldReached
 from fakegrad_lint.analysis.valueops import (_NONCONST, _compare, _dict_val, _fold_strings, _FormattedPart,
     _is_tensorish, _truth, _values_of)
-from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, ExportedProgramVal, FieldVal,
+from fakegrad_lint.analysis.values import (is_enum_member, UNKNOWN, BoundMethod, ClassVal, ConstVal, ExportedProgramVal, FieldVal,
     FuncVal, InstanceVal, LazyImport, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, AutogradApply, ProjModVal, SeqVal, SuperVal,
     DispatchRegister, PartialVal, SingleDispatchVal,
     TVal, Value, join, join_all, union, union_all)
@@ -113,7 +113,7 @@ class ExpressionsMixin:
             if k is not None:
                 kv = self.eval(k, st)
                 items.append(self.eval(v, st))
-                keys.append(kv.value if isinstance(kv, ConstVal) else _NONCONST)
+                keys.append(_key_of(kv))
             else:
                 sub = self.eval(v, st)
                 if isinstance(sub, SeqVal) and sub.keys is not None and sub.elts is not None:
@@ -324,8 +324,8 @@ class ExpressionsMixin:
             return self.call_function(getitem, [obj, idx], {}, st, force=True,
                                       site=(e, [getattr(e, "value", None), getattr(e, "slice", None)], [obj, idx]))
         if isinstance(obj, SeqVal) and obj.keys is not None:
-            if isinstance(idx, ConstVal):
-                v = obj.lookup(idx.value)
+            if _key_of(idx) is not _NONCONST:
+                v = obj.lookup(_key_of(idx))
                 return v if v is not None else UNKNOWN  # a KeyError, or a key added later
             if isinstance(idx, MaybeVal) and idx.options and all(isinstance(o, ConstVal) for o in idx.options):
                 # one of (or each of) several known keys: their values
@@ -343,7 +343,8 @@ class ExpressionsMixin:
         if isinstance(obj, MaybeVal):
             return self.over_options(obj, lambda o: self.subscript(e, o, idx, st), st)
         if isinstance(obj, SeqVal) and obj.is_dict:
-            return _values_of(obj)
+            # keys not all known: `d[k]` is one of the values (a may-value), not each of them
+            return join_all(obj.items) if obj.items else UNKNOWN
         if isinstance(obj, SeqVal):
             if obj.elts is not None and isinstance(idx, ConstVal) and isinstance(idx.value, slice):
                 part = obj.elts[idx.value]
@@ -566,3 +567,13 @@ EXPRESSION_METHODS = {
     ast.JoinedStr: "_eval_joined_str",
     ast.Slice: "_eval_slice",
 }
+
+
+def _key_of(v):
+    """A dict key the analysis knows: a constant's value, or a member of the file's
+    enums (a singleton, compared by identity); else ``_NONCONST``."""
+    if isinstance(v, ConstVal):
+        return v.value
+    if is_enum_member(v):
+        return v
+    return _NONCONST

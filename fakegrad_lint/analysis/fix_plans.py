@@ -88,6 +88,9 @@ class FixPlansMixin:
         plan = super()._fix_plan(node, expr, value, origin, region, st)
         if plan is not None:
             return plan
+        plan = self._module_list_plan(node, expr, value, region, st)
+        if plan is not None:
+            return plan
         if isinstance(value, MaybeVal) or (isinstance(value, ModuleVal) and value.meta):
             return None
         if getattr(self, "ctx", None) is not getattr(self, "main", None):
@@ -96,6 +99,48 @@ class FixPlansMixin:
 
         return self._call_site_module_plan(region, origin, st) or self._function_plan(node, expr, value, region, st) \
             or _op_mode_fix_plan(self, node, expr, value, region, st)
+
+    def _leaks(self):
+        """The facts; a hazard or a crash for which no conversion is planned gets a plan of
+        kind ``"none"`` that says why, so that its finding says ``no fix: <why>``."""
+        from fakegrad_lint.analysis.leaks import FixPlan, Route, Verdict
+
+        leaks = super()._leaks()
+        for leak in leaks:
+            if leak.fix is not None or leak.verdict is Verdict.FORWARD_ONLY:
+                continue
+            if leak.mode_path is not None:
+                why = "the region is opened in another module of the project"
+            elif leak.route is Route.LEAKED_MIX:
+                why = (f"no conversion of `{leak.value}` with the leaked fake's mode is proved at this op "
+                       f"(which side should be real is the author's call)")
+            else:
+                why = (f"no conversion of `{leak.value}` is proved here (no expression, block or function where "
+                       f"a fake copy is known to fit: a module made on the meta device, an element picked by a "
+                       f"computed key, a value the region makes from it)")
+            leak.fix = FixPlan(kind="none", value=leak.value, with_node=None, item_index=-1, mode_name=None, uses=[],
+                               module_tree=self.tree, reason=why)
+        return leaks
+
+    # -- a module picked from a list of modules by a computed index --------------
+
+    def _module_list_plan(self, node, expr, value, region, st):
+        """``stages[s](x)`` in the region's block, ``stages`` a list of modules (``s``
+        computed): the list is copied as fakes (each module over a ``from_tensor`` memo) and
+        the call picks from the copy."""
+        if region.with_node is None or region.func_node is not st.scope.func_node:
+            return None
+        if not (isinstance(value, ModuleVal) and isinstance(expr, ast.Subscript) and isinstance(node, ast.Call)
+                and node.func is expr and not isinstance(expr.slice, (ast.Constant, ast.Slice))):
+            return None
+        base = dotted_name(expr.value)
+        seq = st.scope.lookup(base) if base is not None and "." not in base else None
+        if not (isinstance(seq, SeqVal) and not seq.is_dict and seq.items
+                and all(isinstance(v, ModuleVal) and not v.meta for v in seq.items)):
+            return None
+        plan = self._plan("module-copy", base, expr.value, region, st, region_uses=True)
+        plan.contents = "modules"  # a list of modules: every one of them is copied
+        return plan
 
     # -- a real module passed to a helper called in the region's block ----------
 

@@ -41,6 +41,8 @@ class FixPlan:
     # lines of `p.grad = g` statements that write gradients computed in the region (`torch.func.grad`)
     # to the real value: the fix writes them to its fake copy instead
     grad_writes: list = field(default_factory=list)
+    # kind "none": no conversion is known for the leak's shape; the finding says why (``no fix: ...``)
+    reason: str | None = None
 
 
 def describe_container(value, depth: int = 0):

@@ -203,7 +203,13 @@ class StatementsMixin:
                 if isinstance(container, ast.Call) and isinstance(container.func, ast.Attribute) and container.func.attr == "values":
                     container = container.func.value  # `for v in d.values()`
                     is_dict = True
-                self.rebind(container, SeqVal(it.items + (now,), is_dict=is_dict), st)
+                whole = self.eval(container, st) if is_dict else it
+                if is_dict and isinstance(whole, SeqVal) and whole.keys is not None and whole.elts is not None:
+                    # every value changed: the dict keeps its keys, each value now also `now`
+                    elts = tuple(union(e, now) for e in whole.elts)
+                    self.rebind(container, SeqVal(elts, elts, whole.keys, is_dict=True), st)
+                else:
+                    self.rebind(container, SeqVal(it.items + (now,), is_dict=is_dict), st)
         self.exec_branch(s.orelse, st)
 
     def _exec_while(self, s, st):

@@ -94,6 +94,8 @@ class _Nodes:
 
 def _build_fix(leak, source: str) -> Fix | None:
     plan: FixPlan = leak.fix
+    if plan.kind == "none":
+        raise NoFix(plan.reason or "no fix is known for this shape")
     if plan.grad_writes and (plan.placement != "region" or plan.kind.startswith(("leaked-", "traced-", "op-"))):
         raise NoFix(f"line {plan.grad_writes[0]} writes the gradients computed in the region to a real "
                     f"tensor's `.grad`, which a fix here cannot move")
@@ -151,6 +153,9 @@ def _build_fix(leak, source: str) -> Fix | None:
         # the region reads the gradients it makes (`p.grad` for `p` in `model.parameters()`):
         # the region runs on a fake deep copy, every read of the module included
         loads = modules.module_loads(w.body, plan.value, 0)
+        if loads:
+            made = {id(n) for _, stmt in _copy_hoists(w, plan.value) for n in ast.walk(stmt)}
+            loads = [n for n in loads if id(n) not in made]  # an earlier fix's copy reads the real one
         after_roots = modules.grad_read_roots(_following(plan.module_tree, w), plan.value, modules.made_in(w.body))
         if loads and after_roots is not None:
             loads = loads + after_roots  # the reads of the gradients after the block read the copy's
@@ -200,7 +205,7 @@ def _build_fix(leak, source: str) -> Fix | None:
     base = base.lower() if base.isupper() else base
 
     if plan.kind in ("module-copy", "module-deepcopy"):
-        if "id" in taken:
+        if _binds(plan.module_tree, "id"):  # (a read of the builtin, an earlier fix's memo, is no clash)
             raise NoFix("`id` names something else in this scope")
         names = _bound_imports(plan.module_tree, _first_line(w))
         copy_name = names.get(("copy", None))
@@ -223,12 +228,17 @@ def _build_fix(leak, source: str) -> Fix | None:
             message = (f"Copy `{plan.value}` as fakes: `copy.deepcopy` with its parameters and buffers "
                        f"replaced by `{mode}.from_tensor` copies")
         else:
-            fake = _unique(f"{base}_fake", taken)
-            layout = _Layout(pos)
-            each = not copy_all and modules.iterated(w.body, plan.uses[0])
+            hoisted = _copy_hoists(w, plan.value)
+            before_use = [name for name, stmt in hoisted if stmt.end_lineno < first_stmt.lineno or stmt is first_stmt]
+            each = not copy_all and (modules.iterated(w.body, plan.uses[0]) or plan.contents == "modules")
             share = modules.method_receiver(w.body, plan.uses)
-            hoist(modules.wrapped(f"{fake} = ", modules.fake_copy(f"{copy_name}.deepcopy", plan.value, mode, each,
-                                                                  share), indent, layout.unit, layout.limit))
+            if before_use and not each:
+                fake = before_use[0]  # the copy an earlier fix made above (another finding of the module)
+            else:
+                fake = _unique(f"{base}_fake", taken)
+                layout = _Layout(pos)
+                hoist(modules.wrapped(f"{fake} = ", modules.fake_copy(f"{copy_name}.deepcopy", plan.value, mode,
+                                                                      each, share), indent, layout.unit, layout.limit))
             for node in plan.uses:
                 ops.replace(nodes.expr(node), fake)
             applicability = Applicability.UNSAFE
@@ -392,9 +402,51 @@ def _convert_grad_inputs(plan, w, mode, ops, nodes, leak) -> bool:
             edits.append((inputs, text))
     if not sink_seen:
         return False
+    layout = _Layout(nodes.pos)
+    calls = {id(inputs): call for call, inputs in grads.autograd_grad_calls(w.body)}
     for node, text in edits:
-        ops.replace(nodes.expr(node), text)
+        call = calls[id(node)]
+        line = nodes.pos.lines[call.lineno - 1]
+        if call.lineno != call.end_lineno or len(line) - len(nodes.pos.segment(node)) + len(text) <= layout.limit:
+            ops.replace(nodes.expr(node), text)
+            continue
+        # the call no longer fits the file's line length: one argument a line
+        args = [text if a is node else nodes.pos.segment(a) for a in call.args]
+        args += [(f"{k.arg}=" if k.arg else "**") + (text if k.value is node else nodes.pos.segment(k.value))
+                 for k in call.keywords]
+        indent = _indent_of(line)
+        inner = indent + layout.unit
+        ops.replace(nodes.expr(call), f"{nodes.pos.segment(call.func)}(\n" + "".join(f"{inner}{a},\n" for a in args)
+                    + f"{indent})")
     return True
+
+
+def _copy_hoists(w, value: str) -> list:
+    """``[(name, statement)]``: the fake copies of ``value`` an earlier fix hoisted into the
+    block (``name = copy.deepcopy(value, {...})``)."""
+    out = []
+    for stmt in w.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and \
+                isinstance(stmt.value, ast.Call) and (dotted_name(stmt.value.func) or "").endswith("deepcopy") and \
+                len(stmt.value.args) == 2 and dotted_name(stmt.value.args[0]) == value and \
+                isinstance(stmt.value.args[1], (ast.Dict, ast.DictComp)):
+            out.append((stmt.targets[0].id, stmt))
+    return out
+
+
+def _binds(tree, name: str) -> bool:
+    """Does the file bind ``name`` anywhere (an assignment, a parameter, a def, an import)?"""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, ast.arg) and node.arg == name:
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                (a.asname or a.name.split(".")[0]) == name for a in node.names):
+            return True
+    return False
 
 
 def _only_grad_reads_until(stmts, value: str, reads) -> bool:

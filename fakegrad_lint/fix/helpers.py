@@ -174,7 +174,7 @@ def grad_read_copy(plan, w, following, leak):
     if leak.sink == "torch.autograd.grad":
         return None
     stmts = list(w.body) + list(following)
-    reads = _grad_read_nodes(stmts, module)
+    reads = _grad_read_nodes(stmts, module, clips=True)
     if not reads:
         return None
     if plan.kind == "module":
@@ -200,7 +200,7 @@ def grad_read_copy(plan, w, following, leak):
     return replace(plan, kind="module-copy", uses=uses, grad_redirect=True)
 
 
-def _grad_read_nodes(stmts, module) -> list:
+def _grad_read_nodes(stmts, module, clips: bool = False) -> list:
     """The expressions naming ``module`` in ``stmts`` through which its parameters'
     gradients are read: ``model[0].weight.grad`` (the ``model``), the ``model`` of
     ``model.parameters()`` (``named_parameters``...) in a loop or comprehension that
@@ -210,7 +210,7 @@ def _grad_read_nodes(stmts, module) -> list:
     reads = []
     for stmt in stmts:
         for node in ast.walk(stmt):
-            clipped = clip_root(node, module)
+            clipped = clip_root(node, module) if clips else None  # (`clip_grad_norm_` reads them all)
             if clipped is not None:
                 reads.append(clipped)
             if isinstance(node, ast.Attribute) and node.attr == "grad":

@@ -50,7 +50,7 @@ def fake_copy(copy_fn: str, module: str, mode: str, each: bool = False, share_st
     copied."""
     if share_state and not each:
         return (f"{copy_fn}({module}, {{**{{id(v): v for sub in {module}.modules() for k, v in vars(sub).items() "
-                f"if not k.startswith('_')}}, **{{id(t): {mode}.from_tensor(t) for t in "
+                f"if not k.startswith(\"_\")}}, **{{id(t): {mode}.from_tensor(t) for t in "
                 f"[*{module}.parameters(), *{module}.buffers()]}}}})")
     if each:
         return (f"{copy_fn}({module}, {{id(t): {mode}.from_tensor(t) for m in {module} for t in "
@@ -102,7 +102,39 @@ def wrapped(stmt_head: str, call: str, indent: str, unit: str, limit: int) -> st
     if len(indent) + len(line) <= limit:
         return line
     fn, args = call.split("(", 1)
-    return f"{stmt_head}{fn}(\n{indent}{unit}{args[:-1]}\n{indent})"
+    if len(indent + unit) + len(args) - 1 <= limit or ", {**" not in args:
+        return f"{stmt_head}{fn}(\n{indent}{unit}{args[:-1]}\n{indent})"
+    # one argument a line, and a dict display that merges several (`{**a, **b}`) one entry a line
+    inner = indent + unit
+    parts = []
+    for part in split_top(args[:-1]):
+        entries = split_top(part[1:-1]) if part.startswith("{**") and part.endswith("}") else None
+        if entries and len(entries) > 1:
+            part = "{\n" + "".join(f"{inner}{unit}{e},\n" for e in entries) + inner + "}"
+        parts.append(f"{inner}{part},\n")
+    return f"{stmt_head}{fn}(\n" + "".join(parts) + indent + ")"
+
+
+def split_top(text: str) -> list[str]:
+    """``text`` split at its top-level commas (not inside brackets or strings), stripped."""
+    out, depth, quote, start = [], 0, None, 0
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote and text[i - 1] != "\\":
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    tail = text[start:].strip()
+    if tail:
+        out.append(tail)
+    return out
 
 
 def wrapped_call(call: str, line: str, old_len: int, indent: str, unit: str, limit: int) -> str:
