@@ -211,23 +211,38 @@ def _merge_seq(seq, slots, paths):
         return
     if all(s["keys"] is not None and s["elts"] is not None and set(s["keys"]) == set(first["keys"]) for s in states):
         keys = tuple(first["keys"])
+        # each path's first index of each key (what `keys.index(key)` gives), made once:
+        # a registry filled under unknown tests is merged at every `if` (thunder: ~340)
+        firsts = []
+        for s in states:
+            at: dict = {}
+            for i, key in enumerate(s["keys"]):
+                at.setdefault(key, i)
+            firsts.append(at)
         elts = []
         for key in keys:
             v = None
-            for s in states:
-                x = s["elts"][s["keys"].index(key)]
+            for s, at in zip(states, firsts):
+                x = s["elts"][at[key]]
                 v = x if v is None else join(v, x)
             elts.append(v)
         elts = tuple(elts)
         new = {"items": elts, "elts": elts, "keys": keys, "is_dict": first["is_dict"]}
     else:
         everywhere, some = [], []
+        # membership by identity through id sets (the items are alive in the states):
+        # the same lists as the pairwise `is` scans, without their n² per merge
+        on = [{id(y) for y in o["items"]} for o in states]
+        seen_everywhere, seen_some = set(), set()
         for s in states:
             for x in s["items"]:
-                if all(any(x is y for y in o["items"]) for o in states):
-                    if not any(x is y for y in everywhere):
+                i = id(x)
+                if all(i in ids for ids in on):
+                    if i not in seen_everywhere:
+                        seen_everywhere.add(i)
                         everywhere.append(x)
-                elif not any(x is y for y in some):
+                elif i not in seen_some:
+                    seen_some.add(i)
                     some.append(x)
         items = tuple(everywhere) + tuple(join(UNKNOWN, x) for x in some)
         new = {"items": items, "elts": None, "keys": None, "is_dict": any(s["is_dict"] for s in states)}
