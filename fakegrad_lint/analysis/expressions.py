@@ -16,7 +16,7 @@ from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import op_shape, shape_value
 from fakegrad_lint.analysis.state import STEP_BUDGET, Scope, YieldReached
 from fakegrad_lint.analysis.valueops import (_NONCONST, _compare, _dict_val, _fold_strings, _FormattedPart,
-    _is_tensorish, _truth, _values_of)
+    _is_tensorish, _truth)
 from fakegrad_lint.analysis.values import (is_enum_member, UNKNOWN, BoundMethod, ClassVal, ConstVal, ExportedProgramVal, FieldVal,
     FuncVal, InstanceVal, LazyImport, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, AutogradApply, ProjModVal, SeqVal, SuperVal,
     DispatchRegister, PartialVal, SingleDispatchVal,
