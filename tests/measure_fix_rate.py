@@ -10,7 +10,10 @@ measure); default all. For each set: the
 hazards (programs that end ``hazard`` or ``crash`` under the runtime oracle), how
 many of them run clean after the fix with their printed output unchanged
 (``test_fix_runtime.judge``), how many fixed files fail (``error``, or a crash
-the original did not have), and how many safe programs the fix touched.
+the original did not have), and how many safe programs the fix touched. Apart from the
+strict rate it counts the hazards whose fixed run is clean and whose output changed only in
+the lines that printed the symptom itself (``grad type: FakeTensor``): a correct fix has to
+change those, so the strict rate undercounts programs that print their own hazard.
 
 The fixer is whatever ``python -m fakegrad_lint`` imports: put another checkout
 first on ``PYTHONPATH`` to measure it (the before/after numbers of a change).
@@ -48,12 +51,13 @@ def measure(name: str, paths, verbose: bool) -> None:
         return
     with tempfile.TemporaryDirectory() as tmp:
         res = run_pairs(paths, Path(tmp))
-    hazards = ok = broken = touched_safe = 0
+    hazards = ok = symptom_only = broken = touched_safe = 0
     for prog, (before, after, _) in sorted(res.items()):
         verdict = "not changed by the fix" if after is None else judge(before, after)
         if before.outcome in ("hazard", "crash"):
             hazards += 1
             ok += verdict == "ok"
+            symptom_only += verdict != "ok" and only_symptom_lines_changed(before, after)
         elif after is not None:
             touched_safe += 1
         if after is not None and (after.outcome == "error" or (after.outcome == "crash" and before.outcome != "crash")):
@@ -62,7 +66,22 @@ def measure(name: str, paths, verbose: bool) -> None:
             print(f"  {prog:48} {before.outcome:7} -> {after.outcome if after else '-':7} {verdict[:90]}")
     rate = ok / hazards if hazards else 0
     print(f"{name}: {ok}/{hazards} hazards fixed ({rate:.0%}); {broken} fixed files fail; "
-          f"{touched_safe} safe programs touched")
+          f"{touched_safe} safe programs touched; {symptom_only} more run clean with only the lines "
+          f"that printed the symptom (a FakeTensor) changed")
+
+
+def only_symptom_lines_changed(before, after) -> bool:
+    """The fixed program ran clean and its output differs from the original's only in
+    lines that printed the hazard itself (the original line names ``FakeTensor``, e.g.
+    ``grad type: FakeTensor``): a correct fix must change those. Counted apart from the
+    strict rate, never added to it."""
+    if after is None or after.outcome != "clean" or before.outcome != "hazard":
+        return False
+    old, new = before.stdout.splitlines(), after.stdout.splitlines()
+    if len(old) != len(new):
+        return False
+    changed = [o for o, n in zip(old, new) if o != n]
+    return bool(changed) and all("FakeTensor" in o for o in changed)
 
 
 if __name__ == "__main__":
