@@ -31,6 +31,10 @@ from fakegrad_lint.analysis.values import MaybeVal, ModuleVal, SeqVal, TVal
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)
 
+# Set by the project fix pass (``fakegrad_lint.fix.projects``) while it analyses a file:
+# plans whose edit lands in another project module's region are kept (``FixPlan.path``).
+PLAN_IN_OTHER_MODULES = [False]
+
 
 def _in_place(node) -> bool:
     """Is ``node`` an in-place call (``x.add_(...)``, ``nn.init.zeros_(w)``)?"""
@@ -94,11 +98,35 @@ class FixPlansMixin:
         if isinstance(value, MaybeVal) or (isinstance(value, ModuleVal) and value.meta):
             return None
         if getattr(self, "ctx", None) is not getattr(self, "main", None):
-            return None  # code of another project module
+            # code of another project module: only a fake copy of a module handed over at the
+            # call in the region's block (the block is where the edit lands; see
+            # `_other_module_fix_plan`), never an edit inside the other module's helper
+            return self._call_site_module_plan(region, origin, st)
         from fakegrad_lint.analysis.facts import _op_mode_fix_plan  # last: at the op, with a fake operand's mode
 
         return self._call_site_module_plan(region, origin, st) or self._function_plan(node, expr, value, region, st) \
             or _op_mode_fix_plan(self, node, expr, value, region, st)
+
+    def _other_module_fix_plan(self, node, expr, value, origin, region, st):
+        """The plan of a leak in code of another project module (a helper the linted file's
+        code calls), kept only where its edit lands in the block that opened the region:
+        in the linted file (the value is converted at the call in its block, or handed over
+        as a fake copy: the helper stays as it is for its other callers), or, for the project
+        fix pass (``PLAN_IN_OTHER_MODULES``, ``fakegrad_lint.fix.projects``), in the project
+        module whose code opened the region (every caller of that region is fixed by it);
+        the plan then names that module (``path``, ``module_tree``)."""
+        if region.with_node is None:
+            return None
+        plan = self._fix_plan(node, expr, value, origin, region, st)
+        if plan is None or plan.placement != "region" or plan.with_node is not region.with_node:
+            return None
+        if self._in_main(region.with_node):
+            return plan
+        mf = getattr(region.file, "mf", None)
+        if not PLAN_IN_OTHER_MODULES[0] or mf is None or plan.grad_writes:
+            return None
+        plan.path, plan.module_tree = mf.path, mf.tree
+        return plan
 
     def _leaks(self):
         """The facts; a hazard or a crash for which no conversion is planned gets a plan of

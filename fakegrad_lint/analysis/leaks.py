@@ -43,6 +43,9 @@ class FixPlan:
     grad_writes: list = field(default_factory=list)
     # kind "none": no conversion is known for the leak's shape; the finding says why (``no fix: ...``)
     reason: str | None = None
+    # the project module whose text the edit lands in, when it is not the linted file (the
+    # project fix pass, ``fakegrad_lint.fix.projects``): ``module_tree`` is that module's tree
+    path: str | None = None
 
 
 def describe_container(value, depth: int = 0):
