@@ -25,7 +25,7 @@ apart count of runs that changed only the lines printing ``FakeTensor``); ``brok
 fixed projects that end ``error`` or newly crash, ``safe touched`` the safe projects of
 which a file changed; ``second fix`` the projects where a second ``--fix`` still changes a
 file. With ``--reasons`` each unfixed hazard project also lists the ``no fix:`` reasons of
-its findings (``--output-format json --unsafe-fixes`` on the original). ``vault3*`` is
+the findings left (the JSON report of that second ``--fix``). ``vault3*`` is
 sealed (the coordinator's to measure) and never listed.
 
 The fixer is whatever ``python -m fakegrad_lint`` imports: put another checkout
@@ -111,31 +111,31 @@ def fix_project_copy(folder: Path, dest: Path) -> tuple[Path, bool]:
     if proc.returncode not in (0, 1) or proc.stderr:
         print(f"  {folder.name}: fakegrad-lint --fix: exit {proc.returncode}: {proc.stderr.strip()[:300]}")
     once = _texts(copy)
-    cli(*BASE_ARGS, "check", "--fix", "--unsafe-fixes", ".", cwd=copy)
+    second = cli(*BASE_ARGS, "check", "--fix", "--unsafe-fixes", "--output-format", "json", ".", cwd=copy)
     twice = _texts(copy)
     if twice != once:  # keep what the first fix wrote: that is what is judged
         for rel, data in once.items():
             (copy / rel).write_bytes(data)
-    return copy, twice != once
+    return copy, twice != once, no_fix_reasons(second)
 
 
 def _texts(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*.py"))}
 
 
-def no_fix_reasons(folder: Path) -> list[str]:
-    """``path:line CODE no fix: reason`` for every finding of the project that has no fix."""
+def no_fix_reasons(proc) -> list[str]:
+    """``path:line CODE no fix: reason`` for every finding left after the fix (the JSON
+    report of the second ``--fix``), its own findings (not those at a helper's line)."""
     import json
 
-    proc = cli(*BASE_ARGS, "check", "--unsafe-fixes", "--output-format", "json", ".", cwd=folder)
     try:
         found = json.loads(proc.stdout or "[]")
     except ValueError:
         return [f"(unreadable json output: {proc.stderr.strip()[:200]})"]
     out = []
     for f in found:
-        where = f"{f['filename']}:{f['location']['row']} {f['code']}"
-        if f.get("fix") is None:
+        where = f"{Path(f['filename']).name}:{f['location']['row']} {f['code']}"
+        if f.get("fix") is None and f.get("no_fix"):
             out.append(f"{where} no fix: {f.get('no_fix')}")
     return out
 
@@ -149,9 +149,9 @@ def measure_projects(name: str, folders, verbose: bool, reasons: bool = False) -
         return {}
     counts = dict(hazards=0, ok=0, symptom_only=0, broken=0, touched_safe=0, second_fix=0, projects=len(folders))
     with tempfile.TemporaryDirectory() as tmp:
-        copies, unstable = {}, {}
+        copies, unstable, why = {}, {}, {}
         for folder in folders:
-            copies[folder], unstable[folder] = fix_project_copy(folder, Path(tmp))
+            copies[folder], unstable[folder], why[folder] = fix_project_copy(folder, Path(tmp))
         changed = {f: c for f, c in copies.items() if _texts(c) != _texts(f)}
         results = oracle.run_projects([*folders, *changed.values()], jobs=2)
         for folder in folders:
@@ -173,7 +173,7 @@ def measure_projects(name: str, folders, verbose: bool, reasons: bool = False) -
                 print(f"  {folder.name:52} {before.outcome:7} -> {after.outcome if after else '-':7} "
                       f"{'symptom-only ' if symptom else ''}{verdict[:90]}")
             if reasons and hazard and verdict != "ok" and not symptom:
-                for line in no_fix_reasons(folder):
+                for line in why[folder]:
                     print(f"      {line[:220]}")
     h = counts["hazards"]
     print(f"{name}: {counts['ok']}/{h} hazard projects fixed ({counts['ok'] / h if h else 0:.0%}); "

@@ -26,6 +26,7 @@ import ast
 
 from fakegrad_lint.analysis.code_text import _constant_subscripts
 from fakegrad_lint.analysis.names import dotted_name
+from fakegrad_lint.analysis.state import PseudoWith
 from fakegrad_lint.analysis.torch_values import _owns
 from fakegrad_lint.analysis.values import MaybeVal, ModuleVal, SeqVal, TVal
 
@@ -101,7 +102,12 @@ class FixPlansMixin:
             # code of another project module: only a fake copy of a module handed over at the
             # call in the region's block (the block is where the edit lands; see
             # `_other_module_fix_plan`), never an edit inside the other module's helper
-            return self._call_site_module_plan(region, origin, st)
+            plan = self._call_site_module_plan(region, origin, st)
+            if plan is None and PLAN_IN_OTHER_MODULES[0]:
+                # the project fix pass: in the other module's function whose code leaks (the mode
+                # found at run time, so its callers outside any region keep the real value)
+                plan = self._function_plan(node, expr, value, region, st)
+            return plan
         from fakegrad_lint.analysis.facts import _op_mode_fix_plan  # last: at the op, with a fake operand's mode
 
         return self._call_site_module_plan(region, origin, st) or self._function_plan(node, expr, value, region, st) \
@@ -118,15 +124,38 @@ class FixPlansMixin:
         if region.with_node is None:
             return None
         plan = self._fix_plan(node, expr, value, origin, region, st)
-        if plan is None or plan.placement != "region" or plan.with_node is not region.with_node:
+        if plan is None:
             return None
-        if self._in_main(region.with_node):
-            return plan
-        mf = getattr(region.file, "mf", None)
-        if not PLAN_IN_OTHER_MODULES[0] or mf is None or plan.grad_writes:
+        if plan.placement == "function":
+            at = plan.func_node
+        elif plan.placement == "region" and plan.with_node is region.with_node:
+            at = region.with_node
+            if self._in_main(at):
+                return plan
+        else:
+            return None
+        mf = self._module_holding(at) if PLAN_IN_OTHER_MODULES[0] else None
+        if mf is None or plan.grad_writes:
             return None
         plan.path, plan.module_tree = mf.path, mf.tree
         return plan
+
+    def _module_holding(self, node):
+        """The project module (its ``ModuleFile``) whose tree holds ``node``, if loaded."""
+        if isinstance(node, PseudoWith):
+            node = node.body[0] if node.body else None
+        if node is None:
+            return None
+        table = self.__dict__.setdefault("_node_modules", {})
+        for mv in list(getattr(self, "_modules", {}).values()):
+            mf = getattr(mv, "mf", None)
+            if mf is None:
+                continue
+            if id(mf) not in table:
+                table[id(mf)] = (mf, {id(n) for n in ast.walk(mf.tree)})
+            if id(node) in table[id(mf)][1]:
+                return mf
+        return None
 
     def _leaks(self):
         """The facts; a hazard or a crash for which no conversion is planned gets a plan of

@@ -194,20 +194,27 @@ def _prove(project: _Project, path: str, target: Finding, helper: str, fix) -> t
     return new, None
 
 
-def cross_module_fixes(project: _Project, path: str, unsafe: bool):
+def cross_module_fixes(project: _Project, path: str, unsafe: bool, why: dict | None = None):
     """The first proved fix of a finding of ``path`` whose edit lands in another module:
-    ``(finding, helper path, fixed helper text)``, or None."""
+    ``(finding, helper path, fixed helper text)``, or None. ``why`` receives, by
+    ``(code, row, column, value)``, why a planned fix of a finding is not applied."""
     from fakegrad_lint.fix.builders import NoFix, build_fix
     from fakegrad_lint.rules import rule_for
 
     leaks = _planned(project, path)
     if not leaks:
         return None
+    why = {} if why is None else why
     reported = project.reported(path)
     for leak in leaks:
         helper = os.path.abspath(leak.fix.path)
         rule = rule_for(leak)
-        if helper not in project.results or helper == path or rule is None:
+        if rule is None or helper == path:
+            continue
+        key = (rule.code, *leak.start, leak.value)
+        where = os.path.relpath(helper, os.path.dirname(path)).replace(os.sep, "/")
+        if helper not in project.results:
+            why[key] = f"the fix would edit {where}, which is not one of the files checked in this run"
             continue
         target = next((f for f in reported if f.code == rule.code and (f.location.row, f.location.column) == leak.start
                        and f.extra.get("value") == leak.value), None)
@@ -215,13 +222,20 @@ def cross_module_fixes(project: _Project, path: str, unsafe: bool):
             continue  # a code not enabled for the file, or silenced by its `# noqa`
         try:
             fix = build_fix(leak, project.texts[helper])
-        except NoFix:
+        except NoFix as exc:
+            why[key] = f"in {where}, where the region is: {exc}"
             continue
-        if fix is None or not applies(fix, unsafe=unsafe) or not fix.edits:
+        if fix is None or not fix.edits:
+            why[key] = f"in {where}, where the region is: no fix is known for this shape"
             continue
-        new, _why = _prove(project, path, target, helper, fix)
+        if not applies(fix, unsafe=unsafe):
+            why[key] = f"in {where}, where the region is: {fix.message} ({fix.applicability.value})"
+            continue
+        new, reason = _prove(project, path, target, helper, fix)
         if new is not None:
+            why.pop(key, None)
             return target, helper, new
+        why[key] = f"in {where}, where the region is: {reason}"
     return None
 
 
@@ -237,13 +251,14 @@ def fix_across_modules(run, codes_for, options) -> None:
         return
     project = _Project(run.results, codes_for, diff=options.mode == "diff")
     applied: dict = {}
+    why: dict = {}
     for _ in range(max(options.max_fix_iterations, 0)):
         progress = False
         for path in candidates:
             if path not in project.results:
                 continue
             try:
-                found = cross_module_fixes(project, path, options.unsafe_fixes)
+                found = cross_module_fixes(project, path, options.unsafe_fixes, why.setdefault(path, {}))
             except Exception:  # noqa: BLE001 - an analyzer bug must not take the run down: no fix
                 found = None
             if found is not None:
@@ -254,10 +269,22 @@ def fix_across_modules(run, codes_for, options) -> None:
         if not progress:
             break
     if applied:
-        _finish(project, applied, options)
+        _finish(project, applied, options, why)
+    for path, reasons in why.items():
+        result = project.results[path]
+        if reasons and path not in applied:
+            result.findings = [_explained(f, reasons) for f in result.findings]
 
 
-def _finish(project: _Project, applied: dict, options) -> None:
+def _explained(f: Finding, reasons: dict) -> Finding:
+    """``f`` with the project pass' reason for not fixing it in the region's module."""
+    from dataclasses import replace
+
+    why = reasons.get((f.code, f.location.row, f.location.column, f.extra.get("value")))
+    return f if why is None or f.fix is not None else replace(f, no_fix=why)
+
+
+def _finish(project: _Project, applied: dict, options, why: dict) -> None:
     from fakegrad_lint.sources.sourcefile import SourceError, write_atomic
 
     changed = project.changed()
@@ -283,7 +310,7 @@ def _finish(project: _Project, applied: dict, options) -> None:
         result.fixed += applied.get(path, 0)
         if options.mode != "fix-only":
             try:
-                result.findings = project.reported(path)
+                result.findings = [_explained(f, why.get(path, {})) for f in project.reported(path)]
             except Exception:  # noqa: BLE001 - keep what the per-file loop reported
                 pass
         if result.findings:
