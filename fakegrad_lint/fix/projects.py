@@ -247,7 +247,7 @@ def fix_across_modules(run, codes_for, options) -> None:
         return
     candidates = sorted({os.path.abspath(r.path) for r in run.results if r.path.endswith(".py")
                          and any(_region_elsewhere(f) for f in r.findings)})
-    if not candidates or len(run.results) < 2:
+    if not candidates:
         return
     project = _Project(run.results, codes_for, diff=options.mode == "diff")
     applied: dict = {}
