@@ -194,6 +194,20 @@ def _prove(project: _Project, path: str, target: Finding, helper: str, fix) -> t
     return new, None
 
 
+def _unredirected_grad_read(plan) -> int | None:
+    """A gradient read of the converted module inside the edited block or function (the
+    analysis' ``grad_reads``, e.g. ``p.grad for p in params`` with ``params`` its parameters)
+    that the fix does not send to the fake copy: after the fix it would read ``None``."""
+    if plan.kind not in ("module", "module-copy") or plan.grad_redirect or not plan.grad_reads:
+        return None
+    node = plan.func_node if plan.placement == "function" else plan.with_node
+    body = getattr(node, "body", None) or []
+    if not body:
+        return None
+    first, last = body[0].lineno, body[-1].end_lineno
+    return next((ln for ln in sorted(plan.grad_reads) if first <= ln <= last), None)
+
+
 def cross_module_fixes(project: _Project, path: str, unsafe: bool, why: dict | None = None):
     """The first proved fix of a finding of ``path`` whose edit lands in another module:
     ``(finding, helper path, fixed helper text)``, or None. ``why`` receives, by
@@ -227,6 +241,11 @@ def cross_module_fixes(project: _Project, path: str, unsafe: bool, why: dict | N
             continue
         if fix is None or not fix.edits:
             why[key] = f"in {where}, where the region is: no fix is known for this shape"
+            continue
+        read = _unredirected_grad_read(leak.fix)
+        if read is not None:
+            why[key] = (f"in {where}, where the region is: line {read} reads the gradients the region makes, "
+                        f"which a fake copy of `{leak.fix.value}` would change")
             continue
         if not applies(fix, unsafe=unsafe):
             why[key] = f"in {where}, where the region is: {fix.message} ({fix.applicability.value})"
