@@ -93,6 +93,11 @@ CONTEXT_MANAGER = frozenset({"contextlib.contextmanager"})
 PATCH_OBJECT = frozenset({"unittest.mock.patch.object", "mock.patch.object"})
 MAKE_FX = frozenset({"torch.fx.experimental.proxy_tensor.make_fx", "torch.fx.experimental.make_fx"})
 DEEPCOPY = frozenset({"copy.deepcopy"})
+# dataclasses' helpers over an instance's fields: a dict (field name -> value) or a
+# tuple of the values, deep-copied; `replace` makes a new instance with some fields changed
+DATACLASS_ASDICT = frozenset({"dataclasses.asdict"})
+DATACLASS_ASTUPLE = frozenset({"dataclasses.astuple"})
+DATACLASS_REPLACE = frozenset({"dataclasses.replace"})
 # shallow copies: a new object holding the same parameters
 SHALLOW_COPY = frozenset({"copy.copy"})
 # functions that change a module in place and return that same module (its
