@@ -19,7 +19,7 @@ from fakegrad_lint.analysis.state import MAX_DEPTH, Crashed, Scope, YieldReached
 from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, _arg_exprs, _dict_val, _interesting, _is_none_const,
     _is_tensorish)
 from fakegrad_lint.analysis.values import (UNKNOWN, AutogradApply, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal, ModeVal, DecoratorVal,
-    ExportedProgramVal, FuncVal, GeneratorVal, InstanceVal, MaybeVal, MethodRef, ModRef, ModuleVal, PartialVal, ProjModVal, ReturnsVal, SeqVal, SingleDispatchVal, DispatchRegister, LibraryMethod,
+    ExportedProgramVal, FuncVal, GeneratorVal, GetterVal, InstanceVal, MaybeVal, MethodRef, ModRef, ModuleVal, PartialVal, ProjModVal, ReturnsVal, SeqVal, SingleDispatchVal, DispatchRegister, LibraryMethod,
     SuperVal, TracedFn, TransformVal, TVal, join, join_all, union)
 
 _CALLEE = object()  # call_value's default: the call's own callee expression
@@ -195,6 +195,24 @@ class CallsMixin:
         if first and all(len(x) == len(first) and all(a is b for a, b in zip(x, first)) for x in entered) \
                 and not any(r.may for r in first):
             self._gen_regions[id(gen)] = (gen, first)
+
+    def call_getter(self, e, getter, args, kwargs, st):
+        """``attrgetter("a.b")(obj)`` is ``obj.a.b``; ``itemgetter(k)(obj)`` is ``obj[k]``;
+        several names give a tuple."""
+        if len(args) != 1 or kwargs:
+            return UNKNOWN
+        out = []
+        for key in getter.keys:
+            v = args[0]
+            if getter.kind == "attr":
+                if not isinstance(key, str):
+                    return UNKNOWN
+                for part in key.split("."):
+                    v = self.attribute(e, v, part, st)
+            else:
+                v = self.subscript(e, v, ConstVal(key), st)
+            out.append(v)
+        return out[0] if len(out) == 1 else SeqVal(tuple(out), tuple(out))
 
     # -- generator objects: the body runs as far as it is consumed --------------
 
@@ -388,6 +406,8 @@ class CallsMixin:
             return UNKNOWN
         if isinstance(callee, TracedFn):
             return self.call_traced(e, callee, args, kwargs, st)
+        if isinstance(callee, GetterVal):
+            return self.call_getter(e, callee, args, kwargs, st)
         if isinstance(callee, PartialVal):
             return self.call_value(e, callee.func, list(callee.args) + list(args), {**callee.kwargs, **kwargs}, st,
                                    func_expr=None)

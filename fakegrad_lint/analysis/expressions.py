@@ -419,8 +419,10 @@ class ExpressionsMixin:
                 return TVal(frozenset(), obj.mode, frozenset())
             if attr in ("T", "mT", "H", "mH", "real", "imag"):
                 return self.op(e, [(obj, e.value)], st, shape=op_shape("T", [obj.shape], (), {}) if attr == "T" else None)
-            if attr in N.MODEL_OUTPUT_ATTRS:
+            if attr in N.MODEL_OUTPUT_ATTRS or attr in N.TENSOR_TUPLE_FIELDS:
                 return obj
+            if attr in N.TENSOR_TUPLE_INDEX_FIELDS:
+                return TVal(frozenset(), obj.mode, frozenset())
             return MethodRef(obj, attr) if attr.isidentifier() and not attr.startswith("_") else UNKNOWN
         if isinstance(obj, (InstanceVal, ModuleVal)):
             if attr in obj.attrs:

@@ -364,8 +364,13 @@ class MethodCallsMixin(LibraryMixin):
             return self.call_function(m, [mod.cls if m.kind == "class" else mod] + list(args), kwargs, st,
                                       site=(e, [e.func.value] + _arg_exprs(e), [mod] + list(args)))
         if name in ("parameters", "named_parameters") or (name == "state_dict" and _kw_true(kwargs, "keep_vars")):
+            kids = _child_origins(mod) if mod.origin is None and mod.mode is None else frozenset()
             if real:
                 p = TVal(frozenset([mod.origin]), device=mod.device)  # the module's own provenance: freezing them freezes it
+            elif kids:
+                # a module with no parameters of its own (`nn.Sequential()` filled by
+                # `add_module`): its children's, each with its provenance
+                p = TVal(kids)
             else:
                 p = TVal(frozenset(), mod.mode, may_fake=mod.may_fake)
             if name == "parameters":
@@ -593,3 +598,16 @@ def _is_dtype_cast(name, args, kwargs):
         given = list(args) + [kwargs.get("dtype")]
         return any(isinstance(a, ModRef) and a.qualname in N.NON_DEFAULT_FLOAT_DTYPES for a in given)
     return False
+
+
+def _child_origins(mod, depth=0):
+    """The provenance of the real submodules set on ``mod`` (recursively): what its
+    ``parameters()`` hold when it has none of its own."""
+    out = set()
+    for x in mod.attrs.values():
+        if isinstance(x, ModuleVal) and x.mode is None:
+            if x.origin is not None:
+                out.add(x.origin)
+            elif depth < 4:
+                out |= _child_origins(x, depth + 1)
+    return frozenset(out)

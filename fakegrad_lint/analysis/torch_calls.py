@@ -18,7 +18,7 @@ from fakegrad_lint.analysis.torch_values import (_fake_copy, _grad_mode_kind, _i
 from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _flatten, _is_tensorish, _kw_false,
     _kw_true, _operands)
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
-    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal,
+    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, GetterVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal,
     OptimizerVal, Origin, PartialVal, Region, ReturnsVal, SeqVal, TracedFn, TransformVal, TVal, WorkerVal)
 
 
@@ -418,6 +418,10 @@ class TorchCallsMixin:
             return self.new_module(e, q, args, kwargs, st, torch_layer=False)
         if q in N.ITERABLE_FUNCS:
             return self.iterable_call(e, N.ITERABLE_FUNCS[q], args, kwargs, st)
+        if q in N.GETTERS:
+            if args and not kwargs and all(isinstance(a, ConstVal) for a in args):
+                return GetterVal(N.GETTERS[q], tuple(a.value for a in args))
+            return UNKNOWN
         if q in N.OPERATOR_FUNCS:
             if any(_is_tensorish(a) for a in args):
                 if q == "operator.getitem" and len(args) == 2:

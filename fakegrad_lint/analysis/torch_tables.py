@@ -416,6 +416,9 @@ OPERATOR_FUNCS = frozenset(
     "operator." + n for n in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "neg", "pos",
                               "abs", "iadd", "isub", "imul", "imatmul", "itruediv", "getitem")
 )
+# operator's getters: callables that read the named attributes (dotted paths) or items
+# of their argument (several names: a tuple)
+GETTERS = {"operator.attrgetter": "attr", "operator.itemgetter": "item"}
 # executors and threads run the function they are given (a worker opening a region
 # runs it with the caller's objects): submit(fn, *args) / map(fn, *its) / Thread(target=fn,
 # args=...).start() call fn right there; a future's result() is fn's return value
@@ -559,6 +562,13 @@ LOADER_METHODS = frozenset({"from_pretrained", "from_config"})
 MODE_ALLOW_KEYWORD = "allow_non_fake_inputs"
 MAKE_FX_ALLOW_KEYWORD = "_allow_non_fake_inputs"
 MAKE_FX_FAKE_TRACING = frozenset({"fake", "symbolic"})
+
+# Fields of the named tuples torch's ops return (`x.max(-1).values`, `torch.sort(x).indices`,
+# `torch.linalg.qr(a).Q`): the tensor-valued fields carry the op's result (its graph);
+# the index fields are integer tensors, outside any graph
+TENSOR_TUPLE_FIELDS = frozenset({"values", "Q", "R", "U", "S", "Vh", "V", "L", "LU", "eigenvalues", "eigenvectors",
+                                 "sign", "logabsdet", "solution", "mantissa"})
+TENSOR_TUPLE_INDEX_FIELDS = frozenset({"indices", "pivots", "info", "exponent"})
 
 # Fields of the output objects of library models (transformers' ModelOutput,
 # diffusers' outputs): a module call's result read through them is the same result.

@@ -342,6 +342,14 @@ class CtxVal(Value):
     target: object = None  # patch_allow: the ModeVal; gen: (FuncVal, args); fake_copy: ModeVal
 
 
+@dataclass(frozen=True, eq=False)
+class GetterVal(Value):
+    """``operator.attrgetter(*names)`` (kind "attr") / ``itemgetter(*keys)`` ("item")."""
+
+    kind: str
+    keys: tuple
+
+
 @dataclass(eq=False)
 class GeneratorVal(Value):
     """A generator object: ``fv`` called with ``args``/``kwargs``. Its body runs as the
