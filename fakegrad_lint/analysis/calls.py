@@ -126,7 +126,9 @@ class CallsMixin:
         is_gen = not isinstance(node, ast.Lambda) and _contains_yield(node, self.pos.lines)
         if is_gen and not consume and not run_generator and (st.cur is not None or st.stack):
             # nothing of the body runs at the call (a run with no caller, library code
-            # analysed on its own, runs it as if consumed)
+            # analysed on its own, runs it as if consumed; one the program made is what
+            # the program's consumption makes it do)
+            self._ran_by_program.add(node)
             return GeneratorVal(fv, list(args), kwargs, site)
         if not (force or st.regions or self._may_matter(node, self._lines_of(fv)) or self._init_matters(fv)
                 or any(_interesting(a) for a in args)
