@@ -13,6 +13,7 @@ import re
 from itertools import accumulate
 from operator import add
 
+from fakegrad_lint.analysis.library_classes import library_kind
 from fakegrad_lint.analysis.code_text import (
     _ENTRY_RE,
     _WORD_RE,
@@ -149,8 +150,21 @@ class RelevanceMixin:
                     changed = True
             if own and revive():
                 changed = True
+        # a TestCase class of the file runs as a test runner (unittest discovery, pytest)
+        # runs it: setUpClass, then per test setUp / the test / tearDown, so that what the
+        # fixtures set on the class or the instance is known in the test (library_classes)
+        cases = []
         for fv, cls in units:
-            if fv in relevant:
+            if fv in relevant and cls is not None and library_kind(cls) == "testcase" \
+                    and fv.node.name.startswith("test") and not any(c is cls for c in cases):
+                cases.append(cls)
+        for cls in cases:
+            try:
+                self.run_tests(None, [cls], State(self.module_scope))
+            except (Crashed, YieldReached, _BlockExit):
+                pass
+        for fv, cls in units:
+            if fv in relevant and not any(c is cls for c in cases):
                 self._run_standalone(fv, self._instance_for(cls) if cls is not None else None)
 
     def _instance_for(self, cls):
