@@ -113,6 +113,33 @@ class FixPlansMixin:
         return self._call_site_module_plan(region, origin, st) or self._function_plan(node, expr, value, region, st) \
             or _op_mode_fix_plan(self, node, expr, value, region, st)
 
+    def _leaked_fix_plan(self, node, expr, value, fake_ex):
+        """Mixing with a leaked fake (FGL003): the facts convert a real operand named by a
+        stable expression; a real operand the code computes right there from a requires-grad
+        value (``encoder(tokens) + pos_table``, ``student(x).softmax(-1)``,
+        ``model.weight.pow(2).sum()``) is converted whole, as a fake leaf of its own made by
+        the leaked fake's mode: ``pos_table.fake_mode.from_tensor(encoder(tokens))
+        .detach().requires_grad_()``. The real operand is computed as before (same values,
+        same shapes); the backward that follows stops at the fake leaf, so no FakeTensor
+        reaches a real ``.grad``."""
+        plan = super()._leaked_fix_plan(node, expr, value, fake_ex)
+        if plan is not None or fake_ex is None or expr is None or dotted_name(fake_ex) is None:
+            return plan
+        if not (isinstance(value, TVal) and not isinstance(value, SeqVal) and value.derived
+                and isinstance(expr, (ast.Call, ast.BinOp, ast.UnaryOp, ast.Subscript, ast.Attribute))):
+            return None
+        text = self.pos.segment(expr) if hasattr(expr, "lineno") else None
+        if not text or "\n" in text or any(isinstance(n, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield,
+                                                           ast.YieldFrom)) for n in ast.walk(expr)):
+            return None
+        from fakegrad_lint.analysis.leaks import FixPlan
+
+        if isinstance(expr, (ast.BinOp, ast.UnaryOp)):
+            text = f"({text})"
+        return FixPlan(kind="leaked-tensor", value=text, with_node=None, item_index=-1,
+                       mode_name=f"{dotted_name(fake_ex)}.fake_mode", uses=[expr], module_tree=self.tree,
+                       derived=True)
+
     def _other_module_fix_plan(self, node, expr, value, origin, region, st):
         """The plan of a leak in code of another project module (a helper the linted file's
         code calls), kept only where its edit lands in the block that opened the region:
