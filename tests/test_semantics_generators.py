@@ -1,7 +1,9 @@
 """Python's and torch's semantics, fifth batch (sem5): generator objects run only as far
 as they are consumed; ``dataclasses.asdict``/``astuple``/``replace``; the named-tuple
 fields of torch ops (``x.max(-1).values``, ``.indices``); ``operator.attrgetter`` /
-``itemgetter``; the parameters of a container filled by ``add_module``.
+``itemgetter``; the parameters of a container filled by ``add_module``; ``get_submodule``;
+inference mode apart from grad mode (``enable_grad`` inside ``inference_mode`` records
+nothing, ``inference_mode(False)`` records again).
 
 A generator function's call makes a generator object: nothing of its body runs at the
 call. Its body runs where it is consumed (``for``, ``list()``, a comprehension, ``yield
@@ -258,6 +260,39 @@ net.add_module("body", nn.Linear(2, 2))
 net.add_module("head", nn.Linear(2, 2))
 with FakeTensorMode(allow_non_fake_inputs=True):
     net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    # ------------------------------------------------------ inference mode
+    "inference_mode_enable_grad_records_nothing": """
+net = nn.Linear(2, 2)
+with torch.inference_mode(), FakeTensorMode(allow_non_fake_inputs=True):
+    with torch.enable_grad():
+        y = net(torch.ones(1, 2))
+        try:
+            y.sum().backward()
+        except RuntimeError:
+            pass
+""",
+    "inference_mode_false_records_again": """
+net = nn.Linear(2, 2)
+with torch.inference_mode(), FakeTensorMode(allow_non_fake_inputs=True):
+    with torch.inference_mode(False):
+        net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    # ------------------------------------------------------ get_submodule
+    "get_submodule_real_head_trained": """
+net = nn.Sequential()
+net.add_module("head", nn.Linear(2, 2))
+head = net.get_submodule("head")
+with FakeTensorMode(allow_non_fake_inputs=True):
+    head(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "get_submodule_frozen_head": """
+net = nn.Sequential()
+net.add_module("head", nn.Linear(2, 2))
+head = net.get_submodule("head").requires_grad_(False)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    x = torch.ones(1, 2, requires_grad=True)
+    head(x).sum().backward()
 """,
 }
 

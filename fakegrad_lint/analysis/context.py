@@ -12,6 +12,7 @@ from typing import NamedTuple
 class DispatchContext:
     regions: tuple = ()  # active fake regions (Region), innermost last
     grad_enabled: bool = True  # False under no_grad / inference_mode (or an unknown set_grad_enabled)
+    inference: bool = False  # inside inference_mode: no op records a graph, whatever grad mode says
     dispatch_off: int = 0  # > 0 under unset_fake_temporarily / no_dispatch: no region dispatches
     patched: frozenset = frozenset()  # modes whose allow_non_fake_inputs is patched to True
     fake_copy: object = None  # the mode of an active FakeCopyMode (deepcopy makes fakes)

@@ -15,7 +15,7 @@ from fakegrad_lint.analysis.state import Crashed
 from fakegrad_lint.analysis.torch_values import _owns, broadcast, op_shape, shape_of, with_shape
 from fakegrad_lint.analysis.valueops import _carries, _flatten, _fold_strings, _is_module_value, _is_tensorish
 from fakegrad_lint.analysis.heap import heap_field
-from fakegrad_lint.analysis.values import UNKNOWN, LeakRecord, ModuleVal, Region, SeqVal, TVal
+from fakegrad_lint.analysis.values import UNKNOWN, LeakRecord, ModuleVal, Region, SeqVal, TVal, origin_order
 
 
 # sinks that accumulate into the leaves' .grad (torch.autograd.grad returns the gradients instead)
@@ -110,7 +110,7 @@ class DispatchMixin:
                 if not origins:
                     continue
                 may = region_may or not v.proven_rg()
-                for origin in origins:
+                for origin in sorted(origins, key=origin_order):
                     if origin.disabled:
                         continue
                     # (requires_grad switched off on some paths only: a may link)
@@ -216,7 +216,7 @@ class DispatchMixin:
             region, route = Region(val.mode, val.mode.allow, None, -1, None), "leaked-mix"
         if region.may:
             return
-        for origin in obj.real_rg():
+        for origin in sorted(obj.real_rg(), key=origin_order):
             if origin.disabled:
                 continue
             rec = self.record(target, origin, obj, target.value, region, route, True, st, True, None, False)

@@ -271,7 +271,7 @@ class MethodCallsMixin(LibraryMixin):
         if isinstance(recv, CtxVal) and name == "__enter__":
             restores = isinstance(recv.target, tuple) and recv.target[:1] == ("restores",)
             self._manual_undo[id(recv)] = (recv.target[1] if restores else st.grad_enabled, st.dispatch_off,
-                                           st.fake_copy, st.meta_device)
+                                           st.fake_copy, st.meta_device, st.ctx.inference)
             self.enter(recv, st, [])
             return UNKNOWN
         if isinstance(recv, CtxVal) and name == "__exit__":
@@ -279,7 +279,7 @@ class MethodCallsMixin(LibraryMixin):
             if saved is not None:  # restore what this context changed, in the state that leaves it
                 k = recv.kind
                 if k in ("grad_off", "grad_on"):
-                    st.grad_enabled = saved[0]
+                    st.ctx = st.ctx.but(grad_enabled=saved[0], inference=saved[4])
                 elif k == "unset_fake":
                     st.dispatch_off = max(0, st.dispatch_off - 1)
                 elif k == "fake_copy":
@@ -490,6 +490,15 @@ class MethodCallsMixin(LibraryMixin):
         if name in ("add_module", "register_module") and len(args) >= 2 and isinstance(args[0], ConstVal):
             heap_set(mod, str(args[0].value), args[1])
             return UNKNOWN
+        if name in ("get_submodule", "get_parameter") and len(args) == 1 and isinstance(args[0], ConstVal) \
+                and isinstance(args[0].value, str):
+            # the dotted path through the attributes set on the modules (not known: unknown)
+            target = mod
+            for part in [p for p in args[0].value.split(".") if p]:
+                target = target.attrs.get(part) if isinstance(target, ModuleVal) else None
+                if target is None:
+                    return UNKNOWN
+            return target if isinstance(target, (ModuleVal if name == "get_submodule" else TVal)) else UNKNOWN
         return UNKNOWN
 
     def _apply_to_modules(self, e, fn, mod, st, depth):

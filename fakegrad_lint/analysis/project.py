@@ -637,7 +637,7 @@ def hot_names(path: str, text: str | None, depth: int = 0) -> frozenset:
     only, a superset."""
     from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
 
-    bindings, info, entry, _regs = _summary(path, text)
+    bindings, info, entry, regs = _summary(path, text)
     imported = _hot_imports("", path, None, "", depth, bindings)
     fed = _fed.get(path)
     if not imported and not entry and not fed:
@@ -651,6 +651,7 @@ def hot_names(path: str, text: str | None, depth: int = 0) -> frozenset:
         for bound, words in info:
             if not bound.isdisjoint(fed):
                 hot |= bound | (words & top)
+    top = None
     changed = True
     while changed:
         changed = False
@@ -658,4 +659,19 @@ def hot_names(path: str, text: str | None, depth: int = 0) -> frozenset:
             if not bound <= hot and (not words.isdisjoint(entries) or not words.isdisjoint(hot)):
                 hot |= bound
                 changed = True
+        # a registration into this module's own registry (`@register_mode("fake")` on
+        # a hot def, `register_mode` defined here): the registering function and the
+        # top-level names its code touches (`MODES[name] = factory`) hold hot values
+        for name, bound, words in regs:
+            head = name.partition(".")[0]
+            if head in hot or not (not bound.isdisjoint(hot) or (not bound and not words.isdisjoint(hot))):
+                continue
+            if top is None:
+                top = set().union(*(b for b, _w in info)) if info else set()
+            if head not in top:
+                continue
+            for b, w in info:
+                if head in b and not (b | (w & top)) <= hot:
+                    hot |= b | (w & top)
+                    changed = True
     return frozenset(hot)

@@ -95,8 +95,11 @@ class RegionsMixin:
             if k == "grad_off" or k == "grad_on":
                 # (set_grad_enabled restores what grad mode was before its constructor ran)
                 old = cm.target[1] if isinstance(cm.target, tuple) and cm.target[:1] == ("restores",) else st.grad_enabled
-                st.grad_enabled = k == "grad_on"
-                undo.append(lambda s: setattr(s, "grad_enabled", old))
+                old_inf = st.ctx.inference
+                # (inside inference mode grad mode may be on, but nothing records a graph)
+                inf = cm.target[1] if isinstance(cm.target, tuple) and cm.target[:1] == ("inference",) else old_inf
+                st.ctx = st.ctx.but(grad_enabled=k == "grad_on" and not inf, inference=inf)
+                undo.append(lambda s: setattr(s, "ctx", s.ctx.but(grad_enabled=old, inference=old_inf)))
             elif k == "unset_fake":
                 st.dispatch_off += 1
                 undo.append(lambda s: setattr(s, "dispatch_off", max(0, s.dispatch_off - 1)))

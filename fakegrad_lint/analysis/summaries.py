@@ -52,7 +52,20 @@ class ModuleSummary:
         """Does ``name`` occur at least twice in the module, as a whole word?"""
         hit = self._again.get(name)
         if hit is None:
-            hit = self._again[name] = _word_count(self.source, name, 2) >= 2
+            hit = _word_count(self.source, name, 2) >= 2
+            if hit:
+                # comments are not code: `from . import modes  # registers the modes`
+                # names `modes` once (its import runs now, for its side effects)
+                code = 0
+                for line in self.lines:
+                    h = line.find("#")
+                    if h >= 0 and not any(q in line[:h] for q in ("'", '"')):
+                        line = line[:h]
+                    code += _word_count(line, name, 2)
+                    if code >= 2:
+                        break
+                hit = code >= 2
+            self._again[name] = hit
         return hit
 
     def _facts(self, node) -> list:

@@ -261,11 +261,13 @@ class TorchCallsMixin:
             kind = _grad_mode_kind(q, args, kwargs)
             if q in N.GRAD_MODE_SET_ON_CALL:
                 prev = st.grad_enabled
-                st.grad_enabled = kind == "grad_on"
+                st.grad_enabled = kind == "grad_on" and not st.ctx.inference
                 return CtxVal(kind, ("restores", prev))
+            if q in N.INFERENCE_MODE:
+                return CtxVal(kind, ("inference", kind == "grad_off"))
             return CtxVal(kind)
         if q in N.GRAD_MODE_SETTERS:
-            st.grad_enabled = _grad_mode_kind("torch.set_grad_enabled", args, kwargs) == "grad_on"
+            st.grad_enabled = _grad_mode_kind("torch.set_grad_enabled", args, kwargs) == "grad_on" and not st.ctx.inference
             return UNKNOWN
         if q in N.SUPPRESSING_CONTEXTS:
             caught = [a for a in args if isinstance(a, SeqVal)] and [x for a in args if isinstance(a, SeqVal) for x in a.items]

@@ -64,6 +64,10 @@ GRAD_MODE_CONTEXTS = {
     for name, meaning in _GRAD_MODE_SPELLINGS.items()
     for prefix in ("torch.", "torch.autograd.", "torch.autograd.grad_mode.")
 }
+# the grad-mode constructors that also switch inference mode (its flag is what grad mode
+# is off for): inside inference mode, enable_grad / set_grad_enabled(True) turn grad mode
+# on but no op records a graph; inference_mode(False) leaves inference mode
+INFERENCE_MODE = frozenset(k for k in GRAD_MODE_CONTEXTS if k.endswith(".inference_mode"))
 # grad-mode constructors that switch grad mode when called, not when entered
 # (torch's set_grad_enabled.__init__ sets it; __exit__ restores what it was before
 # the call): `torch.set_grad_enabled(False)` as a statement turns grad off from there on

@@ -91,6 +91,12 @@ class Origin:
     made_in: object = field(default_factory=_current_entry)  # CURRENT_ENTRY when it was made
 
 
+def origin_order(o: Origin):
+    """A stable order of origins (sets of them iterate in address order): where each was
+    made, so that which of several origins a finding names is the same on every run."""
+    return (str(getattr(o.file, "path", "") or ""), o.line, o.name, o.kind, o.param or "")
+
+
 @dataclass(eq=False)
 class LeakRecord:
     """A real requires-grad value entering a fake op (mutable until the end of the file)."""

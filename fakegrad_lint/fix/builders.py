@@ -666,7 +666,7 @@ def _leaked_fix(plan, nodes) -> Fix | None:
     static = ", static_shapes=True" if plan.static_shapes else ""
     if plan.kind == "leaked-tensor":
         suffix = ".detach().requires_grad_()" if plan.derived else ""
-        ops.replace(nodes.expr(node), f"{mode}.from_tensor({plan.value}{static}){suffix}")
+        ops.replace(nodes.expr(node), f"{mode}.from_tensor({plan.value}){suffix}")  # (measured: runs symbolic too)
     else:
         torch_name, needs_import = _torch_module_name(plan.module_tree, nodes.pos, node.lineno)
         state = (f"{{name: {mode}.from_tensor(t{static}) for name, t in "

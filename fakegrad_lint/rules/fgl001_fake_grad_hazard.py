@@ -47,7 +47,9 @@ RULE = Rule(
         "tracing_mode=\"fake\")` the real module or tensor is converted at the op with the "
         "tracer's mode (`x.fake_mode.from_tensor`, `x` a traced input): the same graph, unsafe. "
         "When code outside the fixed region reads the module's real parameter gradients the module fix "
-        "is display-only."
+        "is display-only, unless every such read only asks `type(p.grad)` (how programs print the "
+        "symptom): that read sees `NoneType` after the fix instead of the FakeTensor, so the fix "
+        "stays unsafe and its message names the line."
     ),
     invalid=(
         """\

@@ -36,7 +36,9 @@ RULE = Rule(
         "module call: `torch.func.functional_call` over `from_tensor` copies of its parameters "
         "and buffers, or for its other methods and loops over it, the same fake deep copy. In a "
         "function traced by `make_fx(f, tracing_mode=\"fake\" | \"symbolic\")` the real value "
-        "is converted at the op with the tracer's mode (`x.fake_mode.from_tensor`): unsafe."
+        "is converted at the op with the tracer's mode (`x.fake_mode.from_tensor`; a module's "
+        "copies under `\"symbolic\"` with `static_shapes=True`, or the tracer rejects their fresh "
+        "symbolic sizes): unsafe."
     ),
     invalid=(
         """\
@@ -149,7 +151,7 @@ encoder = nn.Linear(4, 4)
 def forward_fn(x):
     return torch.func.functional_call(
         encoder,
-        {name: x.fake_mode.from_tensor(t) for name, t in [*encoder.named_parameters(), *encoder.named_buffers()]},
+        {name: x.fake_mode.from_tensor(t, static_shapes=True) for name, t in [*encoder.named_parameters(), *encoder.named_buffers()]},
         (x,),
     ).relu()  # FGL002
 

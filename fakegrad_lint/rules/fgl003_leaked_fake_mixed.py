@@ -40,7 +40,10 @@ RULE = Rule(
     fix_safety=(
         "Unsafe: the real operand is replaced by a fake copy made by the leaked tensor's own "
         "mode (`f.fake_mode.from_tensor(w)`, or `torch.func.functional_call` over such copies "
-        "for a module). Shapes are unchanged and the real value is never touched, but which "
+        "for a module). A real operand the code computes at the op (`encoder(tokens) + table`) "
+        "is converted whole, as a fake leaf of its own "
+        "(`table.fake_mode.from_tensor(encoder(tokens)).detach().requires_grad_()`): it is "
+        "computed as before and the backward stops at the fake leaf. Shapes are unchanged and the real value is never touched, but which "
         "side should be real is the author's decision, so it applies only with "
         "`--unsafe-fixes`."
     ),
