@@ -274,8 +274,9 @@ PROJECTS = sorted(p.parent for p in (FIXTURES_DIR / "projects").glob("*/project.
 KNOWN_UNFIXED = {
     "hazard_leaked_features_across_modules": "FGL003: a fake that leaked out of a helper's region is mixed with a "
                                              "real value in another module (no conversion is proved there)",
-    "hazard_memory_helper_utils": "the helper reads the gradients of the model's parameters in its region and "
-                                  "the parameters after it: the module-call fix is display-only there",
+    "hazard_memory_helper_utils": "the helper reads the gradients of the model's parameters in its region "
+                                  "(line 18) and the parameters after it: a fake copy would change those reads, "
+                                  "so no fix is offered there",
     "hazard_profiler_package_ctx_class": "the region is a context-manager class of another module entered in the "
                                          "calling file: no plan for a module used in a method of it",
     "hazard_registry_config": "the helper is picked from a registry by a configuration key: no plan for it",

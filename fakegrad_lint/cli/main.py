@@ -320,7 +320,7 @@ def _check(args, final: bool = False) -> int:
         if mode in ("fix", "fix-only", "diff"):
             from fakegrad_lint.fix.projects import fix_across_modules  # edits in the module of the region
 
-            fix_across_modules(result, st.codes_for, options)
+            fix_across_modules(result, st.codes_for, options, files)
         found_errors = found.errors
         fixed_bytes = None
 

@@ -78,14 +78,21 @@ class _Project:
     """The run's Python files, their current texts, and lints under the overlay of the
     texts changed so far (by the per-file loop in ``--diff`` mode, or by this pass)."""
 
-    def __init__(self, results, codes_for, diff: bool):
+    def __init__(self, results, codes_for, diff: bool, paths=()):
+        from fakegrad_lint.engine.process import FileResult
         from fakegrad_lint.sources.sourcefile import SourceError, read_source
 
         self.results = {}
         self.files = {}
         self.texts = {}
         self.codes_for = codes_for
-        for r in results:
+        self.added = []  # results made here for run files the prefilter stopped (no result of their own)
+        known = {os.path.abspath(r.path) for r in results}
+        for path in paths:
+            if str(path).endswith(".py") and os.path.abspath(path) not in known:
+                known.add(os.path.abspath(path))
+                self.added.append(FileResult(str(path)))
+        for r in [*results, *self.added]:
             if not r.path.endswith(".py") or r.errors:
                 continue
             path = os.path.abspath(r.path)
@@ -194,18 +201,20 @@ def _prove(project: _Project, path: str, target: Finding, helper: str, fix) -> t
     return new, None
 
 
-def _unredirected_grad_read(plan) -> int | None:
+def _unredirected_grad_read(plan, fix) -> int | None:
     """A gradient read of the converted module inside the edited block or function (the
     analysis' ``grad_reads``, e.g. ``p.grad for p in params`` with ``params`` its parameters)
-    that the fix does not send to the fake copy: after the fix it would read ``None``."""
-    if plan.kind not in ("module", "module-copy") or plan.grad_redirect or not plan.grad_reads:
+    on a line the fix does not edit (a read it sends to the fake copy is edited): after the
+    fix it would read ``None``."""
+    if plan.kind not in ("module", "module-copy") or not plan.grad_reads:
         return None
+    edited = {row for e in fix.edits for row in range(e.start.row, e.end.row + 1) if e.start != e.end}
     node = plan.func_node if plan.placement == "function" else plan.with_node
     body = getattr(node, "body", None) or []
     if not body:
         return None
     first, last = body[0].lineno, body[-1].end_lineno
-    return next((ln for ln in sorted(plan.grad_reads) if first <= ln <= last), None)
+    return next((ln for ln in sorted(plan.grad_reads) if first <= ln <= last and ln not in edited), None)
 
 
 def cross_module_fixes(project: _Project, path: str, unsafe: bool, why: dict | None = None):
@@ -242,7 +251,7 @@ def cross_module_fixes(project: _Project, path: str, unsafe: bool, why: dict | N
         if fix is None or not fix.edits:
             why[key] = f"in {where}, where the region is: no fix is known for this shape"
             continue
-        read = _unredirected_grad_read(leak.fix)
+        read = _unredirected_grad_read(leak.fix, fix)
         if read is not None:
             why[key] = (f"in {where}, where the region is: line {read} reads the gradients the region makes, "
                         f"which a fake copy of `{leak.fix.value}` would change")
@@ -258,17 +267,19 @@ def cross_module_fixes(project: _Project, path: str, unsafe: bool, why: dict | N
     return None
 
 
-def fix_across_modules(run, codes_for, options) -> None:
+def fix_across_modules(run, codes_for, options, paths=()) -> None:
     """After every file's own fix loop: apply the proved fixes whose edit lands in another
     file of the run (see the module docstring), write those files (``--fix``) or their
-    diffs (``--diff``), and update the run's results (findings, fixed counts)."""
+    diffs (``--diff``), and update the run's results (findings, fixed counts). ``paths``:
+    every file of the run (a helper the prefilter stopped has no result of its own)."""
     if options.mode not in ("fix", "fix-only", "diff"):
         return
     candidates = sorted({os.path.abspath(r.path) for r in run.results if r.path.endswith(".py")
                          and any(_region_elsewhere(f) for f in r.findings)})
     if not candidates:
         return
-    project = _Project(run.results, codes_for, diff=options.mode == "diff")
+    project = _Project(run.results, codes_for, diff=options.mode == "diff", paths=paths)
+    project.run_results = run.results
     applied: dict = {}
     why: dict = {}
     for _ in range(max(options.max_fix_iterations, 0)):
@@ -307,6 +318,10 @@ def _finish(project: _Project, applied: dict, options, why: dict) -> None:
     from fakegrad_lint.sources.sourcefile import SourceError, write_atomic
 
     changed = project.changed()
+    run_results = getattr(project, "run_results", None)
+    for added in project.added:
+        if os.path.abspath(added.path) in changed and run_results is not None:
+            run_results.append(added)
     for path, text in changed.items():
         result, sf = project.results[path], project.files[path]
         if options.mode == "diff":
