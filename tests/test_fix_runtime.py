@@ -115,7 +115,17 @@ def test_fixed_fixture_runs_clean_with_same_output(corpus, name):
     assert before.outcome in ("hazard", "crash"), f"{name}: a fix changed a {before.outcome} program"
     ast.parse(text)
     verdict = judge(before, after)
+    if verdict != "ok" and symptom_lines_only(before, after):
+        # the fixture prints its own hazard (`type(net.weight.grad).__name__` in a function the
+        # fix cannot redirect): those lines, and only those, must change (FakeTensor -> NoneType)
+        verdict = "ok"
     assert verdict == "ok", f"{name}: {verdict}\n--- fixed program ---\n{text}"
+
+
+def symptom_lines_only(before, after) -> bool:
+    from measure_fix_rate import only_symptom_lines_changed
+
+    return only_symptom_lines_changed(before, after)
 
 
 # --------------------------------------------------------------------------

@@ -15,11 +15,11 @@ from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _contains_yield
 from fakegrad_lint.analysis.context import CallSite
 from fakegrad_lint.analysis.heap import heap_field, heap_set
-from fakegrad_lint.analysis.state import MAX_DEPTH, Scope, _BlockExit
+from fakegrad_lint.analysis.state import MAX_DEPTH, Crashed, Scope, YieldReached, _BlockExit
 from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, _arg_exprs, _dict_val, _interesting, _is_none_const,
     _is_tensorish)
 from fakegrad_lint.analysis.values import (UNKNOWN, AutogradApply, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal, ModeVal, DecoratorVal,
-    ExportedProgramVal, FuncVal, InstanceVal, MaybeVal, MethodRef, ModRef, ModuleVal, PartialVal, ProjModVal, ReturnsVal, SeqVal, SingleDispatchVal, DispatchRegister, LibraryMethod,
+    ExportedProgramVal, FuncVal, GeneratorVal, GetterVal, InstanceVal, MaybeVal, MethodRef, ModRef, ModuleVal, PartialVal, ProjModVal, ReturnsVal, SeqVal, SingleDispatchVal, DispatchRegister, LibraryMethod,
     SuperVal, TracedFn, TransformVal, TVal, join, join_all, union)
 
 _CALLEE = object()  # call_value's default: the call's own callee expression
@@ -112,15 +112,24 @@ class CallsMixin:
             self._entries.pop()
             self._switch(prev)
 
-    def _call_function(self, fv, args, kwargs, st, run_generator=False, site=None, force=False, propagate=True):
+    def _call_function(self, fv, args, kwargs, st, run_generator=False, site=None, force=False, propagate=True,
+                       consume=False):
         """Run ``fv`` on the values; ``force``: even when nothing of interest goes in
         (decorators, dunder methods); ``propagate``: contexts it enters and does not
-        leave stay entered in the caller, as in Python."""
+        leave stay entered in the caller, as in Python. A generator function's call
+        makes a generator object (its body runs as it is consumed: ``consume``)."""
         node = fv.node
         if st.depth >= MAX_DEPTH or self.exhausted or node in st.stack:
             return UNKNOWN
         if fv.contextmanager and not run_generator:
             return CtxVal("gen", (fv, list(args), dict(kwargs)))
+        is_gen = not isinstance(node, ast.Lambda) and _contains_yield(node, self.pos.lines)
+        if is_gen and not consume and not run_generator and (st.cur is not None or st.stack):
+            # nothing of the body runs at the call (a run with no caller, library code
+            # analysed on its own, runs it as if consumed; one the program made is what
+            # the program's consumption makes it do)
+            self._ran_by_program.add(node)
+            return GeneratorVal(fv, list(args), kwargs, site)
         if not (force or st.regions or self._may_matter(node, self._lines_of(fv)) or self._init_matters(fv)
                 or any(_interesting(a) for a in args)
                 or any(_interesting(v) for v in kwargs.values()) or _returns_at_once(node)
@@ -137,7 +146,6 @@ class CallsMixin:
                 return UNKNOWN
         else:
             self._ran_by_program.add(node)
-        is_gen = not isinstance(node, ast.Lambda) and _contains_yield(node, self.pos.lines)
         scope = Scope(parent=fv.scope, module=fv.scope.module, func_node=node)
         cst = st.child(scope)
         cst.stack = st.stack + (node,)
@@ -189,6 +197,85 @@ class CallsMixin:
         if first and all(len(x) == len(first) and all(a is b for a, b in zip(x, first)) for x in entered) \
                 and not any(r.may for r in first):
             self._gen_regions[id(gen)] = (gen, first)
+
+    def call_getter(self, e, getter, args, kwargs, st):
+        """``attrgetter("a.b")(obj)`` is ``obj.a.b``; ``itemgetter(k)(obj)`` is ``obj[k]``;
+        several names give a tuple."""
+        if len(args) != 1 or kwargs:
+            return UNKNOWN
+        out = []
+        for key in getter.keys:
+            v = args[0]
+            if getter.kind == "attr":
+                if not isinstance(key, str):
+                    return UNKNOWN
+                for part in key.split("."):
+                    v = self.attribute(e, v, part, st)
+            else:
+                v = self.subscript(e, v, ConstVal(key), st)
+            out.append(v)
+        return out[0] if len(out) == 1 else SeqVal(tuple(out), tuple(out))
+
+    # -- generator objects: the body runs as far as it is consumed --------------
+
+    def gen_consume(self, g, st):
+        """Iterate the generator ``g`` to its end (a ``for``, ``list()``, ``yield from``):
+        the rest of its body runs here, in the consumer's context; what it yields (a
+        SeqVal whose loop steps run in the regions it yields inside), or UNKNOWN."""
+        if g.state == "new":
+            g.state = "done"
+            res = self.call_function(g.fv, g.args, g.kwargs, st, site=g.site, consume=True)
+            return res if isinstance(res, SeqVal) else UNKNOWN
+        if g.state != "suspended":
+            return SeqVal(()) if g.state == "done" else UNKNOWN  # (an exhausted generator yields nothing)
+        frame, before = g.frame, st.regions
+        g.state = "done"
+        frame.returns, frame.yield_regions = [], []
+        if not self._resume_generator(g.fv, frame, st):
+            g.state = "unknown"
+        self._gen_release(g, st, before)
+        if g.state == "unknown":
+            return UNKNOWN
+        gen = SeqVal(tuple(frame.returns))
+        self._note_yield_regions(gen, frame.yield_regions, st)
+        return gen
+
+    def gen_next(self, g, st, temporary=False):
+        """``next(g)`` / ``g.send(v)``: run the generator up to its next ``yield`` and
+        return what it yields; the regions it is suspended inside stay active for its
+        consumer until it resumes (a ``temporary`` generator, ``next(gen())``, is
+        closed at once). UNKNOWN where it ends or cannot be followed."""
+        if g.state not in ("new", "suspended"):
+            return UNKNOWN
+        outer, before = st.ctx, st.regions
+        prev, self._capture_gen = self._capture_gen, g.fv.node
+        try:
+            if g.state == "new":
+                self.call_function(g.fv, g.args, g.kwargs, st, site=g.site, consume=True, run_generator=True)
+                ran = True
+            else:
+                ran = self._resume_generator(g.fv, g.frame, st, to_yield=True)
+        except YieldReached as y:
+            own = tuple(r for r in before if not any(r is h for h in g.held))  # the consumer's own regions
+            g.state, g.frame = "suspended", y.state
+            g.held = tuple(r for r in y.ctx.regions if not any(r is o for o in own))
+            st.ctx = y.ctx.but(patched=outer.patched | y.ctx.patched, may=outer.may)
+            if temporary:
+                g.state = "done"  # nothing else holds it: closed where the call ends
+                self._gen_release(g, st, st.regions)
+            return y.value
+        finally:
+            self._capture_gen = prev
+        g.state = "done" if ran else "unknown"  # (ran off its end: StopIteration)
+        self._gen_release(g, st, before)
+        return UNKNOWN
+
+    def _gen_release(self, g, st, before):
+        """The generator finished (or is closed, or lost): the regions it was
+        suspended inside, and any it entered since, are no longer active."""
+        keep = tuple(r for r in before if not any(r is h for h in g.held))
+        st.ctx = st.ctx.but(regions=tuple(r for r in st.regions if any(r is k for k in keep)))
+        g.held = ()
 
     def bind_args(self, fv, args, kwargs, scope):
         node = fv.node
@@ -321,6 +408,8 @@ class CallsMixin:
             return UNKNOWN
         if isinstance(callee, TracedFn):
             return self.call_traced(e, callee, args, kwargs, st)
+        if isinstance(callee, GetterVal):
+            return self.call_getter(e, callee, args, kwargs, st)
         if isinstance(callee, PartialVal):
             return self.call_value(e, callee.func, list(callee.args) + list(args), {**callee.kwargs, **kwargs}, st,
                                    func_expr=None)
@@ -629,7 +718,7 @@ class CallsMixin:
         if name == "dict":
             items = []
             for a in args:
-                it = self.iter_item(a)
+                it = self.iter_item(a, st)
                 if isinstance(it, SeqVal) and it.elts and len(it.elts) == 2:
                     items.append(it.elts[1])
                 else:
@@ -638,10 +727,14 @@ class CallsMixin:
             return SeqVal(tuple(items), is_dict=True)
         if name in ("map", "filter", "enumerate", "zip"):
             return self.iterable_call(e, N.ITERABLE_FUNCS["builtins." + name], args, kwargs, st)
-        if name == "next" and args:
+        if name in ("next", "anext") and args:
+            if isinstance(args[0], GeneratorVal):
+                return self.gen_next(args[0], st, temporary=bool(e.args) and isinstance(e.args[0], ast.Call))
             return self.iter_item(args[0], st)
+        if name in ("iter", "aiter") and len(args) == 1 and isinstance(args[0], GeneratorVal):
+            return args[0]  # a generator is its own iterator
         if name == "sum" and args:
-            item = self.iter_item(args[0])
+            item = self.iter_item(args[0], st)
             if _is_tensorish(item):
                 return self.op(e, [(item, e.args[0] if e.args else None)], st)
             return UNKNOWN

@@ -159,7 +159,9 @@ class DispatchMixin:
             )
             if entry is not None:
                 rec.file, rec.entry = self.ctx, entry
-                rec.fix_plan = None
+                # code of another module: a plan only where the edit lands in a file the
+                # fix can edit (analysis/fix_plans.py, ``_other_module_fix_plan``)
+                rec.fix_plan = self._other_module_fix_plan(node, expr, value, origin, region, st)
             elif route == "leaked-mix":
                 rec.fix_plan = self._leaked_fix_plan(node, expr, value, fake_ex)
             else:

@@ -18,7 +18,7 @@ from fakegrad_lint.analysis.state import STEP_BUDGET, Scope, YieldReached
 from fakegrad_lint.analysis.valueops import (_NONCONST, _compare, _dict_val, _fold_strings, _FormattedPart,
     _is_tensorish, _truth)
 from fakegrad_lint.analysis.values import (is_enum_member, UNKNOWN, BoundMethod, ClassVal, ConstVal, ExportedProgramVal, FieldVal,
-    FuncVal, InstanceVal, LazyImport, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, AutogradApply, ProjModVal, SeqVal, SuperVal,
+    FuncVal, GeneratorVal, InstanceVal, LazyImport, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, AutogradApply, ProjModVal, SeqVal, SuperVal,
     DispatchRegister, PartialVal, SingleDispatchVal,
     TVal, Value, join, join_all, union, union_all)
 
@@ -152,6 +152,8 @@ class ExpressionsMixin:
         """``yield from g``: each item of ``g`` is yielded here, inside the regions ``g``
         is suspended in when it yields them."""
         v = self.eval(e.value, st)
+        if isinstance(v, GeneratorVal):
+            v = self.gen_consume(v, st)  # the inner generator runs as this one is consumed
         held = self._gen_regions.get(id(v))
         inside = held[1] if held is not None and held[0] is v else ()
         for region in inside:
@@ -285,6 +287,8 @@ class ExpressionsMixin:
     def iter_item(self, v, st=None):
         """What iterating ``v`` yields (the union of its items). With the state, an
         object of a class of the file iterates as its ``__iter__`` returns."""
+        if isinstance(v, GeneratorVal):
+            return self.iter_item(self.gen_consume(v, st), st) if st is not None else UNKNOWN
         if st is not None and isinstance(v, (InstanceVal, ModuleVal)):
             it = self.user_dunder(v, "__iter__")
             if it is not None:
@@ -415,8 +419,10 @@ class ExpressionsMixin:
                 return TVal(frozenset(), obj.mode, frozenset())
             if attr in ("T", "mT", "H", "mH", "real", "imag"):
                 return self.op(e, [(obj, e.value)], st, shape=op_shape("T", [obj.shape], (), {}) if attr == "T" else None)
-            if attr in N.MODEL_OUTPUT_ATTRS:
+            if attr in N.MODEL_OUTPUT_ATTRS or attr in N.TENSOR_TUPLE_FIELDS:
                 return obj
+            if attr in N.TENSOR_TUPLE_INDEX_FIELDS:
+                return TVal(frozenset(), obj.mode, frozenset())
             return MethodRef(obj, attr) if attr.isidentifier() and not attr.startswith("_") else UNKNOWN
         if isinstance(obj, (InstanceVal, ModuleVal)):
             if attr in obj.attrs:

@@ -26,10 +26,15 @@ import ast
 
 from fakegrad_lint.analysis.code_text import _constant_subscripts
 from fakegrad_lint.analysis.names import dotted_name
+from fakegrad_lint.analysis.state import PseudoWith
 from fakegrad_lint.analysis.torch_values import _owns
 from fakegrad_lint.analysis.values import MaybeVal, ModuleVal, SeqVal, TVal
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)
+
+# Set by the project fix pass (``fakegrad_lint.fix.projects``) while it analyses a file:
+# plans whose edit lands in another project module's region are kept (``FixPlan.path``).
+PLAN_IN_OTHER_MODULES = [False]
 
 
 def _in_place(node) -> bool:
@@ -94,11 +99,90 @@ class FixPlansMixin:
         if isinstance(value, MaybeVal) or (isinstance(value, ModuleVal) and value.meta):
             return None
         if getattr(self, "ctx", None) is not getattr(self, "main", None):
-            return None  # code of another project module
+            # code of another project module: only a fake copy of a module handed over at the
+            # call in the region's block (the block is where the edit lands; see
+            # `_other_module_fix_plan`), never an edit inside the other module's helper
+            plan = self._call_site_module_plan(region, origin, st)
+            if plan is None and PLAN_IN_OTHER_MODULES[0]:
+                # the project fix pass: in the other module's function whose code leaks (the mode
+                # found at run time, so its callers outside any region keep the real value)
+                plan = self._function_plan(node, expr, value, region, st)
+            return plan
         from fakegrad_lint.analysis.facts import _op_mode_fix_plan  # last: at the op, with a fake operand's mode
 
         return self._call_site_module_plan(region, origin, st) or self._function_plan(node, expr, value, region, st) \
             or _op_mode_fix_plan(self, node, expr, value, region, st)
+
+    def _leaked_fix_plan(self, node, expr, value, fake_ex):
+        """Mixing with a leaked fake (FGL003): the facts convert a real operand named by a
+        stable expression; a real operand the code computes right there from a requires-grad
+        value (``encoder(tokens) + pos_table``, ``student(x).softmax(-1)``,
+        ``model.weight.pow(2).sum()``) is converted whole, as a fake leaf of its own made by
+        the leaked fake's mode: ``pos_table.fake_mode.from_tensor(encoder(tokens))
+        .detach().requires_grad_()``. The real operand is computed as before (same values,
+        same shapes); the backward that follows stops at the fake leaf, so no FakeTensor
+        reaches a real ``.grad``."""
+        plan = super()._leaked_fix_plan(node, expr, value, fake_ex)
+        if plan is not None or fake_ex is None or expr is None or dotted_name(fake_ex) is None:
+            return plan
+        if not (isinstance(value, TVal) and not isinstance(value, SeqVal) and value.derived
+                and isinstance(expr, (ast.Call, ast.BinOp, ast.UnaryOp, ast.Subscript, ast.Attribute))):
+            return None
+        text = self.pos.segment(expr) if hasattr(expr, "lineno") else None
+        if not text or "\n" in text or any(isinstance(n, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield,
+                                                           ast.YieldFrom)) for n in ast.walk(expr)):
+            return None
+        from fakegrad_lint.analysis.leaks import FixPlan
+
+        if isinstance(expr, (ast.BinOp, ast.UnaryOp)):
+            text = f"({text})"
+        return FixPlan(kind="leaked-tensor", value=text, with_node=None, item_index=-1,
+                       mode_name=f"{dotted_name(fake_ex)}.fake_mode", uses=[expr], module_tree=self.tree,
+                       derived=True)
+
+    def _other_module_fix_plan(self, node, expr, value, origin, region, st):
+        """The plan of a leak in code of another project module (a helper the linted file's
+        code calls), kept only where its edit lands in the block that opened the region:
+        in the linted file (the value is converted at the call in its block, or handed over
+        as a fake copy: the helper stays as it is for its other callers), or, for the project
+        fix pass (``PLAN_IN_OTHER_MODULES``, ``fakegrad_lint.fix.projects``), in the project
+        module whose code opened the region (every caller of that region is fixed by it);
+        the plan then names that module (``path``, ``module_tree``)."""
+        if region.with_node is None:
+            return None
+        plan = self._fix_plan(node, expr, value, origin, region, st)
+        if plan is None:
+            return None
+        if plan.placement == "function":
+            at = plan.func_node
+        elif plan.placement == "region" and plan.with_node is region.with_node:
+            at = region.with_node
+            if self._in_main(at):
+                return plan
+        else:
+            return None
+        mf = self._module_holding(at) if PLAN_IN_OTHER_MODULES[0] else None
+        if mf is None or plan.grad_writes:
+            return None
+        plan.path, plan.module_tree = mf.path, mf.tree
+        return plan
+
+    def _module_holding(self, node):
+        """The project module (its ``ModuleFile``) whose tree holds ``node``, if loaded."""
+        if isinstance(node, PseudoWith):
+            node = node.body[0] if node.body else None
+        if node is None:
+            return None
+        table = self.__dict__.setdefault("_node_modules", {})
+        for mv in list(getattr(self, "_modules", {}).values()):
+            mf = getattr(mv, "mf", None)
+            if mf is None:
+                continue
+            if id(mf) not in table:
+                table[id(mf)] = (mf, {id(n) for n in ast.walk(mf.tree)})
+            if id(node) in table[id(mf)][1]:
+                return mf
+        return None
 
     def _leaks(self):
         """The facts; a hazard or a crash for which no conversion is planned gets a plan of

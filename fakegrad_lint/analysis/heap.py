@@ -232,12 +232,12 @@ def _merge_seq(seq, slots, paths):
         everywhere, some = [], []
         # membership by identity through id sets (the items are alive in the states):
         # the same lists as the pairwise `is` scans, without their n² per merge
-        on = [{id(y) for y in o["items"]} for o in states]
+        common = set.intersection(*({id(y) for y in o["items"]} for o in states))
         seen_everywhere, seen_some = set(), set()
         for s in states:
             for x in s["items"]:
                 i = id(x)
-                if all(i in ids for ids in on):
+                if i in common:
                     if i not in seen_everywhere:
                         seen_everywhere.add(i)
                         everywhere.append(x)

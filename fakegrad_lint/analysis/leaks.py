@@ -43,6 +43,13 @@ class FixPlan:
     grad_writes: list = field(default_factory=list)
     # kind "none": no conversion is known for the leak's shape; the finding says why (``no fix: ...``)
     reason: str | None = None
+    # the mode makes symbolic shapes (``make_fx(..., tracing_mode="symbolic")``): a fake copy made
+    # there needs ``from_tensor(t, static_shapes=True)``, or its fresh SymInts are unknown to the
+    # tracer (``RuntimeError: s0 is not tracked with proxy``, measured on torch 2.13)
+    static_shapes: bool = False
+    # the project module whose text the edit lands in, when it is not the linted file (the
+    # project fix pass, ``fakegrad_lint.fix.projects``): ``module_tree`` is that module's tree
+    path: str | None = None
 
 
 def describe_container(value, depth: int = 0):

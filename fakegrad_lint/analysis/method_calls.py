@@ -21,7 +21,7 @@ from fakegrad_lint.analysis.torch_values import (_disable_module_origins, _enabl
 from fakegrad_lint.analysis.valueops import _arg_exprs, _dict_val, _flatten, _kw_false, _kw_true, _operands, _values_of
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal,
     ExitStackVal,
-    ExportedProgramVal, FuncVal, HookHandle, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, PartialVal, Region,
+    ExportedProgramVal, FuncVal, GeneratorVal, HookHandle, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, PartialVal, Region,
     SeqVal, SuperVal, TVal, WorkerVal)
 
 
@@ -72,6 +72,24 @@ def _materialize(mod, line, depth=0):
 class MethodCallsMixin(LibraryMixin):
     """obj.name(...) by the kind of obj."""
 
+    def generator_method(self, g, name, st):
+        """A generator object's methods: ``send``/``__next__`` resume it to its next
+        ``yield``, ``close`` ends it (leaving the regions it was suspended in); any
+        other (``throw``) leaves it where the analysis cannot follow."""
+        if name in ("send", "__next__", "asend", "__anext__"):
+            return self.gen_next(g, st)
+        if name in ("close", "aclose"):
+            if g.state in ("new", "suspended"):
+                g.state = "done"
+                self._gen_release(g, st, st.regions)
+            return ConstVal(None)
+        if name in ("__iter__", "__aiter__"):
+            return g
+        if g.state in ("new", "suspended"):
+            g.state = "unknown"
+            self._gen_release(g, st, st.regions)
+        return UNKNOWN
+
     def call_method(self, e, recv, name, args, kwargs, st):
         if isinstance(recv, MaybeVal):
             opts = [o for o in recv.options if not isinstance(o, ConstVal)]  # a constant has no such method
@@ -93,6 +111,8 @@ class MethodCallsMixin(LibraryMixin):
             if name == "__call__":
                 return self.call_value(e, recv, args, kwargs, st)
             return UNKNOWN
+        if isinstance(recv, GeneratorVal):
+            return self.generator_method(recv, name, st)
         if isinstance(recv, TVal):
             return self.tensor_method(e, recv, name, args, kwargs, st)
         if (isinstance(recv, ConstVal) and isinstance(recv.value, str) and name in N.PURE_STR_METHODS and not kwargs
@@ -220,7 +240,7 @@ class MethodCallsMixin(LibraryMixin):
                     if name == "update":
                         new_items.append(_values_of(a) if isinstance(a, SeqVal) else a)
                     else:
-                        new_items.append(self.iter_item(a) if name == "extend" else a)
+                        new_items.append(self.iter_item(a, st) if name == "extend" else a)
                 new_items.extend(kwargs.values())
                 self.mutate_container(e.func.value, recv, SeqVal(tuple(new_items), is_dict=recv.is_dict), st)
                 return UNKNOWN
@@ -344,8 +364,13 @@ class MethodCallsMixin(LibraryMixin):
             return self.call_function(m, [mod.cls if m.kind == "class" else mod] + list(args), kwargs, st,
                                       site=(e, [e.func.value] + _arg_exprs(e), [mod] + list(args)))
         if name in ("parameters", "named_parameters") or (name == "state_dict" and _kw_true(kwargs, "keep_vars")):
+            kids = _child_origins(mod) if mod.origin is None and mod.mode is None else frozenset()
             if real:
                 p = TVal(frozenset([mod.origin]), device=mod.device)  # the module's own provenance: freezing them freezes it
+            elif kids:
+                # a module with no parameters of its own (`nn.Sequential()` filled by
+                # `add_module`): its children's, each with its provenance
+                p = TVal(kids)
             else:
                 p = TVal(frozenset(), mod.mode, may_fake=mod.may_fake)
             if name == "parameters":
@@ -573,3 +598,16 @@ def _is_dtype_cast(name, args, kwargs):
         given = list(args) + [kwargs.get("dtype")]
         return any(isinstance(a, ModRef) and a.qualname in N.NON_DEFAULT_FLOAT_DTYPES for a in given)
     return False
+
+
+def _child_origins(mod, depth=0):
+    """The provenance of the real submodules set on ``mod`` (recursively): what its
+    ``parameters()`` hold when it has none of its own."""
+    out = set()
+    for x in mod.attrs.values():
+        if isinstance(x, ModuleVal) and x.mode is None:
+            if x.origin is not None:
+                out.add(x.origin)
+            elif depth < 4:
+                out |= _child_origins(x, depth + 1)
+    return frozenset(out)

@@ -197,16 +197,18 @@ class RegionsMixin:
             self._capture_gen = prev
         return UNKNOWN
 
-    def _resume_generator(self, fv, gst, st):
+    def _resume_generator(self, fv, gst, st, to_yield=False):
         """The ``with`` block of a ``@contextmanager`` helper ends: Python resumes the
         generator after its ``yield`` (the statements after it, out to the function's
         end, and the ``finally`` blocks around it: ``handle.remove()``,
         ``mode.__exit__(...)``), in the context the block leaves (``st``). Not
-        followed when the yield is inside a loop."""
+        followed when the yield is inside a loop (False). ``to_yield``: a plain
+        generator's ``next()``, which stops at the next ``yield`` (YieldReached goes
+        to the caller); leaving a ``with`` of the generator leaves what it entered."""
         where = gst.cur
         path = _path_to_block(fv.node.body, where[0]) if where is not None else None
         if not path or any(isinstance(owner, (ast.For, ast.AsyncFor, ast.While)) for _b, _i, owner, _f in path):
-            return
+            return False
         path[-1] = (path[-1][0], where[1], path[-1][2], path[-1][3])
         ctx = self._scope_ctx.get(getattr(fv.scope, "module", None)) if self.project is not None else None
         prev = self.ctx
@@ -228,18 +230,25 @@ class RegionsMixin:
             for block, i, owner, field in reversed(path):
                 if not returning:
                     run(block[i + 1:])
+                if isinstance(owner, (ast.With, ast.AsyncWith)):
+                    gst.ctx = gst.ctx.but(regions=tuple(r for r in gst.regions if r.with_node is not owner))
                 if isinstance(owner, ast.Try) or type(owner).__name__ == "TryStar":
                     if field == "body" and not returning:
                         run(owner.orelse)
                     if field != "finalbody":
                         run(owner.finalbody)
-        except (Crashed, YieldReached):
-            pass
+        except YieldReached:
+            if to_yield:
+                raise
+        except Crashed:
+            if to_yield:
+                raise
         finally:
             if switch:
                 self._entries.pop()
                 self._switch(prev)
         st.ctx = gst.ctx.but(may=st.may)
+        return True
 
     def _rest_of_block(self, st, exit_call=None):
         """The statements after the current one in its block (up to a matching

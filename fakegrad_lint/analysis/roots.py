@@ -205,9 +205,16 @@ def _stat_key(path: str):
     return (path, st.st_mtime_ns, st.st_size)
 
 
+# path (absolute) -> text that stands for the file's while a fix across modules is proved
+# (``fakegrad_lint.fix.projects``): the analysis reads the fixed text, the disk is untouched
+OVERLAY: dict[str, str] = {}
+
+
 def load(path: str) -> ModuleFile | None:
     """Parse a project module once per process (None: unreadable or not Python),
     keyed by path, modification time and size."""
+    if OVERLAY and os.path.abspath(path) in OVERLAY:
+        return _overlaid(path, OVERLAY[os.path.abspath(path)])
     key = _stat_key(path)
     if key is None:
         return None
@@ -234,6 +241,22 @@ def load(path: str) -> ModuleFile | None:
         _parsed.clear()
     _parsed[key] = mf
     return mf
+
+
+def _overlaid(path: str, text: str) -> ModuleFile | None:
+    """The module parsed from the overlay's text (see ``OVERLAY``), once per text."""
+    import hashlib
+
+    key = ("overlay", path, hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest())
+    if key not in _parsed:
+        try:
+            from fakegrad_lint.sources.lazyparse import parse
+
+            name, is_pkg = module_name_of(path)
+            _parsed[key] = ModuleFile(path, name, is_pkg, text, parse(text, path), key[2])
+        except (Exception, RecursionError):
+            _parsed[key] = None
+    return _parsed[key]
 
 
 def file_sha(path: str) -> str:

@@ -19,7 +19,7 @@ from fakegrad_lint.analysis.state import STEP_BUDGET, UNROLL_DEPTH, UNROLL_MAX, 
 from fakegrad_lint.analysis.torch_values import (_MODULE_ITERATORS, _disable_module_origins, _enable_module_origins,
     _name_origins)
 from fakegrad_lint.analysis.valueops import _dict_val, _is_none_const, _truth
-from fakegrad_lint.analysis.values import (UNKNOWN, ClassVal, ConstVal, InstanceVal, MaybeVal, ModeVal, ModRef,
+from fakegrad_lint.analysis.values import (UNKNOWN, ClassVal, ConstVal, GeneratorVal, InstanceVal, MaybeVal, ModeVal, ModRef,
     ModuleVal, Origin, SeqVal, TVal, join, union)
 
 
@@ -179,6 +179,8 @@ class StatementsMixin:
 
     def _exec_for(self, s, st):
         it = self.eval(s.iter, st)
+        if isinstance(it, GeneratorVal):
+            it = self.gen_consume(it, st)  # its body runs as the loop consumes it
         self.note_loop_module(s, s.iter, it, st)
         elems = self._unrolled(s, it)
         if elems is not None:

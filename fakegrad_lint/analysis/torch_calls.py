@@ -18,7 +18,7 @@ from fakegrad_lint.analysis.torch_values import (_fake_copy, _grad_mode_kind, _i
 from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _flatten, _is_tensorish, _kw_false,
     _kw_true, _operands)
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
-    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal,
+    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, GetterVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal,
     OptimizerVal, Origin, PartialVal, Region, ReturnsVal, SeqVal, TracedFn, TransformVal, TVal, WorkerVal)
 
 
@@ -375,6 +375,15 @@ class TorchCallsMixin:
             return _proven_copy(_fake_copy(first, src_mode), first, bool(st.may))
         if q in N.DEEPCOPY or q in N.MODULE_DEEPCOPYING_WRAPPERS:
             return self.deepcopy(e, first, st)
+        if q in N.DATACLASS_ASDICT or q in N.DATACLASS_ASTUPLE:
+            return _dataclass_fields(first, as_dict=q in N.DATACLASS_ASDICT) if len(args) == 1 else UNKNOWN
+        if q in N.DATACLASS_REPLACE:
+            if len(args) != 1 or not _is_dataclass_instance(first) or isinstance(kwargs, OpenKwargs):
+                return UNKNOWN
+            names = first.cls.fields()
+            if any(k not in names for k in kwargs):
+                return UNKNOWN  # (a TypeError in Python)
+            return InstanceVal(first.cls, {**first.attrs, **kwargs})  # (the same objects: a shallow copy)
         if q in N.RETURNS_MODULE_GIVEN:
             # the same module (made over in a region, its new parameters are mixed: unknown)
             if isinstance(first, ModuleVal) and (st.active_region() is None or not first.is_real()):
@@ -409,6 +418,10 @@ class TorchCallsMixin:
             return self.new_module(e, q, args, kwargs, st, torch_layer=False)
         if q in N.ITERABLE_FUNCS:
             return self.iterable_call(e, N.ITERABLE_FUNCS[q], args, kwargs, st)
+        if q in N.GETTERS:
+            if args and not kwargs and all(isinstance(a, ConstVal) for a in args):
+                return GetterVal(N.GETTERS[q], tuple(a.value for a in args))
+            return UNKNOWN
         if q in N.OPERATOR_FUNCS:
             if any(_is_tensorish(a) for a in args):
                 if q == "operator.getitem" and len(args) == 2:
@@ -619,3 +632,27 @@ def _memo_mode(memo):
     if len(modes) != 1 or not all(isinstance(v, TVal) and v.mode is not None for v in memo.items):
         return None
     return next(iter(modes.values()))
+
+
+def _is_dataclass_instance(v):
+    return isinstance(v, InstanceVal) and isinstance(v.cls, ClassVal) and v.cls.dataclass
+
+
+def _dataclass_fields(v, as_dict, depth=0):
+    """``dataclasses.asdict(v)`` / ``astuple(v)`` of an instance of a dataclass of the
+    file: its fields in order, nested dataclasses converted too. The values are deep
+    copies, so only constants are known (a copied tensor is another object)."""
+    if not _is_dataclass_instance(v) or depth > 4:
+        return UNKNOWN
+    names = v.cls.fields()
+    vals = []
+    for n in names:
+        x = v.attrs.get(n, UNKNOWN)
+        if _is_dataclass_instance(x):
+            x = _dataclass_fields(x, as_dict, depth + 1)
+        elif not isinstance(x, ConstVal):
+            x = UNKNOWN
+        vals.append(x)
+    if as_dict:
+        return SeqVal(tuple(vals), tuple(vals), tuple(names), is_dict=True)
+    return SeqVal(tuple(vals), tuple(vals))

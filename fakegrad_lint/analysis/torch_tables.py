@@ -93,6 +93,11 @@ CONTEXT_MANAGER = frozenset({"contextlib.contextmanager"})
 PATCH_OBJECT = frozenset({"unittest.mock.patch.object", "mock.patch.object"})
 MAKE_FX = frozenset({"torch.fx.experimental.proxy_tensor.make_fx", "torch.fx.experimental.make_fx"})
 DEEPCOPY = frozenset({"copy.deepcopy"})
+# dataclasses' helpers over an instance's fields: a dict (field name -> value) or a
+# tuple of the values, deep-copied; `replace` makes a new instance with some fields changed
+DATACLASS_ASDICT = frozenset({"dataclasses.asdict"})
+DATACLASS_ASTUPLE = frozenset({"dataclasses.astuple"})
+DATACLASS_REPLACE = frozenset({"dataclasses.replace"})
 # shallow copies: a new object holding the same parameters
 SHALLOW_COPY = frozenset({"copy.copy"})
 # functions that change a module in place and return that same module (its
@@ -411,6 +416,9 @@ OPERATOR_FUNCS = frozenset(
     "operator." + n for n in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "neg", "pos",
                               "abs", "iadd", "isub", "imul", "imatmul", "itruediv", "getitem")
 )
+# operator's getters: callables that read the named attributes (dotted paths) or items
+# of their argument (several names: a tuple)
+GETTERS = {"operator.attrgetter": "attr", "operator.itemgetter": "item"}
 # executors and threads run the function they are given (a worker opening a region
 # runs it with the caller's objects): submit(fn, *args) / map(fn, *its) / Thread(target=fn,
 # args=...).start() call fn right there; a future's result() is fn's return value
@@ -554,6 +562,13 @@ LOADER_METHODS = frozenset({"from_pretrained", "from_config"})
 MODE_ALLOW_KEYWORD = "allow_non_fake_inputs"
 MAKE_FX_ALLOW_KEYWORD = "_allow_non_fake_inputs"
 MAKE_FX_FAKE_TRACING = frozenset({"fake", "symbolic"})
+
+# Fields of the named tuples torch's ops return (`x.max(-1).values`, `torch.sort(x).indices`,
+# `torch.linalg.qr(a).Q`): the tensor-valued fields carry the op's result (its graph);
+# the index fields are integer tensors, outside any graph
+TENSOR_TUPLE_FIELDS = frozenset({"values", "Q", "R", "U", "S", "Vh", "V", "L", "LU", "eigenvalues", "eigenvectors",
+                                 "sign", "logabsdet", "solution", "mantissa"})
+TENSOR_TUPLE_INDEX_FIELDS = frozenset({"indices", "pivots", "info", "exponent"})
 
 # Fields of the output objects of library models (transformers' ModelOutput,
 # diffusers' outputs): a module call's result read through them is the same result.

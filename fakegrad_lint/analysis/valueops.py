@@ -13,7 +13,7 @@ import ast
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
-    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, InstanceVal, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal,
+    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, GeneratorVal, InstanceVal, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal,
     OptimizerVal, PartialVal, SeqVal, TracedFn, TransformVal, TVal, is_enum_member, union_all)
 
 
@@ -169,8 +169,9 @@ def _interesting(v, depth=0):
     if isinstance(v, ConstVal) and isinstance(v.value, str):
         # a name of an entry point as data: importlib / getattr can resolve it to the class
         return any(w in v.value for w in N.ENTRY_WORDS)
-    if isinstance(v, (ModuleVal, ModeVal, CtxVal, ExitStackVal, TracedFn, OptimizerVal, TransformVal, ExportedProgramVal)):
-        return True
+    if isinstance(v, (ModuleVal, ModeVal, CtxVal, ExitStackVal, TracedFn, OptimizerVal, TransformVal, ExportedProgramVal,
+                      GeneratorVal)):
+        return True  # (a generator: its body runs where it is consumed)
     if isinstance(v, ClassVal):
         return v.is_module or v.matters  # calling it makes a module (or an instance whose code names a mode)
     if isinstance(v, (SeqVal, MaybeVal)) and depth < 3:

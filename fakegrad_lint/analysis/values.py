@@ -342,6 +342,32 @@ class CtxVal(Value):
     target: object = None  # patch_allow: the ModeVal; gen: (FuncVal, args); fake_copy: ModeVal
 
 
+@dataclass(frozen=True, eq=False)
+class GetterVal(Value):
+    """``operator.attrgetter(*names)`` (kind "attr") / ``itemgetter(*keys)`` ("item")."""
+
+    kind: str
+    keys: tuple
+
+
+@dataclass(eq=False)
+class GeneratorVal(Value):
+    """A generator object: ``fv`` called with ``args``/``kwargs``. Its body runs as the
+    generator is consumed (a ``for``, ``next()``, ``list()``, ``yield from``), up to
+    where consumption stops; a generator nobody resumes never runs past its yield.
+    ``state``: "new" (not started), "suspended" (at a yield, ``frame`` the
+    generator's state there), "done" (exhausted or closed), "unknown" (resumed where
+    the analysis cannot follow it)."""
+
+    fv: object
+    args: list
+    kwargs: dict
+    site: object = None
+    state: str = "new"
+    frame: object = None  # the generator's State at the yield it is suspended at
+    held: tuple = ()  # regions it entered and is suspended inside (active for its consumer)
+
+
 @dataclass(eq=False)
 class ExitStackVal(Value):
     pushed: list = field(default_factory=list)

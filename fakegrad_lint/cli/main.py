@@ -317,6 +317,10 @@ def _check(args, final: bool = False) -> int:
 
             cache = open_cache(True, st.config_path, args.cache_dir)
         result = pipeline.run(files, st.codes_for, options, jobs=args.jobs, cache=cache, final=final)
+        if mode in ("fix", "fix-only", "diff"):
+            from fakegrad_lint.fix.projects import fix_across_modules  # edits in the module of the region
+
+            fix_across_modules(result, st.codes_for, options)
         found_errors = found.errors
         fixed_bytes = None
 

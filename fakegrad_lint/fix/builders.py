@@ -44,7 +44,7 @@ from fakegrad_lint.analysis.leaks import FixPlan
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.positions import PositionMap
 from fakegrad_lint.findings import Applicability, Fix
-from fakegrad_lint.fix import containers, modules, traced
+from fakegrad_lint.fix import containers, modules, probes, traced
 from fakegrad_lint.fix.cst import CstError, CstFile, Ops
 
 
@@ -104,22 +104,25 @@ def _build_fix(leak, source: str) -> Fix | None:
         if reason is not None:
             raise NoFix(reason)
         fix = _leaked_fix(plan, _Nodes(source))
-        read = next(iter(sorted(plan.grad_reads)), None)
+        read = next(iter(sorted(probes.real_reads(plan.module_tree, plan.grad_reads))), None)
         if read is not None:
             # the real value's gradient is read later: with a fake operand it has none
             return Fix(f"{fix.message} (not applied: line {read} reads the real gradient of `{plan.value}`)",
                        Applicability.DISPLAY_ONLY, fix.edits)
-        return fix
+        return _with_probe_note(fix, plan.module_tree, plan.grad_reads)
     if plan.kind.startswith(("traced-", "op-")):
+        if "symbolic" in (leak.mode or ""):
+            plan = replace(plan, static_shapes=True)
         try:
             fix = traced.build(plan, _Nodes(source), _leaked_fix)
         except traced.NotTracedOnly as exc:
             raise NoFix(str(exc)) from None
-        read = next(iter(sorted(plan.grad_reads)), None) if plan.kind.startswith("op-") else None
+        reads = probes.real_reads(plan.module_tree, plan.grad_reads) if plan.kind.startswith("op-") else []
+        read = next(iter(sorted(reads)), None)
         if read is not None:
             return Fix(f"{fix.message} (not applied: line {read} reads the real gradient of `{plan.value}`)",
                        Applicability.DISPLAY_ONLY, fix.edits)
-        return fix
+        return _with_probe_note(fix, plan.module_tree, plan.grad_reads if plan.kind.startswith("op-") else [])
     if plan.placement == "function":
         from fakegrad_lint.fix.helpers import build_function_fix  # the mode is found at run time (fix/helpers.py)
 
@@ -324,13 +327,15 @@ def _build_fix(leak, source: str) -> Fix | None:
                     f"(the same fakes the region used), not to the real tensors' `.grad`")
         applicability = min(applicability, Applicability.UNSAFE)  # a write after the block changes
     body_lines = (w.body[0].lineno, w.body[-1].end_lineno)
+    probed = []  # lines that only ask `type()` of a real gradient the fix empties
     if plan.grad_redirect:
         return Fix(message, applicability, ops.edits())
     if plan.kind in ("module", "module-copy"):
         from fakegrad_lint.fix.helpers import parameter_grad_read_elsewhere
 
-        read = None if copy_all else (_module_grad_read(list(w.body) + _following(plan.module_tree, w), plan.value)
-                                      or parameter_grad_read_elsewhere(plan.module_tree, w))
+        read = None if copy_all else (
+            _module_grad_read(list(w.body) + _following(plan.module_tree, w), plan.value, plan.module_tree, probed)
+            or parameter_grad_read_elsewhere(plan.module_tree, w, probed))
         if read is not None:
             # the gradients land on the fake copies: what the code reads there changes
             return Fix(f"{message} (not applied: line {read} reads the gradients of `{plan.value}`'s parameters)",
@@ -347,6 +352,9 @@ def _build_fix(leak, source: str) -> Fix | None:
             message += ", and read the copy's gradients after the block"
         return Fix(message, applicability, ops.edits())
     outside_grad = [ln for ln in plan.grad_reads if not body_lines[0] <= ln <= body_lines[1]]
+    # `type(x.grad)` after the block sees `NoneType` after the fix: no reason to hold it back
+    probed += probes.probe_lines(plan.module_tree, outside_grad)
+    outside_grad = probes.real_reads(plan.module_tree, outside_grad)
     if later and plan.kind not in ("module", "module-copy"):
         # `layer.weight.grad` read after the block (the analysis may not know it for a
         # module's parameter): it read the FakeTensor the region left; it must read the copy's
@@ -373,7 +381,19 @@ def _build_fix(leak, source: str) -> Fix | None:
     if plan.conditional:
         applicability = Applicability.UNSAFE
         message += " (right for the current value of the condition that picks the mode)"
-    return Fix(message, applicability, ops.edits())
+    return _with_probe_note(Fix(message, applicability, ops.edits()), plan.module_tree, probed)
+
+
+def _with_probe_note(fix: Fix, tree, lines) -> Fix:
+    """``fix``, unsafe at most and saying so, when ``lines`` include reads that only ask
+    ``type()`` of the real gradient (``fix/probes.py``): they see ``NoneType`` after it."""
+    lines = sorted(set(probes.probe_lines(tree, lines)))
+    if not lines:
+        return fix
+    where = ", ".join(str(ln) for ln in lines[:3])
+    return Fix(f"{fix.message}; line{'s' if len(lines) > 1 else ''} {where} then see{'' if len(lines) > 1 else 's'} "
+               f"`type(...grad)` of the real value as `NoneType` (no gradient), not the FakeTensor",
+               min(fix.applicability, Applicability.UNSAFE), fix.edits)
 
 
 def _convert_grad_inputs(plan, w, mode, ops, nodes, leak) -> bool:
@@ -643,12 +663,13 @@ def _leaked_fix(plan, nodes) -> Fix | None:
     mode = plan.mode_name
     node = plan.uses[0]
     ops = nodes.ops()
+    static = ", static_shapes=True" if plan.static_shapes else ""
     if plan.kind == "leaked-tensor":
         suffix = ".detach().requires_grad_()" if plan.derived else ""
-        ops.replace(nodes.expr(node), f"{mode}.from_tensor({plan.value}){suffix}")
+        ops.replace(nodes.expr(node), f"{mode}.from_tensor({plan.value}{static}){suffix}")
     else:
         torch_name, needs_import = _torch_module_name(plan.module_tree, nodes.pos, node.lineno)
-        state = (f"{{name: {mode}.from_tensor(t) for name, t in "
+        state = (f"{{name: {mode}.from_tensor(t{static}) for name, t in "
                  f"[*{plan.value}.named_parameters(), *{plan.value}.named_buffers()]}}")
         call = _functional_call(node, plan.value, state, torch_name, nodes.pos, nodes.file.names_taken(nodes.expr(node)))
         if call is None:
@@ -659,7 +680,7 @@ def _leaked_fix(plan, nodes) -> Fix | None:
     return Fix(f"Use a fake copy of `{plan.value}` made by `{mode}`", Applicability.UNSAFE, ops.edits())
 
 
-def _module_grad_read(stmts, module: str) -> int | None:
+def _module_grad_read(stmts, module: str, tree=None, probed=None) -> int | None:
     """The first line of ``stmts`` that reads a gradient of ``module``'s parameters:
     ``module.fc.weight.grad``, or ``p.grad`` for ``p`` drawn from
     ``module.parameters()`` (``named_parameters``, ``buffers``...) in a loop or a
@@ -668,9 +689,16 @@ def _module_grad_read(stmts, module: str) -> int | None:
         return isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
             (dotted_name(it.func.value) or "") == module
 
+    def probe(sub) -> bool:
+        # with ``tree``: a `type(p.grad)` read is no reason (its line goes to ``probed``)
+        if tree is not None and probes.type_probe(tree, sub):
+            probed.append(sub.lineno)
+            return True
+        return False
+
     def has_grad(node) -> int | None:
         for sub in ast.walk(node):
-            if isinstance(sub, ast.Attribute) and sub.attr == "grad":
+            if isinstance(sub, ast.Attribute) and sub.attr == "grad" and not probe(sub):
                 return sub.lineno
         return None
 
@@ -678,7 +706,7 @@ def _module_grad_read(stmts, module: str) -> int | None:
         for node in ast.walk(stmt):
             if modules.clip_root(node, module) is not None:
                 return node.lineno
-            if isinstance(node, ast.Attribute) and node.attr == "grad":
+            if isinstance(node, ast.Attribute) and node.attr == "grad" and not probe(node):
                 root = modules.chain_to(node.value, module)
                 if root is not None and root is not node.value:
                     return node.lineno

@@ -34,6 +34,7 @@ import re
 
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.findings import Applicability, Fix
+from fakegrad_lint.fix import probes
 
 _SKIP = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _BLOCKS = ("body", "orelse", "finalbody")
@@ -140,11 +141,12 @@ def build_function_fix(leak, source: str) -> Fix:
     where = ("in " if isinstance(func, ast.Module) else "inside ") + _fname(func)
     message = (f"{what} {where}, with the mode active when it runs (`torch._guards.detect_fake_mode()`: "
                f"outside a fake region it keeps the real value, so every caller keeps working)")
-    read = _grad_read(plan, kind)
+    probed = []
+    read = _grad_read(plan, kind, value, probed)
     if read is not None:
         return Fix(f"{message} (not applied: line {read} reads the real gradient of `{value}`)",
                    Applicability.DISPLAY_ONLY, ops.edits())
-    return Fix(message, Applicability.UNSAFE, ops.edits())
+    return B._with_probe_note(Fix(message, Applicability.UNSAFE, ops.edits()), plan.module_tree, probed)
 
 
 _PARAM_ITERATORS = frozenset({"parameters", "named_parameters", "modules", "named_modules", "children",
@@ -235,7 +237,7 @@ def _grad_read_nodes(stmts, module, clips: bool = False) -> list:
     return reads
 
 
-def parameter_grad_read_elsewhere(tree, w) -> int | None:
+def parameter_grad_read_elsewhere(tree, w, probed=None) -> int | None:
     """A line outside the function that holds ``w`` (the region's block) that reads the
     gradient of a loop variable or of an attribute of ``self`` (``for p in bucket:
     p.grad.div_(n)``), which can be a parameter of the module: whose it is is not known,
@@ -255,6 +257,9 @@ def parameter_grad_read_elsewhere(tree, w) -> int | None:
                 loop_vars |= {t.id for t in ast.walk(sub.target) if isinstance(t, ast.Name)}
         for sub in ast.walk(node):
             if isinstance(sub, ast.Attribute) and sub.attr == "grad" and isinstance(sub.ctx, ast.Load):
+                if probed is not None and probes.type_probe(tree, sub):
+                    probed.append(sub.lineno)  # `type(p.grad)`: sees `NoneType` after the fix
+                    continue
                 base = _chain_root(sub.value)
                 if isinstance(base, ast.Name) and (base.id in loop_vars or base.id == "self"):
                     return sub.lineno
@@ -398,14 +403,26 @@ def _import_name(names, taken, key, default, wanted):
     return default
 
 
-def _grad_read(plan, kind) -> int | None:
-    """A line that reads the real gradient the fix takes away (display-only then)."""
-    if plan.grad_reads:
-        return plan.grad_reads[0]  # the analysis' reads (another name of the value, another function)
+def _grad_read(plan, kind, value, probed) -> int | None:
+    """A line that reads the real gradient the fix takes away (display-only then); the
+    lines that only ask ``type()`` of it (``fix/probes.py``) go to ``probed`` instead."""
+    tree = plan.module_tree
+    probed += probes.probe_lines(tree, plan.grad_reads)
+    real = probes.real_reads(tree, plan.grad_reads)
+    if real:
+        return real[0]  # the analysis' reads (another name of the value, another function)
     if kind == "tensor":
         return None
-    reads = _grad_read_nodes(plan.module_tree.body, plan.value)
+    reads = _grad_read_nodes(tree.body, value)
+    probed += [n.lineno for n in reads if _probe_root(tree, n)]
+    reads = [n for n in reads if not _probe_root(tree, n)]
     if reads:
         return min(n.lineno for n in reads)
-    return parameter_grad_read_elsewhere(plan.module_tree, plan.func_node.body[0]) if \
+    return parameter_grad_read_elsewhere(tree, plan.func_node.body[0], probed) if \
         not isinstance(plan.func_node, ast.Module) else None
+
+
+def _probe_root(tree, root) -> bool:
+    """Is every ``.grad`` read through ``root`` (a node of :func:`_grad_read_nodes`) a ``type()`` probe?"""
+    line = getattr(root, "lineno", None)
+    return line is not None and not probes.real_reads(tree, [line])

@@ -1,0 +1,336 @@
+"""Fixes whose edit lands in another module of the project: the region is opened there.
+
+A helper in ``utils.py`` opens an allow-mode region and backpropagates through the real
+model that ``train.py`` hands it: the finding is ``train.py``'s (at the call), but the block
+to convert the model in is the helper's. Where the edit lands is chosen by which keeps
+every caller working:
+
+- **the region's block is in the linted file** (``with fakeenv.FAKE: train_step(model, ...)``
+  with the helper in another module): the value is converted at the call in that block
+  (the argument, or a fake copy of a module handed over), as in one file; the helper is
+  left as it is for its other callers, which may run it outside any region. That plan is
+  an ordinary fix of the linted file (``analysis/fix_plans.py``, ``_other_module_fix_plan``).
+- **the region is opened by code of another module** (the helper's own ``with``): the edit
+  lands in that module's block, where the region is, so that every caller of the helper is
+  fixed by it. Any real value that enters that block is a hazard (or a crash) whoever the
+  caller is, and ``from_tensor``/``functional_call`` over fake copies computes the same
+  shapes for a real, a frozen or a non-requires-grad argument alike: no caller stops
+  working. A conversion at one call could not work at all: the mode does not exist before
+  the helper runs. This is :func:`fix_across_modules`, a pass of ``--fix`` (and ``--diff``)
+  over the files of the run after each file's own fix loop.
+
+Such a fix is built by the same builders from the plan the analysis makes for the other
+module's block (``FixPlan.path``) and proved across the modules it touches: the fixed
+helper parses (CPython and libcst), every name its inserted text reads is bound before
+the read, and, the project re-linted with the fixed text standing for the helper's
+(``analysis.roots.OVERLAY``; the disk is untouched until the proof holds), the targeted
+finding of the calling file is gone and no file of the run that reads the helper (nor the
+helper itself) gains a finding. The helper must be one of the run's files (``fakegrad-lint
+--fix train.py`` alone never rewrites ``utils.py``). Files are written atomically in their
+own encoding and newlines; a second ``--fix`` changes nothing (the findings are gone).
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+
+from fakegrad_lint.findings import HELPER_OF, Finding, applies
+
+__all__ = ["fix_across_modules", "cross_module_fixes"]
+
+
+@contextmanager
+def _overlay(texts: dict):
+    """The analysis reads ``texts`` ({absolute path: text}) instead of those files."""
+    from fakegrad_lint.analysis import roots
+
+    saved = dict(roots.OVERLAY)
+    roots.OVERLAY.update(texts)
+    try:
+        yield
+    finally:
+        roots.OVERLAY.clear()
+        roots.OVERLAY.update(saved)
+
+
+@contextmanager
+def _plans_elsewhere():
+    from fakegrad_lint.analysis import fix_plans
+
+    was = fix_plans.PLAN_IN_OTHER_MODULES[0]
+    fix_plans.PLAN_IN_OTHER_MODULES[0] = True
+    try:
+        yield
+    finally:
+        fix_plans.PLAN_IN_OTHER_MODULES[0] = was
+
+
+def _region_elsewhere(f: Finding) -> bool:
+    """A finding of its own file whose region step is in another file."""
+    if HELPER_OF in f.extra or f.fix is not None:
+        return False
+    me = os.path.abspath(f.filename)
+    return any(st.kind == "region" and os.path.abspath(st.filename) != me for st in f.trace)
+
+
+class _Project:
+    """The run's Python files, their current texts, and lints under the overlay of the
+    texts changed so far (by the per-file loop in ``--diff`` mode, or by this pass)."""
+
+    def __init__(self, results, codes_for, diff: bool):
+        from fakegrad_lint.sources.sourcefile import SourceError, read_source
+
+        self.results = {}
+        self.files = {}
+        self.texts = {}
+        self.codes_for = codes_for
+        for r in results:
+            if not r.path.endswith(".py") or r.errors:
+                continue
+            path = os.path.abspath(r.path)
+            try:
+                sf = read_source(r.path)
+            except SourceError:
+                continue
+            self.results[path], self.files[path] = r, sf
+            self.texts[path] = r.fixed_text if diff and r.fixed_text is not None else sf.text
+        self._deps: dict = {}
+
+    def changed(self, extra=None) -> dict:
+        out = {p: t for p, t in self.texts.items() if t != self.files[p].text}
+        out.update(extra or {})
+        return out
+
+    def check(self, path: str, text: str | None = None, extra=None, deps=None) -> list[Finding]:
+        """Every finding of ``path`` (all codes, no noqa, no fixes) with the changed texts."""
+        from fakegrad_lint.engine.lint import check_source
+
+        text = self.texts[path] if text is None else text
+        with _overlay(self.changed(extra)):
+            return check_source(text, self.results[path].path, fixes=False, deps=deps)
+
+    def reported(self, path: str) -> list[Finding]:
+        """What the CLI reports for ``path`` now (its codes, ``# noqa`` applied)."""
+        from fakegrad_lint.engine.lint import lint_source
+
+        with _overlay(self.changed()):
+            name = self.results[path].path
+            return lint_source(self.texts[path], name, self.codes_for(name), fixes=False)
+
+    def readers(self, helper: str) -> list[str]:
+        """The run's files whose analysis reads ``helper`` (by the deps of their lint)."""
+        out = []
+        for path in self.results:
+            if path == helper:
+                continue
+            key = (path, self.texts[path])
+            if key not in self._deps:
+                deps: dict = {}
+                try:
+                    self.check(path, deps=deps)
+                except Exception:  # noqa: BLE001 - a file that cannot be linted reads nothing here
+                    pass
+                self._deps[key] = {os.path.abspath(p) for p in deps}
+            if helper in self._deps[key]:
+                out.append(path)
+        return out
+
+
+def _planned(project: _Project, path: str) -> list:
+    """The leaks of ``path`` whose plan lands in another module's region of the run."""
+    from fakegrad_lint.analysis import analyze
+    from fakegrad_lint.engine.lint import may_reach_region, parse, project_for
+
+    text, name = project.texts[path], project.results[path].path
+    with _overlay(project.changed()), _plans_elsewhere():
+        proj = project_for(name)
+        if not may_reach_region(text, name, proj):
+            return []
+        leaks = analyze(parse(text, name), text, proj, name, None)
+    return [lk for lk in leaks if lk.fix is not None and getattr(lk.fix, "path", None)
+            and getattr(lk.fix, "kind", "none") != "none"]
+
+
+def _prove(project: _Project, path: str, target: Finding, helper: str, fix) -> tuple[str | None, str | None]:
+    """``(fixed text of helper, None)`` when ``fix`` (edits of ``helper``'s text) is proved
+    for ``target`` (a finding of ``path``) across the project, else ``(None, why not)``."""
+    from fakegrad_lint.fix import apply as fixes
+    from fakegrad_lint.fix.proof import _FORWARD_ONLY, _keys, _unbound_inserted_names, _Unreadable, finding_key
+    from fakegrad_lint.sources.text import parse_quietly
+
+    source = project.texts[helper]
+    newline = fixes.dominant_newline(source)
+    try:
+        edits = [type(e)(e.start, e.end, fixes._convert_newlines(e.content, newline)) for e in fix.edits]
+        spans = fixes._spans(source, edits, fixes.line_starts(source))
+        fixes._check_disjoint(spans)
+    except fixes.EditError as exc:
+        return None, f"its edits do not apply ({exc})"
+    new = fixes._apply_spans(source, spans)
+    error = fixes._parses(new)
+    if error is not None:
+        return None, f"the fixed text of {os.path.basename(helper)} does not parse: {error}"
+    try:
+        unbound = _unbound_inserted_names(new, parse_quietly(new), spans)
+    except _Unreadable as exc:
+        return None, f"the fixed text does not parse with libcst ({exc})"
+    if unbound:
+        return None, f"`{unbound[0]}` would be read on line {unbound[1]} of {os.path.basename(helper)} before it is bound"
+    others = [helper] + [p for p in project.readers(helper) if p != path]
+    try:
+        for p in [path, *others]:
+            before = project.check(p)
+            after = project.check(p, new if p == helper else None, extra={helper: new})
+            was, now = _keys(before), _keys(after)
+            if p == path and now[finding_key(target)] >= was[finding_key(target)]:
+                return None, "re-linted, the finding is still there"
+            values_before = {value for _, value in was}
+            for key, count in now.items():
+                if count > was[key] and not (key[0] == _FORWARD_ONLY and key[1] in values_before):
+                    return None, f"re-linted, the fix adds a {key[0]} finding in {os.path.basename(p)}"
+    except Exception as exc:  # noqa: BLE001 - whatever the analysis raises, the fix is not proved
+        return None, f"the fixed project cannot be re-linted ({type(exc).__name__})"
+    return new, None
+
+
+def _unredirected_grad_read(plan) -> int | None:
+    """A gradient read of the converted module inside the edited block or function (the
+    analysis' ``grad_reads``, e.g. ``p.grad for p in params`` with ``params`` its parameters)
+    that the fix does not send to the fake copy: after the fix it would read ``None``."""
+    if plan.kind not in ("module", "module-copy") or plan.grad_redirect or not plan.grad_reads:
+        return None
+    node = plan.func_node if plan.placement == "function" else plan.with_node
+    body = getattr(node, "body", None) or []
+    if not body:
+        return None
+    first, last = body[0].lineno, body[-1].end_lineno
+    return next((ln for ln in sorted(plan.grad_reads) if first <= ln <= last), None)
+
+
+def cross_module_fixes(project: _Project, path: str, unsafe: bool, why: dict | None = None):
+    """The first proved fix of a finding of ``path`` whose edit lands in another module:
+    ``(finding, helper path, fixed helper text)``, or None. ``why`` receives, by
+    ``(code, row, column, value)``, why a planned fix of a finding is not applied."""
+    from fakegrad_lint.fix.builders import NoFix, build_fix
+    from fakegrad_lint.rules import rule_for
+
+    leaks = _planned(project, path)
+    if not leaks:
+        return None
+    why = {} if why is None else why
+    reported = project.reported(path)
+    for leak in leaks:
+        helper = os.path.abspath(leak.fix.path)
+        rule = rule_for(leak)
+        if rule is None or helper == path:
+            continue
+        key = (rule.code, *leak.start, leak.value)
+        where = os.path.relpath(helper, os.path.dirname(path)).replace(os.sep, "/")
+        if helper not in project.results:
+            why[key] = f"the fix would edit {where}, which is not one of the files checked in this run"
+            continue
+        target = next((f for f in reported if f.code == rule.code and (f.location.row, f.location.column) == leak.start
+                       and f.extra.get("value") == leak.value), None)
+        if target is None:
+            continue  # a code not enabled for the file, or silenced by its `# noqa`
+        try:
+            fix = build_fix(leak, project.texts[helper])
+        except NoFix as exc:
+            why[key] = f"in {where}, where the region is: {exc}"
+            continue
+        if fix is None or not fix.edits:
+            why[key] = f"in {where}, where the region is: no fix is known for this shape"
+            continue
+        read = _unredirected_grad_read(leak.fix)
+        if read is not None:
+            why[key] = (f"in {where}, where the region is: line {read} reads the gradients the region makes, "
+                        f"which a fake copy of `{leak.fix.value}` would change")
+            continue
+        if not applies(fix, unsafe=unsafe):
+            why[key] = f"in {where}, where the region is: {fix.message} ({fix.applicability.value})"
+            continue
+        new, reason = _prove(project, path, target, helper, fix)
+        if new is not None:
+            why.pop(key, None)
+            return target, helper, new
+        why[key] = f"in {where}, where the region is: {reason}"
+    return None
+
+
+def fix_across_modules(run, codes_for, options) -> None:
+    """After every file's own fix loop: apply the proved fixes whose edit lands in another
+    file of the run (see the module docstring), write those files (``--fix``) or their
+    diffs (``--diff``), and update the run's results (findings, fixed counts)."""
+    if options.mode not in ("fix", "fix-only", "diff"):
+        return
+    candidates = sorted({os.path.abspath(r.path) for r in run.results if r.path.endswith(".py")
+                         and any(_region_elsewhere(f) for f in r.findings)})
+    if not candidates:
+        return
+    project = _Project(run.results, codes_for, diff=options.mode == "diff")
+    applied: dict = {}
+    why: dict = {}
+    for _ in range(max(options.max_fix_iterations, 0)):
+        progress = False
+        for path in candidates:
+            if path not in project.results:
+                continue
+            try:
+                found = cross_module_fixes(project, path, options.unsafe_fixes, why.setdefault(path, {}))
+            except Exception:  # noqa: BLE001 - an analyzer bug must not take the run down: no fix
+                found = None
+            if found is not None:
+                _, helper, new = found
+                project.texts[helper] = new
+                applied[path] = applied.get(path, 0) + 1
+                progress = True
+        if not progress:
+            break
+    if applied:
+        _finish(project, applied, options, why)
+    for path, reasons in why.items():
+        result = project.results[path]
+        if reasons and path not in applied:
+            result.findings = [_explained(f, reasons) for f in result.findings]
+
+
+def _explained(f: Finding, reasons: dict) -> Finding:
+    """``f`` with the project pass' reason for not fixing it in the region's module."""
+    from dataclasses import replace
+
+    why = reasons.get((f.code, f.location.row, f.location.column, f.extra.get("value")))
+    return f if why is None or f.fix is not None else replace(f, no_fix=why)
+
+
+def _finish(project: _Project, applied: dict, options, why: dict) -> None:
+    from fakegrad_lint.sources.sourcefile import SourceError, write_atomic
+
+    changed = project.changed()
+    for path, text in changed.items():
+        result, sf = project.results[path], project.files[path]
+        if options.mode == "diff":
+            from fakegrad_lint.fix.apply import unified_diff
+            from fakegrad_lint.sources.kind import PythonSource
+
+            result.diff = "".join(unified_diff(*piece) for piece in PythonSource(sf).diffs(sf.text, text))
+            continue
+        try:
+            write_atomic(path if os.path.exists(path) else result.path, sf.encode(text), expected=sf.raw)
+        except SourceError as exc:
+            from fakegrad_lint.findings import ToolError
+
+            result.errors.append(ToolError(result.path, str(exc)))
+            project.texts[path] = sf.text
+            continue
+        result.fixed_text = text
+    for path in set(changed) | set(applied):
+        result = project.results[path]
+        result.fixed += applied.get(path, 0)
+        if options.mode != "fix-only":
+            try:
+                result.findings = [_explained(f, why.get(path, {})) for f in project.reported(path)]
+            except Exception:  # noqa: BLE001 - keep what the per-file loop reported
+                pass
+        if result.findings:
+            result.source = project.texts[path]
