@@ -6,7 +6,7 @@ Sets: ``corpus`` (``fixtures/*.py``), ``cases`` (``tests/data/fix_cases``),
 ``unseen`` (``fixtures/unseen/*.py``), ``heldout`` (``fixtures/heldout/*.py``), ``fresh``
 (``fixtures/fresh/*.py``), ``vault`` (``fixtures/vault/*.py``, the fresh set's sealed half: the
 coordinator's to measure), ``vault2`` (``fixtures/vault2/*.py``, sealed: the coordinator's to
-measure); default all. For each set: the
+measure), ``vault3`` (``fixtures/vault3/*.py``, sealed: the coordinator's to measure); default all. For each set: the
 hazards (programs that end ``hazard`` or ``crash`` under the runtime oracle), how
 many of them run clean after the fix with their printed output unchanged
 (``test_fix_runtime.judge``), how many fixed files fail (``error``, or a crash
@@ -57,6 +57,7 @@ SETS = {
     "fresh": lambda: sorted((FIXTURES_DIR / "fresh").glob("*.py")),
     "vault": lambda: sorted((FIXTURES_DIR / "vault").glob("*.py")),
     "vault2": lambda: sorted((FIXTURES_DIR / "vault2").glob("*.py")),
+    "vault3": lambda: sorted((FIXTURES_DIR / "vault3").glob("*.py")),
 }
 
 SEALED_FROM_FIXERS = ("vault3",)  # never read here: the coordinator measures them

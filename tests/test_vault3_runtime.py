@@ -1,0 +1,63 @@
+"""Runtime agreement of the vault3 corpus (sealed).
+
+- ``fixtures/vault3/*.py``: single files;
+- ``fixtures/vault3_projects/*/``: multi-file projects.
+
+Written by an independent writer (``wd``) who read neither the analyzer nor the other
+corpora's programs, and labelled by running each program. The checks are those of the
+unseen corpus (``tests/test_unseen_runtime.py``): the oracle's outcome equals the
+docstring's ``Runtime: ...`` line (or ``project.json`` ``runtime``), the
+``hazard_``/``safe_`` prefix agrees with it, and so do the marker codes. The size checks
+are lower bounds (50 files, 20 projects, about half of each safe).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+import oracle  # noqa: E402
+from markers import FIXTURES_DIR  # noqa: E402
+from test_unseen_runtime import check_project, check_script  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+SCRIPT_DIR = FIXTURES_DIR / "vault3"
+PROJECT_DIR = FIXTURES_DIR / "vault3_projects"
+SCRIPTS = sorted(SCRIPT_DIR.glob("*.py")) if SCRIPT_DIR.is_dir() else []
+PROJECTS = sorted(p for p in PROJECT_DIR.iterdir() if (p / "project.json").is_file()) if PROJECT_DIR.is_dir() else []
+
+
+@pytest.fixture(scope="module")
+def script_results():
+    return oracle.run_fixtures(SCRIPTS, jobs=2)
+
+
+@pytest.fixture(scope="module")
+def project_results():
+    return oracle.run_projects(PROJECTS, jobs=2)
+
+
+def _balanced(names, what):
+    safes = [n for n in names if n.startswith("safe_")]
+    hazards = [n for n in names if n.startswith("hazard_")]
+    assert len(safes) + len(hazards) == len(names), f"{what}: a name without a hazard_/safe_ prefix"
+    assert abs(len(safes) - len(hazards)) <= max(2, len(names) // 4), f"{what}: {len(safes)} safe, {len(hazards)} hazard"
+
+
+def test_vault3_corpus_size():
+    assert len(SCRIPTS) >= 50, f"fixtures/vault3: {len(SCRIPTS)} programs"
+    assert len(PROJECTS) >= 20, f"fixtures/vault3_projects: {len(PROJECTS)} projects"
+    _balanced([p.name for p in SCRIPTS], "fixtures/vault3")
+    _balanced([p.name for p in PROJECTS], "fixtures/vault3_projects")
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=[p.name for p in SCRIPTS])
+def test_vault3_script_outcome(script_results, path):
+    check_script(path, script_results[str(path)])
+
+
+@pytest.mark.parametrize("folder", PROJECTS, ids=[p.name for p in PROJECTS])
+def test_vault3_project_outcome(project_results, folder):
+    check_project(folder, project_results[str(folder)])
