@@ -313,29 +313,7 @@ def test_every_mechanism_has_a_hazard_and_a_safe_case():
     assert len(marked) >= 10 and len(CASES) - len(marked) >= 10
 
 
-def _check_at_runtime():  # pragma: no cover - a manual tool (imports torch through the oracle)
-    import tempfile
-
-    from oracle import run_fixtures
-
-    with tempfile.TemporaryDirectory() as tmp:
-        paths = {}
-        for name, src in CASES.items():
-            p = Path(tmp) / f"{name}.py"
-            p.write_text(_HEAD + textwrap.dedent(src))
-            paths[str(p)] = name
-        results = run_fixtures(list(paths), jobs=2)
-        bad = 0
-        for path, res in sorted(results.items()):
-            src = Path(path).read_text()
-            codes = {c for _, c in markers_in_source(src)}
-            want = "crash" if "FGL002" in codes else "hazard" if codes & {"FGL001", "FGL003"} else "clean"
-            outcome = getattr(res, "outcome", res[0] if isinstance(res, tuple) else res)
-            if outcome != want:
-                bad += 1
-            print(f"{'ok ' if outcome == want else 'BAD'} {paths[path]}: {outcome} (want {want})")
-        return bad
-
-
 if __name__ == "__main__" and sys.argv[1:] == ["--check"]:
-    sys.exit(1 if _check_at_runtime() else 0)
+    from test_semantics_protocols import _check_at_runtime
+
+    sys.exit(1 if _check_at_runtime(CASES, _HEAD) else 0)

@@ -1590,16 +1590,22 @@ def test_every_mechanism_has_a_hazard_and_a_safe_case():
     assert len(marked) >= 10 and len(CASES) - len(marked) >= 10
 
 
-def _check_at_runtime():  # pragma: no cover - a manual tool (imports torch through the oracle)
+def _check_at_runtime(cases=None, head=None):  # pragma: no cover - a manual tool (imports torch through the oracle)
+    """Run every case with real torch (``cases`` with ``head`` prepended, by default this
+    file's) and print whether the oracle's outcome is what its markers say; the count of
+    disagreements."""
     import tempfile
+
+    cases = CASES if cases is None else cases
+    head = HEAD if head is None else head
 
     from oracle import run_fixtures
 
     with tempfile.TemporaryDirectory() as tmp:
         paths = {}
-        for name, src in CASES.items():
+        for name, src in cases.items():
             p = Path(tmp) / f"{name}.py"
-            p.write_text(HEAD + textwrap.dedent(src))
+            p.write_text(head + textwrap.dedent(src))
             paths[str(p)] = name
         results = run_fixtures(list(paths), jobs=2)
         bad = 0

@@ -78,6 +78,22 @@ def check_project(folder: Path, res) -> None:
     check_labels(folder.name, want, marker_codes(sorted(folder.rglob("*.py"))))
 
 
+def corpus_paths(name: str) -> tuple[list[Path], list[Path]]:
+    """The single files of ``fixtures/<name>/`` and the projects of ``fixtures/<name>_projects/``."""
+    script_dir, project_dir = FIXTURES_DIR / name, FIXTURES_DIR / f"{name}_projects"
+    scripts = sorted(script_dir.glob("*.py")) if script_dir.is_dir() else []
+    projects = sorted(p for p in project_dir.iterdir() if (p / "project.json").is_file()) if project_dir.is_dir() else []
+    return scripts, projects
+
+
+def assert_balanced(names, what):
+    """Every name has a hazard_/safe_ prefix, and the two halves are about even."""
+    safes = [n for n in names if n.startswith("safe_")]
+    hazards = [n for n in names if n.startswith("hazard_")]
+    assert len(safes) + len(hazards) == len(names), f"{what}: a name without a hazard_/safe_ prefix"
+    assert abs(len(safes) - len(hazards)) <= max(2, len(names) // 4), f"{what}: {len(safes)} safe, {len(hazards)} hazard"
+
+
 @pytest.fixture(scope="module")
 def script_results():
     return oracle.run_fixtures(SCRIPTS, jobs=2)

@@ -18,15 +18,11 @@ import pytest
 pytest.importorskip("torch")
 
 import oracle  # noqa: E402
-from markers import FIXTURES_DIR  # noqa: E402
-from test_unseen_runtime import check_project, check_script  # noqa: E402
+from test_unseen_runtime import assert_balanced, check_project, check_script, corpus_paths  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-SCRIPT_DIR = FIXTURES_DIR / "vault3"
-PROJECT_DIR = FIXTURES_DIR / "vault3_projects"
-SCRIPTS = sorted(SCRIPT_DIR.glob("*.py")) if SCRIPT_DIR.is_dir() else []
-PROJECTS = sorted(p for p in PROJECT_DIR.iterdir() if (p / "project.json").is_file()) if PROJECT_DIR.is_dir() else []
+SCRIPTS, PROJECTS = corpus_paths("vault3")
 
 
 @pytest.fixture(scope="module")
@@ -39,18 +35,11 @@ def project_results():
     return oracle.run_projects(PROJECTS, jobs=2)
 
 
-def _balanced(names, what):
-    safes = [n for n in names if n.startswith("safe_")]
-    hazards = [n for n in names if n.startswith("hazard_")]
-    assert len(safes) + len(hazards) == len(names), f"{what}: a name without a hazard_/safe_ prefix"
-    assert abs(len(safes) - len(hazards)) <= max(2, len(names) // 4), f"{what}: {len(safes)} safe, {len(hazards)} hazard"
-
-
 def test_vault3_corpus_size():
     assert len(SCRIPTS) >= 50, f"fixtures/vault3: {len(SCRIPTS)} programs"
     assert len(PROJECTS) >= 20, f"fixtures/vault3_projects: {len(PROJECTS)} projects"
-    _balanced([p.name for p in SCRIPTS], "fixtures/vault3")
-    _balanced([p.name for p in PROJECTS], "fixtures/vault3_projects")
+    assert_balanced([p.name for p in SCRIPTS], "fixtures/vault3")
+    assert_balanced([p.name for p in PROJECTS], "fixtures/vault3_projects")
 
 
 @pytest.mark.parametrize("path", SCRIPTS, ids=[p.name for p in SCRIPTS])
