@@ -60,6 +60,7 @@ CORPORA = {
     "vault3": ("vault3", "vault3_projects"),
     "probes": ("probes", "probes_projects"),
     "probes2": ("probes2", "probes2_projects"),
+    "probes_eco": ("probes_eco", "probes_eco_projects"),
 }
 
 

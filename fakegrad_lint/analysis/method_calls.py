@@ -370,10 +370,11 @@ class MethodCallsMixin(LibraryMixin):
         and requires-grad, from here on (the name is rebound; any other receiver stays
         unknown)."""
         recv = e.func.value if isinstance(e.func, ast.Attribute) else None
-        if not isinstance(recv, (ast.Name, ast.Attribute)) or dotted_name(recv) is None or st.may:
+        if recv is None or st.may:
             return UNKNOWN
         mod = ModuleVal(None, opaque=True)
-        self.rebind(recv, mod, st)
+        if dotted_name(recv) is not None:
+            self.rebind(recv, mod, st)  # (`build(...).to_empty(...)`: only the result is the module)
         return mod
 
     def module_method(self, e, mod, name, args, kwargs, st):
@@ -488,7 +489,7 @@ class MethodCallsMixin(LibraryMixin):
                         and not st.may and not st.meta_device:
                     # an opaque module given real storage: a real module, but whether its
                     # parameters require grad is not known (a sink may prove it: dispatch.py)
-                    heap_field(mod, "origin", Origin(dotted_name(e.func.value) or "module", "module", e.lineno,
+                    heap_field(mod, "origin", Origin(self._text(e.func.value), "module", e.lineno,
                                                      rg_unknown=True))
             return mod
         if _is_dtype_cast(name, args, kwargs):
