@@ -224,3 +224,19 @@ def test_known_module_in_the_graph_is_reported_not_the_unknown_one():
     """)
     values = sorted(f.message.split("`")[1] for f in check_source(source, "t.py") if f.code == "FGL001")
     assert values == ["head"], values
+
+
+def test_deepcopy_outside_keeps_requires_grad_unknown():
+    """A real deep copy of an opaque module made outside the region is as unknown as the
+    original: proved only by a backward, like it."""
+    unproved = (HEAD + textwrap.dedent("""
+    m = build(4, 2)
+    m.to_empty(device="cpu")
+    twin = copy.deepcopy(m)
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        x = torch.randn(3, 4, requires_grad=True)
+        twin(x).sum().backward()
+    """)).replace("import json", "import copy\nimport json")
+    assert check_source(unproved, "t.py") == []
+    proved = unproved.replace("requires_grad=True", "requires_grad=False")
+    assert [f.code for f in check_source(proved, "t.py")] == ["FGL001"]

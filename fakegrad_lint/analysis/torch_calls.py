@@ -581,7 +581,8 @@ def _real_copy(src, line, depth=0):
     if src.origin is not None:
         origin = Origin(src.origin.name, "module", line, param_names=src.origin.param_names)
         origin.disabled, origin.frozen = src.origin.disabled, set(src.origin.frozen)
-    copy = ModuleVal(origin, src.mode, src.cls, attrs, src.meta)
+        origin.rg_unknown = src.origin.rg_unknown  # (a copy of an opaque module: as unknown)
+    copy = ModuleVal(origin, src.mode, src.cls, attrs, src.meta, opaque=src.opaque)
     copy.container, copy.torch_class, copy.children = src.container, src.torch_class, src.children
     if origin is not None and src.origin.owner is src:
         origin.owner = copy
