@@ -41,6 +41,19 @@ def _catches_assertion(t):
     return name is not None and name.rsplit(".", 1)[-1] in N.CATCHES_ASSERTION and name.count(".") <= 1
 
 
+def _may_catch_runtime(t):
+    """May ``except t:`` catch a RuntimeError (a backward's "does not require grad")?
+    Only a builtin exception type that is no base of it is known not to."""
+    if t is None:
+        return True
+    if isinstance(t, ast.Tuple):
+        return any(_may_catch_runtime(x) for x in t.elts)
+    name = dotted_name(t)
+    builtin = getattr(__builtins__, name, None) if not isinstance(__builtins__, dict) else __builtins__.get(name)
+    return not (isinstance(builtin, type) and issubclass(builtin, BaseException)
+                and not issubclass(RuntimeError, builtin))
+
+
 def _dead_import_handler(s, h):
     """``except ImportError:`` (or ModuleNotFoundError) around a body of imports that
     succeed wherever the program runs: torch's and the standard library's modules."""
@@ -369,6 +382,9 @@ class StatementsMixin:
         before = set(self.records) if catches else None
         crashed = paused = False
         jump = None
+        # (a backward in the body that raises may be caught: it proves nothing, dispatch.py)
+        catching = int(any(_may_catch_runtime(h.type) for h in s.handlers))
+        self._catching = getattr(self, "_catching", 0) + catching
         try:
             try:
                 self.exec_block(s.body, st)
@@ -403,6 +419,7 @@ class StatementsMixin:
                 live = [] if dead else [h for h in s.handlers if not _dead_import_handler(s, h)]
                 self._may_handlers(live, s.orelse, st)
         finally:
+            self._catching -= catching
             if not paused:
                 try:
                     self.exec_block(s.finalbody, st)
