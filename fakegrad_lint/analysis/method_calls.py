@@ -9,6 +9,7 @@ containers (``append``, ``items``, ``get``...), explicit context ``__enter__``.
 from __future__ import annotations
 
 import ast
+import itertools
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.context import DispatchContext
@@ -18,42 +19,14 @@ from fakegrad_lint.analysis.library_classes import LibraryMixin
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import (_disable_module_origins, _enable_module_origins, _fake_copy, _is_meta,
     _set_requires_grad, op_shape, shape_of, shape_read)
-from fakegrad_lint.analysis.valueops import _arg_exprs, _dict_val, _flatten, _kw_false, _kw_true, _operands, _values_of
+from fakegrad_lint.analysis.valueops import argparse_kwargs, argparse_parse, const_data, _arg_exprs, _dict_val, _flatten, _kw_false, _kw_true, _operands, _values_of
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal,
     ExitStackVal,
     ExportedProgramVal, FuncVal, GeneratorVal, HookHandle, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, PartialVal, Region,
     SeqVal, SuperVal, TVal, WorkerVal)
 
 
-def _argparse_default(args, kwargs):
-    """``add_argument(*flags, **options)`` -> (destination, its default value); (None, _)
-    when the call cannot be read or parsing no arguments would fail (a required one)."""
-    flags = [a.value for a in args if isinstance(a, ConstVal) and isinstance(a.value, str)]
-    if len(flags) != len(args) or not flags:
-        return None, UNKNOWN
-    if not flags[0].startswith("-"):
-        nargs = kwargs.get("nargs")
-        if not (isinstance(nargs, ConstVal) and nargs.value in ("?", "*")):
-            return None, UNKNOWN  # a required positional: parse_args([]) exits
-    if isinstance(kwargs.get("required"), ConstVal) and kwargs["required"].value is True:
-        return None, UNKNOWN
-    dest = kwargs.get("dest")
-    if dest is not None:
-        dest = dest.value if isinstance(dest, ConstVal) and isinstance(dest.value, str) else None
-    else:
-        longs = [f for f in flags if f.startswith("--")]
-        dest = (longs[0] if longs else flags[0]).lstrip("-").replace("-", "_")
-    if not dest:
-        return None, UNKNOWN
-    action = kwargs.get("action", ConstVal("store"))
-    if not (isinstance(action, ConstVal) and action.value in N.ARGPARSE_ACTION_DEFAULTS):
-        return dest, UNKNOWN  # a custom or BooleanOptionalAction: its default not read here
-    if "default" in kwargs:
-        default = kwargs["default"]
-        if "type" in kwargs and not (isinstance(default, ConstVal) and not isinstance(default.value, str)):
-            return dest, UNKNOWN  # a string default is converted by type=
-        return dest, default
-    return dest, ConstVal(N.ARGPARSE_ACTION_DEFAULTS[action.value])
+_GROUPS = itertools.count()  # mutually exclusive groups, numbered as made
 
 
 def _materialize(mod, line, depth=0):
@@ -323,28 +296,44 @@ class MethodCallsMixin(LibraryMixin):
             st.ctx = saved
 
     def parser_method(self, e, parser, name, args, kwargs, st):
-        """argparse: ``add_argument`` declares a destination and its default; parsing a
-        known empty argument list gives the namespace of the defaults. The command line
-        (``parse_args()``) is not known."""
+        """argparse: ``add_argument`` declares an argument (into the parser a group
+        belongs to); parsing a known constant argument list runs argparse itself on what
+        was declared (``valueops.argparse_parse``: flags, ``store_true``, ``type=int``,
+        defaults, ``set_defaults``, mutually exclusive groups). The command line
+        (``parse_args()``, ``parse_args(None)``) is not known."""
+        root = parser.root or parser
         if name == "add_argument":
-            dest, value = _argparse_default(args, kwargs)
-            if dest is None:
-                parser.complete = False
+            spec = argparse_kwargs(args, kwargs)
+            if spec is None:
+                root.complete = False
             else:
-                parser.defaults[dest] = value
+                root.specs.append((parser.group,) + spec)
             return UNKNOWN
-        if name in N.ARGPARSE_GROUPS:
-            return parser  # a group declares into the same parser
+        if name == "add_argument_group":
+            return ArgParserVal(root=root, group=parser.group)
+        if name == "add_mutually_exclusive_group":
+            req = kwargs.get("required", ConstVal(False))
+            if not isinstance(req, ConstVal):
+                root.complete = False
+            n = next(_GROUPS)
+            return ArgParserVal(root=root, group=("mutex", n, bool(req.value) if isinstance(req, ConstVal) else False))
         if name == "set_defaults":
-            parser.defaults.update(kwargs)
+            root.defaults.update(kwargs)
             return UNKNOWN
         if name in N.ARGPARSE_PARSE:
             argv = args[0] if args else kwargs.get("args")
-            if not (parser.complete and isinstance(argv, SeqVal) and argv.elts == () and not argv.is_dict):
+            ok, data = const_data(argv) if isinstance(argv, SeqVal) and not argv.is_dict else (False, None)
+            if not (root.complete and ok and isinstance(data, list) and all(isinstance(a, str) for a in data)):
                 return UNKNOWN
-            ns = self.simple_namespace(e, [], dict(parser.defaults))
-            return SeqVal((ns, SeqVal(())), (ns, SeqVal(()))) if name == "parse_known_args" else ns
-        parser.complete = False  # add_subparsers and the rest: not followed
+            parsed = argparse_parse(root.options, root.specs, root.defaults, data, name == "parse_known_args")
+            if parsed is None:
+                return UNKNOWN
+            ns = self.simple_namespace(e, [], parsed[0])
+            if name != "parse_known_args":
+                return ns
+            rest = tuple(ConstVal(a) for a in parsed[1])
+            return SeqVal((ns, SeqVal(rest, rest)), (ns, SeqVal(rest, rest)))
+        root.complete = False  # add_subparsers and the rest: not followed
         return UNKNOWN
 
     def module_method(self, e, mod, name, args, kwargs, st):

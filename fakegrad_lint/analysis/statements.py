@@ -182,13 +182,19 @@ class StatementsMixin:
         if isinstance(it, GeneratorVal):
             it = self.gen_consume(it, st)  # its body runs as the loop consumes it
         self.note_loop_module(s, s.iter, it, st)
-        elems = self._unrolled(s, it)
-        if elems is not None:
-            return self._exec_for_each(s, elems, st)
-        item = self.iter_item(it, st)
-        self.assign(s.target, item, st, None)
         held = self._gen_regions.get(id(it))
         inside = held[1] if held is not None and held[0] is it else ()
+        elems = self._unrolled(s, it)
+        if elems is not None:
+            for region in inside:
+                st.ctx = st.ctx.entering(region)  # each step runs while the generator is suspended in them
+            try:
+                return self._exec_for_each(s, elems, st)
+            finally:
+                for region in reversed(inside):
+                    st.ctx = st.ctx.leaving(region)
+        item = self.iter_item(it, st)
+        self.assign(s.target, item, st, None)
         for region in inside:
             st.ctx = st.ctx.entering(region)  # the generator is suspended inside them
         try:
@@ -305,6 +311,7 @@ class StatementsMixin:
 
     def exec_branch(self, stmts, st):
         """A block that may or may not run (loop body, else): dead ends stay local."""
+        self.may_paths += 1  # (a generator whose run took none yields an exact sequence)
         try:
             self.exec_block(stmts, st)
         except _BlockExit:

@@ -17,6 +17,7 @@ from fakegrad_lint.analysis.torch_values import (_fake_copy, _grad_mode_kind, _i
     _is_nn_module_class, _is_torch_op, _known_params, _proven_copy, _with_taint, op_shape, shape_of, size_of_args)
 from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _flatten, _is_tensorish, _kw_false,
     _kw_true, _operands)
+from fakegrad_lint.analysis.valueops import json_loads, new_parser
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
     ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, GetterVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal,
     OptimizerVal, Origin, PartialVal, Region, ReturnsVal, SeqVal, TracedFn, TransformVal, TVal, WorkerVal)
@@ -393,6 +394,8 @@ class TorchCallsMixin:
             return UNKNOWN
         if q in N.SHALLOW_COPY:
             return first if isinstance(first, ModuleVal) else UNKNOWN  # the same parameters
+        if q in N.JSON_LOADS:
+            return json_loads(first)
         if q in N.IMPORT_MODULE:
             return self.import_module_call(args, kwargs)  # (project_link)
         if q in N.DEVICE_CONTEXT:
@@ -452,7 +455,7 @@ class TorchCallsMixin:
         if N.LIBRARY_CLASSES.get(q) in N.LIBRARY_INSTANTIATED:
             return self.instantiate(self.library_class(q), args, kwargs, st, e)
         if q in N.ARGUMENT_PARSER:
-            return ArgParserVal()
+            return new_parser(args, kwargs)
         if q in N.ENV_READS_WITH_DEFAULT:
             default = args[1] if len(args) > 1 else kwargs.get("default", ConstVal(None))
             return default if isinstance(default, ConstVal) else UNKNOWN

@@ -316,6 +316,7 @@ MAKE_FX = MAKE_FX | frozenset(
 )
 DETECT_FAKE_MODE = DETECT_FAKE_MODE | frozenset({"torch._dynamo.utils.detect_fake_mode"})
 IMPORT_MODULE = frozenset({"importlib.import_module"})
+JSON_LOADS = frozenset({"json.loads"})  # of a constant text: the data it holds
 # `with torch.device("meta"):` builds modules and tensors on the meta device
 DEVICE_CONTEXT = frozenset({"torch.device"})
 STAR_EXPORTS = {
@@ -437,10 +438,6 @@ MAPPING_TYPES = frozenset({"builtins.dict", "collections.abc.Mapping", "collecti
                            "typing.Mapping", "typing.MutableMapping", "typing.Dict", "collections.OrderedDict"})
 OBJECT_TYPES = frozenset({"builtins.object", "typing.Any"})
 ARGUMENT_PARSER = frozenset({"argparse.ArgumentParser"})
-# argparse actions -> the default of their destination when no default= is given
-ARGPARSE_ACTION_DEFAULTS = {"store": None, "store_true": False, "store_false": True, "store_const": None,
-                            "append": None, "append_const": None, "count": None, "extend": None}
-ARGPARSE_GROUPS = frozenset({"add_argument_group", "add_mutually_exclusive_group"})
 ARGPARSE_PARSE = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
 # environment reads with a default: the program's default configuration is taken to be
 # the one that runs (the variable unset), as when the linted script is run as it is

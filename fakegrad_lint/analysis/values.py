@@ -500,12 +500,17 @@ class DecoratorVal(Value):
 
 @dataclass(eq=False)
 class ArgParserVal(Value):
-    """An ``argparse.ArgumentParser`` (or one of its groups): the default of each
-    destination its ``add_argument`` calls declare. ``complete`` is False once a call
-    it cannot read was made (then parsing gives no known namespace)."""
+    """An ``argparse.ArgumentParser`` (or one of its groups): the arguments its
+    ``add_argument`` calls declare, parsed by argparse itself when the argument list is
+    known (``valueops.argparse_parse``). ``complete`` is False once a call it cannot read
+    was made (then parsing gives no known namespace)."""
 
-    defaults: dict = field(default_factory=dict)  # dest -> Value (UNKNOWN when not known)
+    defaults: dict = field(default_factory=dict)  # set_defaults(): dest -> Value
     complete: bool = True
+    specs: list = field(default_factory=list)  # (group, flags, options, opaque dest) per add_argument, in order
+    options: dict = field(default_factory=dict)  # the constructor's plain options (prog, prefix_chars...)
+    root: "ArgParserVal | None" = None  # a group: the parser it declares into
+    group: tuple | None = None  # a mutually exclusive group: ("mutex", n, required)
 
 
 @dataclass(eq=False)
