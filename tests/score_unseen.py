@@ -9,6 +9,7 @@
     python tests/score_unseen.py --corpus vault2       # fixtures/vault2/*.py, fixtures/vault2_projects/*/ (sealed; the coordinator scores it)
     python tests/score_unseen.py --corpus vault3       # fixtures/vault3/*.py, fixtures/vault3_projects/*/ (sealed; the coordinator scores it)
     python tests/score_unseen.py --corpus probes2      # fixtures/probes2/*.py (adversarial hazards and safe look-alikes, sem5)
+    python tests/score_unseen.py --corpus probes3      # fixtures/probes3/*.py (Python features around a region, an6)
     python tests/score_unseen.py --cmd "python -m fakegrad_lint --output-format json"
     python tests/score_unseen.py --format json         # the score as JSON
 
@@ -60,6 +61,7 @@ CORPORA = {
     "vault3": ("vault3", "vault3_projects"),
     "probes": ("probes", "probes_projects"),
     "probes2": ("probes2", "probes2_projects"),
+    "probes3": ("probes3", "probes3_projects"),
 }
 
 
