@@ -654,6 +654,8 @@ class CallsMixin:
         return InstanceVal(ClassVal(node, None, False), attrs)
 
     def call_builtin(self, e, name, args, kwargs, st):
+        if name == "vars" and len(args) == 1 and not kwargs and isinstance(args[0], InstanceVal):
+            return self.attribute(e, args[0], "__dict__", st)  # an instance's attributes as a dict
         if name == "len" and len(args) == 1 and isinstance(args[0], TVal) and args[0].shape:
             return ConstVal(args[0].shape[0])  # len(t): its first size
         if name in N.PURE_BUILTINS and args and not kwargs and all(isinstance(a, ConstVal) for a in args):

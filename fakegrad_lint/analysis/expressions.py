@@ -9,6 +9,8 @@ Calls are in :mod:`calls`.
 from __future__ import annotations
 
 import ast
+import os
+import re
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _BUILTINS
@@ -22,6 +24,10 @@ from fakegrad_lint.analysis.values import (is_enum_member, UNKNOWN, BoundMethod,
     DispatchRegister, PartialVal, SingleDispatchVal,
     TVal, Value, join, join_all, union, union_all)
 
+
+# the linted file writes or patches sys.argv (`sys.argv = [...]`, `sys.argv[1:] = ...`,
+# `.append(...)`, `patch.object(sys, "argv", ...)`, `patch("sys.argv", ...)`)
+_ARGV_WRITE = re.compile(r"\bargv\s*(\[[^\]]*\])?\s*\+?=(?!=)|\bargv\.(append|extend|insert|pop|clear|remove)\b|[\"']argv[\"']|sys\.argv[\"']")
 
 class ExpressionsMixin:
     """Expressions: one abstract value per expression."""
@@ -388,9 +394,25 @@ class ExpressionsMixin:
         obj = self.eval(e.value, st)
         return self.attribute(e, obj, e.attr, st)
 
+    def program_argv(self):
+        """``sys.argv`` of the program run as it is (no arguments: its default
+        configuration, as for environment reads with a default), unless the linted
+        file changes or patches ``sys.argv`` itself (then it is unknown)."""
+        memo = self.__dict__.get("_argv")
+        if memo is None:
+            if _ARGV_WRITE.search(self.source):
+                memo = UNKNOWN
+            else:
+                script = ConstVal(os.path.basename(self.main_path or "") or "script.py")
+                memo = SeqVal((script,), (script,))
+            self.__dict__["_argv"] = memo
+        return memo
+
     def attribute(self, e, obj, attr, st):
         if isinstance(obj, ModRef):
             q = f"{obj.qualname}.{attr}"
+            if q in N.PROGRAM_ARGV:
+                return self.program_argv()
             return ConstVal(N.KNOWN_CONSTANTS[q]) if q in N.KNOWN_CONSTANTS else ModRef(q)
         if isinstance(obj, ProjModVal):
             return self._module_attr(obj, attr)

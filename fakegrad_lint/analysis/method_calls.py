@@ -300,7 +300,8 @@ class MethodCallsMixin(LibraryMixin):
         belongs to); parsing a known constant argument list runs argparse itself on what
         was declared (``valueops.argparse_parse``: flags, ``store_true``, ``type=int``,
         defaults, ``set_defaults``, mutually exclusive groups). The command line
-        (``parse_args()``, ``parse_args(None)``) is not known."""
+        (``parse_args()``, ``parse_args(None)``) is that of the program run with no
+        arguments (``program_argv``)."""
         root = parser.root or parser
         if name == "add_argument":
             spec = argparse_kwargs(args, kwargs)
@@ -321,7 +322,11 @@ class MethodCallsMixin(LibraryMixin):
             root.defaults.update(kwargs)
             return UNKNOWN
         if name in N.ARGPARSE_PARSE:
-            argv = args[0] if args else kwargs.get("args")
+            argv = args[0] if args else kwargs.get("args", ConstVal(None))
+            if isinstance(argv, ConstVal) and argv.value is None:
+                # the command line: sys.argv[1:] of the program run as it is
+                full = self.program_argv()
+                argv = SeqVal(full.elts[1:], full.elts[1:]) if isinstance(full, SeqVal) else UNKNOWN
             ok, data = const_data(argv) if isinstance(argv, SeqVal) and not argv.is_dict else (False, None)
             if not (root.complete and ok and isinstance(data, list) and all(isinstance(a, str) for a in data)):
                 return UNKNOWN

@@ -31,6 +31,38 @@ def _mark_may_regions(regions, before):
             r.may = True
 
 
+def _builtin_exception(v):
+    """The builtin exception class a ``ModRef`` names (None: not one)."""
+    import builtins
+
+    if not (isinstance(v, ModRef) and v.qualname.startswith("builtins.")):
+        return None
+    c = getattr(builtins, v.qualname[len("builtins."):], None)
+    return c if isinstance(c, type) and issubclass(c, BaseException) else None
+
+
+def _subclass_of(cls, base, depth=0):
+    """Is the exception class ``cls`` (a class of the file or a builtin's ModRef) a
+    subclass of ``base``? True, False or None (not known)."""
+    b = _builtin_exception(base)
+    if isinstance(base, ClassVal):
+        if cls is base:
+            return True
+        if not isinstance(cls, ClassVal):
+            return False if _builtin_exception(cls) is not None else None
+    elif b is None:
+        return None
+    if isinstance(cls, ModRef):
+        c = _builtin_exception(cls)
+        return None if c is None else (b is not None and issubclass(c, b))
+    if not isinstance(cls, ClassVal) or depth > 8:
+        return None
+    answers = [_subclass_of(x, base, depth + 1) for x in cls.bases] or [False]
+    if any(not isinstance(x, (ClassVal, ModRef)) for x in cls.bases):
+        return None
+    return True if True in answers else (None if None in answers else False)
+
+
 def _catches_assertion(t):
     """Does ``except t:`` catch the AssertionError of a strict fake mode?"""
     if t is None:
@@ -231,9 +263,26 @@ class StatementsMixin:
         raise _BlockExit("return")
 
     def _exec_raise(self, s, st):
+        cls = None
         if s.exc is not None:
             self.eval(s.exc, st)
-        raise _BlockExit("raise")
+            # `raise Error(...)` / `raise Error`: the class raised, as the handlers see it
+            cls = self.eval(s.exc.func if isinstance(s.exc, ast.Call) else s.exc, st)
+            if not (isinstance(cls, ClassVal) or (isinstance(cls, ModRef) and _builtin_exception(cls) is not None)):
+                cls = None
+        raise _BlockExit("raise", cls)
+
+    def _handler_catches(self, h, cls, st):
+        """Does ``except h.type:`` catch an exception of the class ``cls`` (a class of
+        the file or a builtin exception)? True, False or None (not known)."""
+        if h.type is None:
+            return True
+        t = self.eval(h.type, st)
+        types = t.elts if isinstance(t, SeqVal) and t.elts is not None and not t.is_dict else (t,)
+        if cls is None:
+            return None
+        answers = [_subclass_of(cls, x) for x in types]
+        return True if True in answers else (None if None in answers else False)
 
     def _exec_jump(self, s, st):
         raise _BlockExit("break" if isinstance(s, ast.Break) else "continue")
@@ -375,7 +424,7 @@ class StatementsMixin:
         catches = any(_catches_assertion(h.type) and not any(isinstance(x, ast.Raise) for x in h.body) for h in s.handlers)
         before = set(self.records) if catches else None
         crashed = paused = False
-        jump = None
+        jump = raised = None
         try:
             try:
                 self.exec_block(s.body, st)
@@ -384,6 +433,8 @@ class StatementsMixin:
                 # after its finally, as in Python; the joined loop ignores them)
                 if b.kind in ("break", "continue") and self._unroll_depth:
                     jump = b
+                elif b.kind == "raise":
+                    raised = b  # the body raises on every path that reaches here
             except Crashed:
                 if not s.handlers:
                     raise
@@ -403,6 +454,8 @@ class StatementsMixin:
                     self.exec_branch(h.body, st)
             elif jump is not None:
                 pass  # (no exception: no handler runs, nor the else)
+            elif raised is not None and self._raised_handler(s, raised, st):
+                pass
             else:
                 # `try: from .impl import f / except ImportError: f = None` over project
                 # modules that import nothing that can be missing: the handlers never run
@@ -417,6 +470,22 @@ class StatementsMixin:
                     pass
         if jump is not None:
             raise jump
+
+    def _raised_handler(self, s, raised, st):
+        """The body raised (a ``raise`` reached on every path): the first handler that
+        catches its class runs, and no other, nor the ``else``; none catching it, the
+        exception leaves the ``try`` after its ``finally``. False when which handler
+        catches it is not known (then each may run)."""
+        for h in s.handlers:
+            hit = self._handler_catches(h, raised.exc, st)
+            if hit is None:
+                return False
+            if hit:
+                if h.name:
+                    st.scope.assign(h.name, UNKNOWN)
+                self.exec_block(h.body, st)  # (its own raise or return leaves through the finally)
+                return True
+        raise raised
 
     def _may_handlers(self, handlers, orelse, st):
         """The ``else`` path and each handler's path (one that only may be taken), run

@@ -85,6 +85,7 @@ EXIT_STACK = frozenset({"contextlib.ExitStack"})
 IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
 ALWAYS_IMPORTABLE = frozenset({"torch", "functorch", "torchgen"})  # (the torch wheel ships all three)
 # names whose value is known wherever the program runs
+PROGRAM_ARGV = frozenset({"sys.argv"})  # the command line of the program run with no arguments
 KNOWN_CONSTANTS = {"typing.TYPE_CHECKING": False, "typing_extensions.TYPE_CHECKING": False}
 # the Pythons the linted program can run on (the linter's own range): a comparison of
 # `sys.version_info` with a tuple is known when it holds (or fails) over all of them
@@ -366,8 +367,8 @@ PARTIAL = frozenset({"functools.partial"})
 SINGLEDISPATCH = frozenset({"functools.singledispatch"})
 SINGLEDISPATCHMETHOD = frozenset({"functools.singledispatchmethod"})
 DATACLASS = frozenset({"dataclasses.dataclass"})
-# types.SimpleNamespace(**kw): an object whose attributes are its keywords
-SIMPLE_NAMESPACE = frozenset({"types.SimpleNamespace"})
+# types.SimpleNamespace(**kw), argparse.Namespace(**kw): an object whose attributes are its keywords
+SIMPLE_NAMESPACE = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
 # builtins and str methods that are pure functions of constants: folded by Python itself
 PURE_BUILTINS = {"int": int, "float": float, "bool": bool, "str": str, "len": len}
 PURE_STR_METHODS = frozenset({"lower", "upper", "casefold", "strip", "lstrip", "rstrip", "startswith", "endswith",
