@@ -17,7 +17,7 @@ from fakegrad_lint.analysis.code_text import _BUILTINS
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import op_shape, shape_value
 from fakegrad_lint.analysis.state import STEP_BUDGET, Scope, YieldReached
-from fakegrad_lint.analysis.valueops import (_NONCONST, _compare, _dict_val, _fold_strings, _FormattedPart,
+from fakegrad_lint.analysis.valueops import (concat_seqs, _NONCONST, _compare, _dict_val, _fold_strings, _FormattedPart,
     _is_tensorish, _truth)
 from fakegrad_lint.analysis.values import (is_enum_member, UNKNOWN, BoundMethod, ClassVal, ConstVal, ExportedProgramVal, FieldVal,
     FuncVal, GeneratorVal, InstanceVal, LazyImport, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, AutogradApply, ProjModVal, SeqVal, SuperVal,
@@ -56,6 +56,8 @@ class ExpressionsMixin:
     def _eval_bin_op(self, e, st):
         left = self.eval(e.left, st)
         right = self.eval(e.right, st)
+        if isinstance(left, SeqVal) and isinstance(right, SeqVal) and isinstance(e.op, ast.Add):
+            return concat_seqs(left, right)
         if isinstance(left, SeqVal) and isinstance(right, SeqVal):
             return SeqVal(left.items + right.items)
         return self.binop(e, [(left, e.left), (right, e.right)], st)

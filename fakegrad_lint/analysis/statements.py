@@ -18,7 +18,7 @@ from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import STEP_BUDGET, UNROLL_DEPTH, UNROLL_MAX, Crashed, YieldReached, _BlockExit
 from fakegrad_lint.analysis.torch_values import (_MODULE_ITERATORS, _disable_module_origins, _enable_module_origins,
     _name_origins)
-from fakegrad_lint.analysis.valueops import _dict_val, _is_none_const, _truth
+from fakegrad_lint.analysis.valueops import _dict_val, _is_none_const, _truth, concat_seqs
 from fakegrad_lint.analysis.values import (UNKNOWN, ClassVal, ConstVal, GeneratorVal, InstanceVal, MaybeVal, ModeVal, ModRef,
     ModuleVal, Origin, SeqVal, TVal, join, union)
 
@@ -140,7 +140,7 @@ class StatementsMixin:
         left = self.eval(s.target, st)
         right = self.eval(s.value, st)
         if isinstance(left, SeqVal) and isinstance(right, SeqVal):
-            val = SeqVal(left.items + right.items)  # `layers += [nn.Linear(...)]`
+            val = concat_seqs(left, right)  # `layers += [nn.Linear(...)]`
         else:
             val = self.binop(s, [(left, s.target), (right, s.value)], st)
         self.assign(s.target, val, st, s)

@@ -521,3 +521,45 @@ def json_loads(text):
     except ValueError:
         return UNKNOWN
     return py_value(data)
+
+
+_BINOPS = None
+
+
+def fold_binop(op, a, b):
+    """``a <op> b`` of two constants, as Python computes it (numbers, strings, bytes,
+    tuples, bounded in size); None when not both constants or Python raises."""
+    global _BINOPS
+    if not (isinstance(a, ConstVal) and isinstance(b, ConstVal)):
+        return None
+    if _BINOPS is None:
+        import operator
+
+        _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+                   ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+                   ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitOr: operator.or_,
+                   ast.BitAnd: operator.and_, ast.BitXor: operator.xor}
+    fn = _BINOPS.get(type(op))
+    x, y = a.value, b.value
+    plain = (bool, int, float)
+    if fn is None or not (type(x) in plain + (str, bytes) and type(y) in plain + (str, bytes)):
+        return None
+    if isinstance(op, (ast.Pow, ast.LShift)) and not (type(y) in plain and abs(y) <= 64 and (type(x) in plain and abs(x) < 2 ** 64)):
+        return None  # (a huge number: not worth computing)
+    if isinstance(op, ast.Mult) and (isinstance(x, (str, bytes)) or isinstance(y, (str, bytes))):
+        n = y if isinstance(x, (str, bytes)) else x
+        if not (type(n) is int and n * len(x if isinstance(x, (str, bytes)) else y) <= 4096):
+            return None
+    try:
+        return ConstVal(fn(x, y))
+    except Exception:
+        return None
+
+
+def concat_seqs(left, right):
+    """``list + list`` / ``tuple + tuple``: the elements in order when both are known."""
+    if (left.elts is not None and right.elts is not None and not left.is_dict and not right.is_dict
+            and left.keys is None and right.keys is None):
+        elts = left.elts + right.elts
+        return SeqVal(elts, elts)
+    return SeqVal(left.items + right.items)
