@@ -15,6 +15,7 @@ from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _contains_yield
 from fakegrad_lint.analysis.context import CallSite
 from fakegrad_lint.analysis.heap import heap_field, heap_set
+from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import MAX_DEPTH, Crashed, Scope, YieldReached, _BlockExit
 from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, _arg_exprs, _dict_val, _interesting, _is_none_const,
     _is_tensorish)
@@ -63,7 +64,8 @@ class CallsMixin:
         if v is None:
             v = memo[node] = any(
                 isinstance(n, ast.Call) and isinstance(n.func, (ast.Attribute, ast.Name))
-                and (n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id) in CONFIG_MAKERS
+                and ((n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id) in CONFIG_MAKERS
+                     or dotted_name(n.func) in CONFIG_READERS)
                 for n in ast.walk(node))
         return v
 
@@ -775,6 +777,7 @@ SMALL_BODY_NODES = 60
 MAX_EXACT_YIELDS = 16  # a generator's yields kept as a known sequence up to this many
 # calls whose result is a configuration known exactly (the names as called: `p.parse_args(argv)`)
 CONFIG_MAKERS = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args", "loads"})
+CONFIG_READERS = frozenset({"json.load"})  # (a project data file: project_link.open_data_file)
 
 
 def _all_bases_known(cls):

@@ -20,7 +20,7 @@ from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import (_disable_module_origins, _enable_module_origins, _fake_copy, _is_meta,
     _set_requires_grad, op_shape, shape_of, shape_read)
 from fakegrad_lint.analysis.valueops import argparse_kwargs, argparse_parse, const_data, _arg_exprs, _dict_val, _flatten, _kw_false, _kw_true, _operands, _values_of
-from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal,
+from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, DataFileVal, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal,
     ExitStackVal,
     ExportedProgramVal, FuncVal, GeneratorVal, HookHandle, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, PartialVal, Region,
     SeqVal, SuperVal, TVal, WorkerVal)
@@ -100,6 +100,10 @@ class MethodCallsMixin(LibraryMixin):
             return ConstVal(out)
         if isinstance(recv, ArgParserVal):
             return self.parser_method(e, recv, name, args, kwargs, st)
+        if isinstance(recv, DataFileVal):
+            if name == "read" and not args and not kwargs:
+                return ConstVal(recv.text)
+            return recv if name == "__enter__" else UNKNOWN
         if isinstance(recv, ModeVal) and recv.cls is not None and not name.startswith("__"):
             # an instance of a FakeTensorMode subclass of the file: its own methods first
             if name in recv.attrs:

@@ -14,7 +14,7 @@ import ast
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import Crashed, PseudoWith, YieldReached, _BlockExit
 from fakegrad_lint.analysis.valueops import _is_none_const
-from fakegrad_lint.analysis.values import (UNKNOWN, ConstVal, CtxVal, ExitStackVal, InstanceVal, MaybeVal, ModeVal,
+from fakegrad_lint.analysis.values import (UNKNOWN, ConstVal, CtxVal, DataFileVal, ExitStackVal, InstanceVal, MaybeVal, ModeVal,
     Region, WorkerVal)
 
 
@@ -77,6 +77,8 @@ class RegionsMixin:
             return self.enter_instance(cm, st, undo, may)
         if isinstance(cm, WorkerVal):
             return cm  # `with ThreadPoolExecutor() as pool:` (leaving it waits for the work)
+        if isinstance(cm, DataFileVal):
+            return cm  # `with open("config.json") as fh:`
         if isinstance(cm, ModeVal) and not raw and cm.cls is not None and cm.cls.lookup_method("__enter__") is not None:
             return self.enter_instance(cm, st, undo, may)  # a subclass's own __enter__ (super().__enter__() enters it)
         if isinstance(cm, ModeVal):

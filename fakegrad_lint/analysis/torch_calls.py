@@ -18,7 +18,7 @@ from fakegrad_lint.analysis.torch_values import (_fake_copy, _grad_mode_kind, _i
 from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _flatten, _is_tensorish, _kw_false,
     _kw_true, _operands)
 from fakegrad_lint.analysis.valueops import json_loads, new_parser
-from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
+from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, DataFileVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
     ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, GetterVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal,
     OptimizerVal, Origin, PartialVal, Region, ReturnsVal, SeqVal, TracedFn, TransformVal, TVal, WorkerVal)
 
@@ -236,6 +236,8 @@ class TorchCallsMixin:
         return self._names_entry(text, self._scope_ctx.get(getattr(fv.scope, "module", None)))
 
     def call_qualname(self, e, q, args, kwargs, st):
+        if q in N.OPEN_FILE:
+            return self.open_data_file(args, kwargs)  # (project_link)
         if q.startswith("builtins."):
             return self.call_builtin(e, q[9:], args, kwargs, st)
         known = self.call_table(e, q, args, kwargs, st)
@@ -396,6 +398,8 @@ class TorchCallsMixin:
             return first if isinstance(first, ModuleVal) else UNKNOWN  # the same parameters
         if q in N.JSON_LOADS:
             return json_loads(first)
+        if q in N.JSON_LOAD:
+            return json_loads(ConstVal(first.text)) if isinstance(first, DataFileVal) and not kwargs else UNKNOWN
         if q in N.IMPORT_MODULE:
             return self.import_module_call(args, kwargs)  # (project_link)
         if q in N.DEVICE_CONTEXT:

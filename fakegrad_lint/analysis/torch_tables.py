@@ -318,6 +318,8 @@ MAKE_FX = MAKE_FX | frozenset(
 DETECT_FAKE_MODE = DETECT_FAKE_MODE | frozenset({"torch._dynamo.utils.detect_fake_mode"})
 IMPORT_MODULE = frozenset({"importlib.import_module"})
 JSON_LOADS = frozenset({"json.loads"})  # of a constant text: the data it holds
+JSON_LOAD = frozenset({"json.load"})  # of a project data file opened by a constant path
+OPEN_FILE = frozenset({"builtins.open", "io.open"})
 # `with torch.device("meta"):` builds modules and tensors on the meta device
 DEVICE_CONTEXT = frozenset({"torch.device"})
 STAR_EXPORTS = {

@@ -514,6 +514,15 @@ class ArgParserVal(Value):
 
 
 @dataclass(eq=False)
+class DataFileVal(Value):
+    """A data file of the project opened for reading by a constant path
+    (``open("config.json")``): its text, as the program run from the project reads it."""
+
+    text: str
+    path: str
+
+
+@dataclass(eq=False)
 class MethodRef(Value):
     """``recv.name`` read without calling it, for a receiver whose methods are torch's
     (a torch module, a tensor, an optimizer): calling it later is ``recv.name(...)``
