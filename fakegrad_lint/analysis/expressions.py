@@ -17,7 +17,7 @@ from fakegrad_lint.analysis.code_text import _BUILTINS
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import op_shape, shape_value
 from fakegrad_lint.analysis.state import STEP_BUDGET, Scope, YieldReached
-from fakegrad_lint.analysis.valueops import (concat_seqs, _NONCONST, _compare, _dict_val, _fold_strings, _FormattedPart,
+from fakegrad_lint.analysis.valueops import (concat_seqs, const_tuple, _NONCONST, _compare, _dict_val, _fold_strings, _FormattedPart,
     _is_tensorish, _truth)
 from fakegrad_lint.analysis.values import (is_enum_member, UNKNOWN, BoundMethod, ClassVal, ConstVal, ExportedProgramVal, FieldVal,
     FuncVal, GeneratorVal, InstanceVal, LazyImport, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, AutogradApply, ProjModVal, SeqVal, SuperVal,
@@ -606,4 +606,5 @@ def _key_of(v):
         return v.value
     if is_enum_member(v):
         return v
-    return _NONCONST
+    t = const_tuple(v)  # `d[(seq_len, dim)]`: a tuple of constants is a key like any constant
+    return t if t is not None else _NONCONST

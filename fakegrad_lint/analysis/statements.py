@@ -18,7 +18,7 @@ from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import STEP_BUDGET, UNROLL_DEPTH, UNROLL_MAX, Crashed, YieldReached, _BlockExit
 from fakegrad_lint.analysis.torch_values import (_MODULE_ITERATORS, _disable_module_origins, _enable_module_origins,
     _name_origins)
-from fakegrad_lint.analysis.valueops import _dict_val, _is_none_const, _truth, concat_seqs
+from fakegrad_lint.analysis.valueops import _dict_val, _is_none_const, _truth, concat_seqs, const_tuple
 from fakegrad_lint.analysis.values import (UNKNOWN, ClassVal, ConstVal, GeneratorVal, InstanceVal, MaybeVal, ModeVal, ModRef,
     ModuleVal, Origin, SeqVal, TVal, join, union)
 
@@ -575,10 +575,11 @@ class StatementsMixin:
         elif t is ast.Subscript:
             obj = self.eval(target.value, st)
             key = self.eval(target.slice, st)
-            if isinstance(obj, SeqVal) and obj.keys is not None and isinstance(key, ConstVal):
-                keys = [k for k in obj.keys if not (k == key.value and type(k) is type(key.value))]
-                elts = [v for k, v in zip(obj.keys, obj.elts) if not (k == key.value and type(k) is type(key.value))]
-                self.mutate_container(target.value, obj, _dict_val(keys + [key.value], elts + [val]), st)
+            kv = key.value if isinstance(key, ConstVal) else const_tuple(key)  # (a tuple of constants too)
+            if isinstance(obj, SeqVal) and obj.keys is not None and (isinstance(key, ConstVal) or kv is not None):
+                keys = [k for k in obj.keys if not (k == kv and type(k) is type(kv))]
+                elts = [v for k, v in zip(obj.keys, obj.elts) if not (k == kv and type(k) is type(kv))]
+                self.mutate_container(target.value, obj, _dict_val(keys + [kv], elts + [val]), st)
             elif isinstance(obj, SeqVal):
                 self.mutate_container(target.value, obj, SeqVal(obj.items + (val,), is_dict=obj.is_dict), st)
         elif t is ast.Starred:

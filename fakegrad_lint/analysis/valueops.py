@@ -105,6 +105,9 @@ def _compare(ops, vals):
                 return None
         elif t in (ast.In, ast.NotIn) and isinstance(b, SeqVal) and b.elts == () and (b.keys == () or not b.is_dict):
             r = t is ast.NotIn  # an empty container holds nothing
+        elif t in (ast.In, ast.NotIn) and const_tuple(a) is not None and isinstance(b, SeqVal) and b.elts is not None \
+                and b.keys is not None:
+            r = (const_tuple(a) in b.keys) is (t is ast.In)  # `(seq_len, dim) in cache`
         elif t in (ast.In, ast.NotIn) and isinstance(a, ConstVal) and isinstance(b, SeqVal) and b.elts is not None:
             keys = b.keys if b.keys is not None else b.elts
             if b.keys is None and not all(isinstance(x, ConstVal) for x in keys):
@@ -563,3 +566,17 @@ def concat_seqs(left, right):
         elts = left.elts + right.elts
         return SeqVal(elts, elts)
     return SeqVal(left.items + right.items)
+
+
+def const_tuple(v):
+    """A tuple of known constants (``(seq_len, dim)``) as Python's hashable tuple; None
+    for anything else."""
+    if not (isinstance(v, SeqVal) and not v.is_dict and v.keys is None and v.elts is not None
+            and len(v.elts) <= 16 and all(isinstance(x, ConstVal) for x in v.elts)):
+        return None
+    out = tuple(x.value for x in v.elts)
+    try:
+        hash(out)
+    except TypeError:
+        return None
+    return out
