@@ -73,6 +73,8 @@ class DefinitionsMixin:
     def apply_decorator(self, dec, f, st):
         if isinstance(dec, ast.Attribute) and dec.attr in ("setter", "deleter"):
             prop = self.eval(dec.value, st)  # `@prop.setter`: the class keeps the property
+            if isinstance(prop, FuncVal) and dec.attr == "setter" and isinstance(f, FuncVal):
+                prop.setter = f  # (`obj.prop = v` runs it: StatementsMixin.set_attribute)
             return prop if isinstance(prop, FuncVal) else f
         if isinstance(dec, ast.Call):
             callee = self.eval(dec.func, st)

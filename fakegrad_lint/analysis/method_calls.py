@@ -26,6 +26,11 @@ from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, DataFileVal, B
     SeqVal, SuperVal, TVal, WorkerVal)
 
 
+def _is_named_tuple(cls):
+    return isinstance(cls, ClassVal) and any(isinstance(b, ModRef) and b.qualname in N.NAMED_TUPLE_BASES
+                                             for c in (cls.mro or (cls,)) for b in c.bases)
+
+
 _GROUPS = itertools.count()  # mutually exclusive groups, numbered as made
 
 
@@ -136,6 +141,11 @@ class MethodCallsMixin(LibraryMixin):
         if isinstance(recv, InstanceVal):
             if name in recv.attrs:
                 return self.call_value(e, recv.attrs[name], args, kwargs, st)
+            if name == "_replace" and not args and _is_named_tuple(recv.cls):
+                # a NamedTuple's `_replace(**changes)`: a new one with those fields changed
+                if type(kwargs) is not dict or any(k not in recv.cls.fields() for k in kwargs):  # (unknown **kw)
+                    return UNKNOWN
+                return InstanceVal(recv.cls, {**recv.attrs, **kwargs})
             m = recv.cls.methods.get(name)
             if m is None and recv.cls.lookup_attr(name) is not None:
                 return self.call_value(e, self.attribute(e.func, recv, name, st), args, kwargs, st)

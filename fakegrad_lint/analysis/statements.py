@@ -19,7 +19,7 @@ from fakegrad_lint.analysis.state import STEP_BUDGET, UNROLL_DEPTH, UNROLL_MAX, 
 from fakegrad_lint.analysis.torch_values import (_MODULE_ITERATORS, _disable_module_origins, _enable_module_origins,
     _name_origins)
 from fakegrad_lint.analysis.valueops import _dict_val, _is_none_const, _truth, concat_seqs, const_tuple
-from fakegrad_lint.analysis.values import (UNKNOWN, ClassVal, ConstVal, GeneratorVal, InstanceVal, MaybeVal, ModeVal, ModRef,
+from fakegrad_lint.analysis.values import (UNKNOWN, ClassVal, ConstVal, FuncVal, GeneratorVal, InstanceVal, MaybeVal, ModeVal, ModRef,
     ModuleVal, Origin, SeqVal, TVal, join, union)
 
 
@@ -589,6 +589,16 @@ class StatementsMixin:
         """``obj.attr = val`` (also ``setattr(obj, "attr", val)``): an object's
         attribute, a mode's ``allow_non_fake_inputs`` (read when the mode is entered),
         a tensor's ``requires_grad``."""
+        cls = obj.cls if isinstance(obj, (InstanceVal, ModuleVal)) and isinstance(obj.cls, ClassVal) else None
+        prop = cls.lookup_method(attr) if cls is not None else None
+        if prop is not None and prop.kind == "property" and prop.setter is not None:
+            # a property with a setter: `obj.attr = v` is `type(obj).attr.fset(obj, v)`
+            self.call_function(prop.setter, [obj, val], {}, st, force=True)
+            return
+        if isinstance(obj, ClassVal) and isinstance(val, FuncVal) and val.kind == "plain" and not val.cls:
+            # `cls.method = fn` (a class decorator adding a method): its instances bind it
+            obj.own[attr] = val
+            obj.methods[attr] = val
         if isinstance(obj, (InstanceVal, ModuleVal, ClassVal)):
             heap_set(obj, attr, val)
         elif isinstance(obj, ModeVal) and obj.cls is not None and attr != "allow_non_fake_inputs":

@@ -103,6 +103,7 @@ DEEPCOPY = frozenset({"copy.deepcopy"})
 DATACLASS_ASDICT = frozenset({"dataclasses.asdict"})
 DATACLASS_ASTUPLE = frozenset({"dataclasses.astuple"})
 DATACLASS_REPLACE = frozenset({"dataclasses.replace"})
+NAMED_TUPLE_BASES = frozenset({"typing.NamedTuple", "typing_extensions.NamedTuple"})  # `_replace(**kw)`
 # shallow copies: a new object holding the same parameters
 SHALLOW_COPY = frozenset({"copy.copy"})
 # functions that change a module in place and return that same module (its

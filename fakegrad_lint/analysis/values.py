@@ -279,6 +279,7 @@ class FuncVal(Value):
     # context managers used as its decorators (a ContextDecorator: `@torch.enable_grad()`,
     # `@my_contextmanager()`): each call of the function runs inside them, outermost first
     contexts: tuple = ()
+    setter: "FuncVal | None" = None  # a property's `@name.setter` function: `obj.name = v` calls it
 
 
 @dataclass(eq=False)
