@@ -461,6 +461,11 @@ class ExpressionsMixin:
                 a = cls.lookup_attr(attr)
                 if isinstance(a, SingleDispatchVal):
                     return self.bind_method(a, obj, cls, st)
+                if isinstance(a, InstanceVal) and isinstance(a.cls, ClassVal):
+                    get = a.cls.lookup_method("__get__")
+                    if get is not None:
+                        # a descriptor in the class: `type(a).__get__(a, obj, type(obj))`
+                        return self.call_function(get, [a, obj, cls], {}, st, force=True)
                 if a is not None:
                     return (a.default or UNKNOWN) if isinstance(a, FieldVal) else a
                 lib = self.library_attr(obj, attr) if cls.library is not None else None

@@ -322,7 +322,7 @@ class StatementsMixin:
 
     def _exec_match(self, s, st):
         subject = self.eval(s.subject, st)
-        if isinstance(subject, ConstVal):
+        if isinstance(subject, (ConstVal, InstanceVal)):
             # a known subject: Python runs the first case whose pattern matches it
             for case in s.cases:
                 hit = self._pattern_matches(case.pattern, subject, st)
@@ -343,9 +343,13 @@ class StatementsMixin:
             self.exec_branch(case.body, st)
 
     def _pattern_matches(self, p, subject, st):
-        """Does ``case p:`` match the known constant ``subject`` (None: not known)?"""
+        """Does ``case p:`` match the known constant ``subject`` (None: not known)?
+        An instance of a class of the file matches a class pattern by its class and
+        its attributes (positional ones through a dataclass's fields)."""
         if isinstance(p, ast.MatchAs) and p.pattern is None:
             return True  # `case _:` / `case name:`
+        if isinstance(subject, InstanceVal):
+            return self._class_pattern_matches(p, subject, st)
         if isinstance(p, ast.MatchValue):
             v = self.eval(p.value, st)
             if isinstance(v, ConstVal) and type(v.value) in (str, int, float, bool, bytes) and type(subject.value) in (str, int, float, bool, bytes, type(None)):
@@ -357,6 +361,35 @@ class StatementsMixin:
             hits = [self._pattern_matches(q, subject, st) for q in p.patterns]
             return True if any(h is True for h in hits) else (False if all(h is False for h in hits) else None)
         return None
+
+    def _class_pattern_matches(self, p, subject, st):
+        if isinstance(p, ast.MatchOr):
+            hits = [self._pattern_matches(q, subject, st) for q in p.patterns]
+            return True if any(h is True for h in hits) else (False if all(h is False for h in hits) else None)
+        if not isinstance(p, ast.MatchClass):
+            return None
+        cls = self.eval(p.cls, st)
+        if not isinstance(cls, ClassVal) or not isinstance(subject.cls, ClassVal):
+            return None
+        if not any(c is cls for c in (subject.cls.mro or (subject.cls,))):
+            # another class of the file: no match unless a base is not known
+            known = all(isinstance(b, ClassVal) or (isinstance(b, ModRef) and b.qualname == "builtins.object")
+                        for c in (subject.cls.mro or (subject.cls,)) for b in c.bases)
+            return False if known else None
+        if p.patterns and not (cls.dataclass and cls.lookup_attr("__match_args__") is None):
+            return None  # positional patterns need __match_args__ (a dataclass's fields)
+        names = list(zip(cls.fields(), p.patterns)) + list(zip(p.kwd_attrs, p.kwd_patterns))
+        result = True
+        for name, q in names:
+            v = subject.attrs.get(name)
+            if not isinstance(v, (ConstVal, InstanceVal)):
+                return None
+            hit = self._pattern_matches(q, v, st)
+            if hit is False:
+                return False
+            if hit is None or (isinstance(q, ast.MatchAs) and q.name):
+                result = None  # (a capture pattern inside: its binding is not followed)
+        return result
 
     def exec_branch(self, stmts, st):
         """A block that may or may not run (loop body, else): dead ends stay local."""
