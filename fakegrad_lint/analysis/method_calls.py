@@ -181,7 +181,7 @@ class MethodCallsMixin(LibraryMixin):
                 return self.call_value(e, args[0], [], {}, st, func_expr=None)  # step(closure) runs the closure
             return UNKNOWN
         if isinstance(recv, ExitStackVal):
-            if name == "enter_context" and args:
+            if name in ("enter_context", "enter_async_context") and args:
                 undo = []
                 pseudo, bound = None, None
                 if isinstance(args[0], ModeVal) and st.cur is not None:

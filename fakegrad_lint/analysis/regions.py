@@ -139,7 +139,8 @@ class RegionsMixin:
     def enter_instance(self, cm, st, undo, may=False):
         """``with obj:`` for an instance of a class of the file: run its ``__enter__`` as a
         method (what it enters stays entered) and its ``__exit__`` when the block ends."""
-        enter_fn = cm.cls.lookup_method("__enter__")
+        # (`async with obj:` runs `__aenter__`/`__aexit__`; awaiting their result is the call)
+        enter_fn = cm.cls.lookup_method("__enter__") or cm.cls.lookup_method("__aenter__")
         if enter_fn is None:
             return UNKNOWN
         before = list(st.regions)
@@ -156,7 +157,7 @@ class RegionsMixin:
             if r not in before:
                 r.with_node = None  # opened inside a method: no block of this code to fix
                 r.may = r.may or may
-        exit_fn = cm.cls.lookup_method("__exit__")
+        exit_fn = cm.cls.lookup_method("__exit__") or cm.cls.lookup_method("__aexit__")
 
         def leave(s):
             if exit_fn is not None:

@@ -79,7 +79,7 @@ NULL_CONTEXT = frozenset({"contextlib.nullcontext"})
 # AssertionError raised in them is caught: the program goes on)
 SUPPRESSING_CONTEXTS = frozenset({"contextlib.suppress", "pytest.raises"})
 NULL_CONTEXT_ENTER_RESULT = frozenset({"contextlib.nullcontext"})  # its first argument is what `as` binds
-EXIT_STACK = frozenset({"contextlib.ExitStack"})
+EXIT_STACK = frozenset({"contextlib.ExitStack", "contextlib.AsyncExitStack"})
 # `except ImportError:` around imports of these (and the standard library) never runs:
 # the program is analysed as it runs, with torch installed
 IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
