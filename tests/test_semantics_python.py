@@ -356,6 +356,35 @@ async def main(net):
     net(torch.ones(1, 2)).sum().backward()
 asyncio.run(main(nn.Linear(2, 2)))
 """,
+    "metaclass_registry_built_outside": """
+REG = {}
+class Meta(type):
+    def __new__(mcls, name, bases, ns):
+        cls = super().__new__(mcls, name, bases, ns)
+        REG[name.lower()] = cls
+        return cls
+class Base(metaclass=Meta):
+    pass
+class Tiny(nn.Linear, Base):
+    pass
+net = REG["tiny"](2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "metaclass_registry_built_inside": """
+REG = {}
+class Meta(type):
+    def __init__(cls, name, bases, ns):
+        super().__init__(name, bases, ns)
+        REG[name.lower()] = cls
+class Base(metaclass=Meta):
+    pass
+class Tiny(nn.Linear, Base):
+    pass
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net = REG["tiny"](2, 2)
+    net(torch.ones(1, 2)).sum().backward()
+""",
     # the command line of the program run as it is: no arguments (as environment reads
     # with a default are taken as unset); unknown where the file sets sys.argv itself
     "argparse_command_line_as_run": """

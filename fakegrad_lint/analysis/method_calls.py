@@ -79,6 +79,8 @@ class MethodCallsMixin(LibraryMixin):
             if len(opts) == 1:
                 return self.call_method(e, opts[0], name, args, kwargs, st)
             return self.over_options(recv, lambda o: self.call_method(e, o, name, args, kwargs, st), st)
+        if isinstance(recv, SuperVal) and name == "__new__" and getattr(self, "_meta_new", None) is not None:
+            return self._meta_new  # `super().__new__(mcls, name, bases, ns)` in a metaclass: the class made
         if isinstance(recv, (SuperVal, ClassVal)):
             return self.call_value(e, self.attribute(e.func, recv, name, st), args, kwargs, st)
         if isinstance(recv, ExportedProgramVal):

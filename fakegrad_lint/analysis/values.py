@@ -308,6 +308,7 @@ class ClassVal(Value):
     # (torch_tables.LIBRARY_CLASSES): its qualified name, e.g. "unittest.TestCase"
     library: str | None = None
     members: dict | None = None  # an enum: member name -> the member (an InstanceVal)
+    meta: "ClassVal | None" = None  # its metaclass, when a class of the file (given or inherited)
 
     def lookup_method(self, name):
         """The function Python would run for ``name`` (None: none known to be a function)."""
