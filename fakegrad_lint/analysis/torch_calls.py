@@ -18,6 +18,7 @@ from fakegrad_lint.analysis.torch_values import (_fake_copy, _grad_mode_kind, _i
 from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _flatten, _is_tensorish, _kw_false,
     _kw_true, _operands)
 from fakegrad_lint.analysis.valueops import json_loads, new_parser
+from fakegrad_lint.analysis.torch_values import layer_output_shape
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, DataFileVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
     ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, GetterVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal,
     OptimizerVal, Origin, PartialVal, Region, ReturnsVal, SeqVal, TracedFn, TransformVal, TVal, WorkerVal)
@@ -180,7 +181,7 @@ class TorchCallsMixin:
         """A forward whose code is torch's (a layer's, or one not followed): an op on
         the module (its parameters and the state set on it) and the arguments."""
         operands = [(mod, func_expr)] + self._module_state(mod, func_expr) + _operands(e, args, kwargs)
-        return self.op(e, operands, st)
+        return self.op(e, operands, st, shape=layer_output_shape(mod, args, kwargs))
 
     def _run_hooks(self, e, mod, args, out, st, depth=0, children=True, keys=(), own=True):
         """The forward pre hooks (``keys``: ``_PRE_HOOKS``) or forward hooks
@@ -555,6 +556,9 @@ class TorchCallsMixin:
         mod.origin.param_names = _known_params(last, kwargs)
         mod.container = last in N.CONTAINER_MODULES
         mod.torch_class = last
+        if last in N.SHAPE_LAYERS and all(isinstance(a, ConstVal) for a in args) \
+                and all(isinstance(v, ConstVal) for v in kwargs.values()):
+            mod.layer_args = (tuple(a.value for a in args), {k: v.value for k, v in kwargs.items()})
         if last == "Sequential" and not kwargs and args and all(isinstance(a, ModuleVal) for a in args):
             # its children by position (torch names them "0", "1", ...): its forward runs them in turn
             mod.attrs.update((str(i), a) for i, a in enumerate(args))

@@ -85,6 +85,11 @@ EXIT_STACK = frozenset({"contextlib.ExitStack", "contextlib.AsyncExitStack"})
 IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
 ALWAYS_IMPORTABLE = frozenset({"torch", "functorch", "torchgen"})  # (the torch wheel ships all three)
 # names whose value is known wherever the program runs
+# torch layers whose output shape is known from their input's (one input, constant
+# constructor arguments): "same" (elementwise, normalisation), "linear", "embedding"
+SHAPE_LAYERS = {**dict.fromkeys(("ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Dropout", "Identity", "LeakyReLU", "ELU",
+                                 "Mish", "Hardswish", "Softplus", "LayerNorm", "RMSNorm"), "same"),
+                "Linear": "linear", "Embedding": "embedding"}
 PROGRAM_ARGV = frozenset({"sys.argv"})  # the command line of the program run with no arguments
 KNOWN_CONSTANTS = {"typing.TYPE_CHECKING": False, "typing_extensions.TYPE_CHECKING": False}
 # the Pythons the linted program can run on (the linter's own range): a comparison of

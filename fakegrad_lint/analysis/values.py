@@ -191,6 +191,7 @@ class ModuleVal(Value):
     children: tuple | None = None  # a container's child names, in order, when every child is known (attrs hold them)
     sequence: int = 0  # a Sequential of known children: how many (attrs "0", "1", ...), run in turn
     device: str | None = None  # the device type of all its storage, when known (set by to_empty(device=...))
+    layer_args: tuple | None = None  # a torch layer's constant constructor arguments (args, kwargs), for its output shape
 
     def is_real(self):
         return self.origin is not None and self.mode is None
