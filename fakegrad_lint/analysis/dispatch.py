@@ -13,7 +13,7 @@ from fakegrad_lint.analysis import values as _values
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import Crashed
 from fakegrad_lint.analysis.torch_values import _owns, broadcast, op_shape, shape_of, with_shape
-from fakegrad_lint.analysis.valueops import _carries, _flatten, _fold_strings, _is_module_value, _is_tensorish
+from fakegrad_lint.analysis.valueops import _carries, _flatten, _fold_strings, _is_module_value, _is_tensorish, fold_binop
 from fakegrad_lint.analysis.heap import heap_field
 from fakegrad_lint.analysis.values import UNKNOWN, LeakRecord, ModuleVal, Region, SeqVal, TVal, closed_value, origin_order
 
@@ -86,6 +86,11 @@ class DispatchMixin:
 
     def binop(self, e, operands, st):
         if not any(_is_tensorish(v) for v, _ in operands):
+            op = e.op if isinstance(e, (ast.BinOp, ast.AugAssign)) else None
+            if op is not None and len(operands) == 2:
+                folded = fold_binop(op, operands[0][0], operands[1][0])  # `calls + 1`, `4 * 1024`
+                if folded is not None:
+                    return folded
             if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add) and len(operands) == 2:
                 # `"a" + name`: string concatenation of known strings
                 return _fold_strings([v for v, _ in operands], "".join, only=(str,))

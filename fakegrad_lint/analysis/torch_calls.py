@@ -17,7 +17,9 @@ from fakegrad_lint.analysis.torch_values import (_fake_copy, _grad_mode_kind, _i
     _is_nn_module_class, _is_torch_op, _known_params, _proven_copy, _with_taint, op_shape, shape_of, size_of_args)
 from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _flatten, _is_tensorish, _kw_false,
     _kw_true, _operands)
-from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
+from fakegrad_lint.analysis.valueops import json_loads, new_parser
+from fakegrad_lint.analysis.torch_values import layer_output_shape
+from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, DataFileVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
     ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, GetterVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal,
     OptimizerVal, Origin, PartialVal, Region, ReturnsVal, SeqVal, TracedFn, TransformVal, TVal, WorkerVal)
 
@@ -179,7 +181,7 @@ class TorchCallsMixin:
         """A forward whose code is torch's (a layer's, or one not followed): an op on
         the module (its parameters and the state set on it) and the arguments."""
         operands = [(mod, func_expr)] + self._module_state(mod, func_expr) + _operands(e, args, kwargs)
-        return self.op(e, operands, st)
+        return self.op(e, operands, st, shape=layer_output_shape(mod, args, kwargs))
 
     def _run_hooks(self, e, mod, args, out, st, depth=0, children=True, keys=(), own=True):
         """The forward pre hooks (``keys``: ``_PRE_HOOKS``) or forward hooks
@@ -235,6 +237,8 @@ class TorchCallsMixin:
         return self._names_entry(text, self._scope_ctx.get(getattr(fv.scope, "module", None)))
 
     def call_qualname(self, e, q, args, kwargs, st):
+        if q in N.OPEN_FILE:
+            return self.open_data_file(args, kwargs)  # (project_link)
         if q.startswith("builtins."):
             return self.call_builtin(e, q[9:], args, kwargs, st)
         known = self.call_table(e, q, args, kwargs, st)
@@ -398,6 +402,10 @@ class TorchCallsMixin:
             return UNKNOWN
         if q in N.SHALLOW_COPY:
             return first if isinstance(first, ModuleVal) else UNKNOWN  # the same parameters
+        if q in N.JSON_LOADS:
+            return json_loads(first)
+        if q in N.JSON_LOAD:
+            return json_loads(ConstVal(first.text)) if isinstance(first, DataFileVal) and not kwargs else UNKNOWN
         if q in N.IMPORT_MODULE:
             return self.import_module_call(args, kwargs)  # (project_link)
         if q in N.DEVICE_CONTEXT:
@@ -460,7 +468,7 @@ class TorchCallsMixin:
         if N.LIBRARY_CLASSES.get(q) in N.LIBRARY_INSTANTIATED:
             return self.instantiate(self.library_class(q), args, kwargs, st, e)
         if q in N.ARGUMENT_PARSER:
-            return ArgParserVal()
+            return new_parser(args, kwargs)
         if q in N.ENV_READS_WITH_DEFAULT:
             default = args[1] if len(args) > 1 else kwargs.get("default", ConstVal(None))
             return default if isinstance(default, ConstVal) else UNKNOWN
@@ -556,6 +564,9 @@ class TorchCallsMixin:
         mod.origin.param_names = _known_params(last, kwargs)
         mod.container = last in N.CONTAINER_MODULES
         mod.torch_class = last
+        if last in N.SHAPE_LAYERS and all(isinstance(a, ConstVal) for a in args) \
+                and all(isinstance(v, ConstVal) for v in kwargs.values()):
+            mod.layer_args = (tuple(a.value for a in args), {k: v.value for k, v in kwargs.items()})
         if last == "Sequential" and not kwargs and args and all(isinstance(a, ModuleVal) for a in args):
             # its children by position (torch names them "0", "1", ...): its forward runs them in turn
             mod.attrs.update((str(i), a) for i, a in enumerate(args))

@@ -206,6 +206,7 @@ class ModuleVal(Value):
     # other common type has (``to_empty``, ``named_modules``...): its class, parameters and
     # forward are not known (``analysis.torch_tables.MODULE_ONLY_METHODS``)
     opaque: bool = False
+    layer_args: tuple | None = None  # a torch layer's constant constructor arguments (args, kwargs), for its output shape
 
     def is_real(self):
         return self.origin is not None and self.mode is None
@@ -294,6 +295,7 @@ class FuncVal(Value):
     # context managers used as its decorators (a ContextDecorator: `@torch.enable_grad()`,
     # `@my_contextmanager()`): each call of the function runs inside them, outermost first
     contexts: tuple = ()
+    setter: "FuncVal | None" = None  # a property's `@name.setter` function: `obj.name = v` calls it
 
 
 @dataclass(eq=False)
@@ -322,6 +324,7 @@ class ClassVal(Value):
     # (torch_tables.LIBRARY_CLASSES): its qualified name, e.g. "unittest.TestCase"
     library: str | None = None
     members: dict | None = None  # an enum: member name -> the member (an InstanceVal)
+    meta: "ClassVal | None" = None  # its metaclass, when a class of the file (given or inherited)
 
     def lookup_method(self, name):
         """The function Python would run for ``name`` (None: none known to be a function)."""
@@ -515,12 +518,26 @@ class DecoratorVal(Value):
 
 @dataclass(eq=False)
 class ArgParserVal(Value):
-    """An ``argparse.ArgumentParser`` (or one of its groups): the default of each
-    destination its ``add_argument`` calls declare. ``complete`` is False once a call
-    it cannot read was made (then parsing gives no known namespace)."""
+    """An ``argparse.ArgumentParser`` (or one of its groups): the arguments its
+    ``add_argument`` calls declare, parsed by argparse itself when the argument list is
+    known (``valueops.argparse_parse``). ``complete`` is False once a call it cannot read
+    was made (then parsing gives no known namespace)."""
 
-    defaults: dict = field(default_factory=dict)  # dest -> Value (UNKNOWN when not known)
+    defaults: dict = field(default_factory=dict)  # set_defaults(): dest -> Value
     complete: bool = True
+    specs: list = field(default_factory=list)  # (group, flags, options, opaque dest) per add_argument, in order
+    options: dict = field(default_factory=dict)  # the constructor's plain options (prog, prefix_chars...)
+    root: "ArgParserVal | None" = None  # a group: the parser it declares into
+    group: tuple | None = None  # a mutually exclusive group: ("mutex", n, required)
+
+
+@dataclass(eq=False)
+class DataFileVal(Value):
+    """A data file of the project opened for reading by a constant path
+    (``open("config.json")``): its text, as the program run from the project reads it."""
+
+    text: str
+    path: str
 
 
 @dataclass(eq=False)
