@@ -108,12 +108,36 @@ def prove(source: str, finding: Finding, fix: Fix, relint: Callable[[str], list[
     if now[target] >= was[target]:
         return "re-linted, the finding is still there"
     values_before = {value for _, value in was}
+    same_object = _source_and_region(finding, source)
     for key, count in now.items():
         if count > was[key]:
             if key[0] == _FORWARD_ONLY and key[1] in values_before:
                 continue  # a value leaked at the same place before: now it is only forward
+            if key[0] == _FORWARD_ONLY and same_object is not None and all(
+                    _source_and_region(f, new) == same_object for f in after if finding_key(f) == key):
+                # the real object the target leaked (made by the same statement, in the same
+                # region), reached now under another name and only forward: `functional_call(
+                # model, fake_params)` after the fix, where `dict(model.named_parameters())` leaked
+                continue
             return f"re-linted, the fix adds a {key[0]} finding"
     return None
+
+
+def _source_and_region(f: Finding, text: str) -> tuple | None:
+    """The code that made ``f``'s real value and the expression that entered its region
+    (a fix edits neither: it may add `as fake_mode` after the latter), or None when the
+    trace lacks either."""
+    lines = text.splitlines()
+    out = []
+    for kind in ("source", "region"):
+        step = next((s for s in f.trace if s.kind == kind), None)
+        if step is None or not 0 < step.location.row <= len(lines):
+            return None
+        line = lines[step.location.row - 1]
+        if step.end_location.row == step.location.row:
+            line = line[step.location.column - 1:step.end_location.column - 1]
+        out.append(line.strip())
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------
