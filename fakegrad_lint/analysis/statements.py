@@ -168,11 +168,15 @@ class StatementsMixin:
     def note_loop_module(self, node, iter_expr, it, st):
         """A fact for the fix builders: a loop (or a comprehension's ``for``) in a region
         draws from a real module (``model.children()``, ``model.parameters()``) or from a
-        list of real modules (``for layer in layers``); the fix draws from a fake copy."""
+        list of real modules (``for layer in layers``); the fix draws from a fake copy.
+        ``enumerate(X)`` draws from ``X``."""
+        if isinstance(iter_expr, ast.Call) and isinstance(iter_expr.func, ast.Name) and \
+                iter_expr.func.id == "enumerate" and len(iter_expr.args) == 1 and not iter_expr.keywords:
+            iter_expr, it = iter_expr.args[0], None
         root = iter_expr.func.value if (isinstance(iter_expr, ast.Call) and isinstance(iter_expr.func, ast.Attribute)
                                         and not iter_expr.args and iter_expr.func.attr in _MODULE_ITERATORS) else iter_expr
         if st.regions and dotted_name(root) is not None:
-            root_val = self.eval(root, st) if root is not iter_expr else it
+            root_val = self.eval(root, st) if root is not iter_expr or it is None else it
             if isinstance(root_val, ModuleVal) and root_val.is_real() or (
                     isinstance(root_val, SeqVal) and not root_val.is_dict and root_val.items
                     and all(isinstance(v, ModuleVal) and v.is_real() for v in root_val.items)):
