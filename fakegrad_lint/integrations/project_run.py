@@ -51,6 +51,7 @@ class RunFiles(BaseMetadataProvider[object]):
 
 
 _memo: dict = {}
+_KEPT = 32  # runs kept per process
 
 
 def _stamp(files) -> tuple:
@@ -88,7 +89,8 @@ def outcomes(root: str, files, codes: frozenset, unsafe: bool) -> dict:
     if hit is not None and hit[0] == stamp:
         return hit[1]
     out = _run(root, list(files), codes, unsafe)
-    _memo.clear()  # one run kept: a process serves one run
+    if len(_memo) >= _KEPT:  # a worker may serve the files of several roots, in any order
+        _memo.pop(next(iter(_memo)))
     _memo[key] = (stamp, out)
     return out
 
