@@ -354,6 +354,50 @@ def test_check_without_the_helper_says_why(tmp_path):
     assert "no fix: the fix would edit utils.py, which is not one of the files checked in this run" in proc.stdout
 
 
+CTX = '''\
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+
+class DryRun:
+    """`with DryRun():` runs the block on fake tensors."""
+
+    def __init__(self):
+        self.mode = FakeTensorMode(allow_non_fake_inputs=True)
+
+    def __enter__(self):
+        self.mode.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self.mode.__exit__(*exc)
+'''
+
+CTX_MAIN = '''\
+import torch
+
+from dry import DryRun
+
+net = torch.nn.Linear(4, 2)
+with DryRun():
+    loss = net(torch.randn(3, 4)).sum()
+    loss.backward()
+    print("loss", tuple(loss.shape))
+print("real", tuple(net(torch.randn(2, 4)).shape))
+'''
+
+
+def test_with_over_another_modules_context_manager_class_is_fixed_in_the_block(tmp_path):
+    """The region is entered by the ``__enter__`` of a class of another module, around a
+    block of the calling file: the block finds the mode at run time
+    (``torch._guards.detect_fake_mode()``) and calls the module over fake copies; the class
+    is left as it is."""
+    original, copy = fixed_project(tmp_path, {"dry.py": CTX, "main.py": CTX_MAIN}, "main.py")
+    fixed = texts(copy)
+    assert fixed["dry.py"] == CTX and "fake_mode = torch._guards.detect_fake_mode()" in fixed["main.py"]
+    assert "torch.func.functional_call(" in fixed["main.py"]
+    assert_runs_clean(original, copy)
+
+
 # --------------------------------------------------------------------------
 # every multi-file fixture project
 
@@ -366,8 +410,6 @@ KNOWN_UNFIXED = {
     "hazard_memory_helper_utils": "the helper reads the gradients of the model's parameters in its region "
                                   "(line 18) and the parameters after it: a fake copy would change those reads, "
                                   "so no fix is offered there",
-    "hazard_profiler_package_ctx_class": "the region is a context-manager class of another module entered in the "
-                                         "calling file: no plan for a module used in a method of it",
     "hazard_registry_config": "the helper is picked from a registry by a configuration key: no plan for it",
 }
 
