@@ -114,6 +114,15 @@ def _carries(f, fixed) -> bool:
     return applies(f.fix, unsafe=False) and not f.fix.elsewhere(f.filename)
 
 
+def _carried_in(path: str, run, codes: frozenset) -> bool:
+    """Does a violation of the file ``path`` (of the same run) carry its fixed text?"""
+    from fakegrad_lint.integrations import project_run
+
+    files = project_run.project_files(run[0]) if run is not None else None
+    outcome = project_run.outcome_for(path, (run[0], tuple(files)), codes, unsafe=False) if files else None
+    return outcome is not None and outcome.text is not None and any(HELPER_OF in g.extra for g in outcome.findings)
+
+
 class _FakegradRule(LintRule):
     CODE: ClassVar[str] = ""
     CODES: ClassVar[frozenset] = _CODES
@@ -136,9 +145,12 @@ class _FakegradRule(LintRule):
                 message += f" (no fix: {f.no_fix})"
             elif applies(f.fix, unsafe=False) and f.fix.elsewhere(f.filename):
                 here = os.path.dirname(os.path.abspath(f.filename))
-                names = ", ".join(os.path.relpath(os.path.abspath(p), here).replace(os.sep, "/")
-                                  for p in f.fix.elsewhere(f.filename))
-                message += f" (its fix edits {names}: `fixit fix` writes it there)"
+                others = f.fix.elsewhere(f.filename)
+                names = ", ".join(os.path.relpath(os.path.abspath(p), here).replace(os.sep, "/") for p in others)
+                if all(_carried_in(p, run, self.CODES) for p in others):
+                    message += f" (its fix edits {names}: `fixit fix` writes it there)"
+                else:
+                    message += f" (its fix edits {names}, which Fixit cannot write from here: `fakegrad-lint --fix`)"
             self.report(node, message, position=position, replacement=replacement)
         return False
 

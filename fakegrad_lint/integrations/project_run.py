@@ -70,6 +70,15 @@ def project_files(root: str) -> list[str] | None:
     file system's root, when Fixit found no configuration)."""
     if not root or os.path.dirname(root) == root or not os.path.isdir(root):
         return None
+    if root not in _found:
+        _found[root] = _discover(root)
+    return _found[root]
+
+
+_found: dict = {}  # root -> its files (a process serves one run: found once)
+
+
+def _discover(root: str) -> list[str] | None:
     from fakegrad_lint.config import discover
     from fakegrad_lint.config.settings import ConfigError, Settings
 
