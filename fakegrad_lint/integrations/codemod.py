@@ -56,15 +56,15 @@ class FixFakeGrad(VisitorBasedCodemodCommand):
         if run is not None and self.context.filename:
             outcome = outcome_for(self.context.filename, run, DEFAULT_CODES, self.unsafe_fixes)
         if outcome is not None:
-            text, applied = outcome.text, outcome.applied
+            text, fixed = outcome.text, outcome.fixed
         else:
             from fakegrad_lint.engine.lint import lint_and_fix
 
-            _findings, fixed = lint_and_fix(tree.code, self.context.filename or "<codemod>", unsafe=self.unsafe_fixes)
-            text, applied = (fixed.text if fixed.changed else None), [f.code for f in fixed.applied]
+            _findings, loop = lint_and_fix(tree.code, self.context.filename or "<codemod>", unsafe=self.unsafe_fixes)
+            text, fixed = (loop.text if loop.changed else None), loop.fixed
         if text is None or text == tree.code:
             raise SkipFile("no applicable fakegrad-lint fix")
-        self.context.scratch.setdefault("fakegrad_fixed", []).extend(applied)
+        self.context.scratch["fakegrad_fixed"] = self.context.scratch.get("fakegrad_fixed", 0) + fixed
         return cst.parse_module(text.encode(tree.encoding))
 
     def _run(self):

@@ -33,7 +33,7 @@ __all__ = ["FileOutcome", "RunFiles", "outcomes", "outcome_for", "project_files"
 class FileOutcome:
     findings: list = field(default_factory=list)  # what `check` reports for the file
     text: str | None = None  # the file as `--fix` writes it; None: unchanged
-    applied: list = field(default_factory=list)  # codes of the fixes applied in it (their count)
+    fixed: int = 0  # fixes applied (counted at the file whose finding they fix)
 
 
 class RunFiles(BaseMetadataProvider[object]):
@@ -135,7 +135,7 @@ def _run(root: str, files: list[str], codes: frozenset, unsafe: bool) -> dict:
     out = {os.path.abspath(r.path): FileOutcome(findings=list(r.findings)) for r in checked.results}
     for r in fixed.results:
         o = out.setdefault(os.path.abspath(r.path), FileOutcome())
+        o.fixed = r.fixed
         if r.fixed_text is not None:
             o.text = r.fixed_text
-            o.applied = [""] * r.fixed
     return out
