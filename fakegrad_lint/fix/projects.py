@@ -78,7 +78,7 @@ class _Project:
     """The run's Python files, their current texts, and lints under the overlay of the
     texts changed so far (by the per-file loop in ``--diff`` mode, or by this pass)."""
 
-    def __init__(self, results, codes_for, diff: bool, paths=()):
+    def __init__(self, results, codes_for, diff: bool, paths=(), deps_known: bool = False):
         from fakegrad_lint.engine.process import FileResult
         from fakegrad_lint.sources.sourcefile import SourceError, read_source
 
@@ -103,6 +103,12 @@ class _Project:
             self.results[path], self.files[path] = r, sf
             self.texts[path] = r.fixed_text if diff and r.fixed_text is not None else sf.text
         self._deps: dict = {}
+        if deps_known:
+            # a `check` run: each file's lint recorded the project modules it read (a cached
+            # result does not say; a file the prefilter stopped read none)
+            for path, r in self.results.items():
+                if not r.cached:
+                    self._deps[(path, self.texts[path])] = {os.path.abspath(p) for p in r.deps}
 
     def changed(self, extra=None) -> dict:
         out = {p: t for p, t in self.texts.items() if t != self.files[p].text}
@@ -305,7 +311,7 @@ def offer_across_modules(run, codes_for, options, paths=()) -> None:
     candidates = _candidates(run.results)
     if not candidates:
         return
-    project = _Project(run.results, codes_for, diff=False, paths=paths)
+    project = _Project(run.results, codes_for, diff=False, paths=paths, deps_known=options.mode == "check")
     for path in candidates:
         if path not in project.results:
             continue
