@@ -211,8 +211,9 @@ class DispatchMixin:
                 rec.fix_plan = self._leaked_fix_plan(node, expr, value, fake_ex)
             else:
                 rec.fix_plan = self._fix_plan(node, expr, value, origin, region, st)
-                if rec.fix_plan is not None and region.file is not None and not self._in_main(region.with_node):
-                    rec.fix_plan = None  # the block to edit is in another module
+                if rec.fix_plan is not None and region.file is not None and not self._in_main(
+                        rec.fix_plan.func_node if rec.fix_plan.placement == "function" else region.with_node):
+                    rec.fix_plan = None  # the block (or function) to edit is in another module
             if _rg_unknown(origin):
                 # a module whose parameters may not require grad: a possible leak until a
                 # sink proves they do (``sink``); no fix for a module of unknown class
