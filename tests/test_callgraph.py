@@ -56,6 +56,14 @@ def test_chains_of_imported_names_are_kept_whole_and_dynamic_reads_marked():
     assert "clang" in got[frozenset({"h"})]  # the module itself, passed on: hot when it holds a hot name
 
 
+def test_what_a_region_at_import_binds_is_hot(tmp_path):
+    make(tmp_path, {"m.py": "import torch\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n"
+                            "with FakeTensorMode(allow_non_fake_inputs=True):\n    LEAKED = torch.ones(2)\n"
+                            "COLD = torch.ones(2)\n"})
+    hot = project.hot_names_of(str(tmp_path / "m.py"), 0)
+    assert "LEAKED" in hot and "COLD" not in hot
+
+
 def test_a_statement_that_does_not_parse_alone_keeps_its_text_summary(tmp_path):
     assert callgraph.statements("def f(:\n", frozenset()) is None
     assert project._code_statements("except ImportError:\n    x = 1\n", ()) == ()

@@ -126,12 +126,18 @@ def _top(body, imported, info, regs, module_level):
                         targets.add(h.name)
             words = refs.words()
             info.append((frozenset(targets), words, stmt.lineno))
+            first_info, first_reg = len(info), len(regs)
             for field in ("body", "orelse", "finalbody"):
                 _top(getattr(stmt, field, None) or [], imported, info, regs, False)
             for h in getattr(stmt, "handlers", None) or []:
                 _top(h.body, imported, info, regs, False)
             for c in getattr(stmt, "cases", None) or []:
                 _top(c.body, imported, info, regs, False)
+            if words:
+                # what the body binds is made under its header (`with FakeTensorMode():
+                # x = f()` at import time binds a fake `x`): the header's words are its too
+                info[first_info:] = [(b, w | words, line) for b, w, line in info[first_info:]]
+                regs[first_reg:] = [(n, b, w | words) for n, b, w in regs[first_reg:]]
             continue
         refs = _Refs(imported)
         bound = set()
@@ -315,8 +321,11 @@ class _Refs:
                 continue  # a docstring (or a bare string): not code
             if t is ast.Constant:
                 v = n.value
-                if isinstance(v, str) and any(w in v for w in _ENTRY):
-                    out.update(w for w in _ENTRY if w in v)  # `getattr(m, "FakeTensorMode")`
+                if type(v) is str:
+                    if v.isidentifier():
+                        out.add(v)  # `getattr(obj, "helper")`, `REGISTRY["fake"]`: a name by its string
+                    elif any(w in v for w in _ENTRY):
+                        out.update(w for w in _ENTRY if w in v)  # `"torch._subclasses.FakeTensorMode"`
                 continue
             if t is ast.keyword:
                 if n.arg in _ENTRY:

@@ -900,14 +900,17 @@ class _ChainResolver:
 
     def _module_chain(self, dotted, parts) -> bool:
         find = self.project.find
-        cur = dotted
-        if find(cur) is None:
+        # the longest prefix of the chain that is a project module (a namespace
+        # package has no file of its own: `import ns.mod`, `ns.mod.f`)
+        target, i = None, 0
+        for k in range(len(parts), -1, -1):
+            cur = ".".join([dotted, *parts[:k]])
+            target = find(cur)
+            if target is not None:
+                i = k
+                break
+        if target is None:
             return False  # not a project module (torch, the standard library)
-        i = 0
-        while i < len(parts) and find(f"{cur}.{parts[i]}") is not None:
-            cur = f"{cur}.{parts[i]}"
-            i += 1
-        target = find(cur)
         if target is None or os.path.abspath(target) == self.me:
             return False
         names = hot_names_of(target, self.depth + 1)
