@@ -63,6 +63,7 @@ CORPORA = {
     "vault4": ("vault4", "vault4_projects"),
     "probes": ("probes", "probes_projects"),
     "probes2": ("probes2", "probes2_projects"),
+    "probes_eco": ("probes_eco", "probes_eco_projects"),
     "probes3": ("probes3", "probes3_projects"),
 }
 

@@ -475,6 +475,8 @@ class ExpressionsMixin:
                 if getattr_fn is not None and not isinstance(obj, ModuleVal):
                     # an attribute found nowhere else: `type(obj).__getattr__(obj, name)`
                     return self.call_function(getattr_fn, [obj, ConstVal(attr)], {}, st, force=True)
+            if isinstance(obj, ModuleVal) and obj.opaque and attr not in N.MODULE_METHOD_NAMES:
+                return UNKNOWN  # (a module of unknown class: what its attributes are is not known)
             if isinstance(obj, ModuleVal) and obj.cls is None and attr in N.MODULE_WRAPPER_ATTRS:
                 return obj  # DataParallel(m).module, torch.compile(m)._orig_mod: the same parameters
             if isinstance(obj, ModuleVal) and attr in N.MODULE_PARAM_ATTRS:

@@ -47,6 +47,21 @@ def _materialize(mod, line, depth=0):
             _materialize(x, line, depth + 1)
 
 
+def _device_type_of(dev):
+    """The device type a ``device=`` argument names on every path ("cpu", "cuda",
+    "meta"; a string or a ``torch.device``), else None."""
+    if isinstance(dev, MaybeVal) and not dev.each:
+        kinds = {_device_type_of(o) for o in dev.options}
+        return kinds.pop() if len(kinds) == 1 else None
+    if isinstance(dev, ConstVal) and isinstance(dev.value, str):
+        return dev.value.split(":", 1)[0] or None
+    if isinstance(dev, CtxVal) and dev.kind == "device":
+        return dev.target
+    if isinstance(dev, CtxVal) and dev.kind == "meta_device":
+        return "meta"
+    return None
+
+
 class MethodCallsMixin(LibraryMixin):
     """obj.name(...) by the kind of obj."""
 
@@ -79,6 +94,8 @@ class MethodCallsMixin(LibraryMixin):
             if len(opts) == 1:
                 return self.call_method(e, opts[0], name, args, kwargs, st)
             return self.over_options(recv, lambda o: self.call_method(e, o, name, args, kwargs, st), st)
+        if recv is UNKNOWN and name in N.MODULE_ONLY_METHODS:
+            recv = self._opaque_module(e, st)
         if isinstance(recv, SuperVal) and name == "__new__" and getattr(self, "_meta_new", None) is not None:
             return self._meta_new  # `super().__new__(mcls, name, bases, ns)` in a metaclass: the class made
         if isinstance(recv, (SuperVal, ClassVal)):
@@ -357,6 +374,19 @@ class MethodCallsMixin(LibraryMixin):
         root.complete = False  # add_subparsers and the rest: not followed
         return UNKNOWN
 
+    def _opaque_module(self, e, st):
+        """``x.to_empty(...)`` (a method only a module has) on a value the analysis cannot
+        follow (a third-party call's result): ``x`` is a module, of unknown class, storage
+        and requires-grad, from here on (the name is rebound; any other receiver stays
+        unknown)."""
+        recv = e.func.value if isinstance(e.func, ast.Attribute) else None
+        if recv is None or st.may:
+            return UNKNOWN
+        mod = ModuleVal(None, opaque=True)
+        if dotted_name(recv) is not None:
+            self.rebind(recv, mod, st)  # (`build(...).to_empty(...)`: only the result is the module)
+        return mod
+
     def module_method(self, e, mod, name, args, kwargs, st):
         real = mod.is_real()
         if name in mod.attrs:
@@ -464,8 +494,13 @@ class MethodCallsMixin(LibraryMixin):
             if region is None:
                 # every parameter and buffer now lives on that device (`p.is_meta` is known)
                 dev = args[0] if args else kwargs.get("device", UNKNOWN)
-                dev = dev.value if isinstance(dev, ConstVal) and isinstance(dev.value, str) else None
-                mod.device = dev.split(":", 1)[0] if dev else None
+                mod.device = _device_type_of(dev)
+                if mod.opaque and mod.origin is None and mod.mode is None and mod.device not in (None, "meta") \
+                        and not st.may and not st.meta_device:
+                    # an opaque module given real storage: a real module, but whether its
+                    # parameters require grad is not known (a sink may prove it: dispatch.py)
+                    heap_field(mod, "origin", Origin(self._text(e.func.value), "module", e.lineno,
+                                                     rg_unknown=True))
             return mod
         if _is_dtype_cast(name, args, kwargs):
             # new parameters made from the old ones: an allowing mode's fakes in a region

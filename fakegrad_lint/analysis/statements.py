@@ -73,6 +73,19 @@ def _catches_assertion(t):
     return name is not None and name.rsplit(".", 1)[-1] in N.CATCHES_ASSERTION and name.count(".") <= 1
 
 
+def _may_catch_runtime(t):
+    """May ``except t:`` catch a RuntimeError (a backward's "does not require grad")?
+    Only a builtin exception type that is no base of it is known not to."""
+    if t is None:
+        return True
+    if isinstance(t, ast.Tuple):
+        return any(_may_catch_runtime(x) for x in t.elts)
+    name = dotted_name(t)
+    builtin = getattr(__builtins__, name, None) if not isinstance(__builtins__, dict) else __builtins__.get(name)
+    return not (isinstance(builtin, type) and issubclass(builtin, BaseException)
+                and not issubclass(RuntimeError, builtin))
+
+
 def _dead_import_handler(s, h):
     """``except ImportError:`` (or ModuleNotFoundError) around a body of imports that
     succeed wherever the program runs: torch's and the standard library's modules."""
@@ -155,11 +168,15 @@ class StatementsMixin:
     def note_loop_module(self, node, iter_expr, it, st):
         """A fact for the fix builders: a loop (or a comprehension's ``for``) in a region
         draws from a real module (``model.children()``, ``model.parameters()``) or from a
-        list of real modules (``for layer in layers``); the fix draws from a fake copy."""
+        list of real modules (``for layer in layers``); the fix draws from a fake copy.
+        ``enumerate(X)`` draws from ``X``."""
+        if isinstance(iter_expr, ast.Call) and isinstance(iter_expr.func, ast.Name) and \
+                iter_expr.func.id == "enumerate" and len(iter_expr.args) == 1 and not iter_expr.keywords:
+            iter_expr, it = iter_expr.args[0], None
         root = iter_expr.func.value if (isinstance(iter_expr, ast.Call) and isinstance(iter_expr.func, ast.Attribute)
                                         and not iter_expr.args and iter_expr.func.attr in _MODULE_ITERATORS) else iter_expr
         if st.regions and dotted_name(root) is not None:
-            root_val = self.eval(root, st) if root is not iter_expr else it
+            root_val = self.eval(root, st) if root is not iter_expr or it is None else it
             if isinstance(root_val, ModuleVal) and root_val.is_real() or (
                     isinstance(root_val, SeqVal) and not root_val.is_dict and root_val.items
                     and all(isinstance(v, ModuleVal) and v.is_real() for v in root_val.items)):
@@ -458,6 +475,9 @@ class StatementsMixin:
         before = set(self.records) if catches else None
         crashed = paused = False
         jump = raised = None
+        # (a backward in the body that raises may be caught: it proves nothing, dispatch.py)
+        catching = int(any(_may_catch_runtime(h.type) for h in s.handlers))
+        self._catching = getattr(self, "_catching", 0) + catching
         try:
             try:
                 self.exec_block(s.body, st)
@@ -496,6 +516,7 @@ class StatementsMixin:
                 live = [] if dead else [h for h in s.handlers if not _dead_import_handler(s, h)]
                 self._may_handlers(live, s.orelse, st)
         finally:
+            self._catching -= catching
             if not paused:
                 try:
                     self.exec_block(s.finalbody, st)

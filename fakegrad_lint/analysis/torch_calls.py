@@ -354,11 +354,17 @@ class TorchCallsMixin:
                 shape = _factory_shape(q, args, kwargs)
                 size = self._factory_itemsize(q, kwargs) if shape is not None else None
                 region = st.active_region()
+                # a new leaf: requires grad as the call says, when it says it knowably
+                rg = kwargs.get("requires_grad")
+                closed = q in N.NEW_LEAF_FACTORIES and not isinstance(kwargs, OpenKwargs) and (
+                    rg is None or (isinstance(rg, ConstVal) and isinstance(rg.value, bool)))
                 if region is not None:
-                    return TVal(frozenset(), region.mode, may_fake=region.may or bool(st.may), shape=shape, itemsize=size)
+                    return TVal(frozenset(), region.mode, may_fake=region.may or bool(st.may), shape=shape,
+                                closed=closed and not _kw_true(kwargs, "requires_grad"), itemsize=size)
                 if _kw_true(kwargs, "requires_grad"):  # (on the meta device too: not fake)
-                    return TVal(frozenset([Origin("tensor", "tensor", e.lineno)]), shape=shape, itemsize=size)
-                return TVal(shape=shape, itemsize=size)
+                    return TVal(frozenset([Origin("tensor", "tensor", e.lineno)]), shape=shape, closed=closed,
+                                itemsize=size)
+                return TVal(shape=shape, closed=closed, itemsize=size)
             tensors = [i for i, a in enumerate(args) if isinstance(a, TVal)]
             shape = None
             if tensors:
@@ -405,7 +411,10 @@ class TorchCallsMixin:
         if q in N.IMPORT_MODULE:
             return self.import_module_call(args, kwargs)  # (project_link)
         if q in N.DEVICE_CONTEXT:
-            return CtxVal("meta_device") if _is_meta(args[:1] + [kwargs.get("type", UNKNOWN)]) else UNKNOWN
+            if _is_meta(args[:1] + [kwargs.get("type", UNKNOWN)]):
+                return CtxVal("meta_device")
+            kind = _device_type(e, args)
+            return CtxVal("device", kind) if kind is not None else UNKNOWN
         if q in N.MODULE_KEEPING_TRANSFORMS:
             if isinstance(first, (ModuleVal, FuncVal, BoundMethod, PartialVal, MaybeVal, InstanceVal)):
                 return first  # the result runs the same module, with its real parameters
@@ -596,7 +605,8 @@ def _real_copy(src, line, depth=0):
     if src.origin is not None:
         origin = Origin(src.origin.name, "module", line, param_names=src.origin.param_names)
         origin.disabled, origin.frozen = src.origin.disabled, set(src.origin.frozen)
-    copy = ModuleVal(origin, src.mode, src.cls, attrs, src.meta)
+        origin.rg_unknown = src.origin.rg_unknown  # (a copy of an opaque module: as unknown)
+    copy = ModuleVal(origin, src.mode, src.cls, attrs, src.meta, opaque=src.opaque)
     copy.container, copy.torch_class, copy.children = src.container, src.torch_class, src.children
     if origin is not None and src.origin.owner is src:
         origin.owner = copy
@@ -681,3 +691,20 @@ def _dataclass_fields(v, as_dict, depth=0):
     if as_dict:
         return SeqVal(tuple(vals), tuple(vals), tuple(names), is_dict=True)
     return SeqVal(tuple(vals), tuple(vals))
+
+
+def _device_type(e, args):
+    """The device type ``torch.device(...)`` names when it is known (``"cuda"`` for
+    ``torch.device("cuda:0")`` or ``torch.device(f"cuda:{rank}")``), else None."""
+    if len(args) == 2 and isinstance(args[0], ConstVal) and isinstance(args[0].value, str):
+        return args[0].value if ":" not in args[0].value else None  # torch.device("cuda", index)
+    if len(args) != 1:
+        return None
+    if isinstance(args[0], ConstVal) and isinstance(args[0].value, str):
+        return args[0].value.split(":", 1)[0] or None
+    node = e.args[0] if len(e.args) == 1 else None
+    if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+        head = node.values[0].value
+        if isinstance(head, str) and ":" in head:
+            return head.split(":", 1)[0] or None  # (the index is formatted after the colon)
+    return None

@@ -482,6 +482,15 @@ MODULE_METHOD_NAMES = MODULE_SELF_METHODS | frozenset(
         "register_buffer", "register_parameter", "add_module", "register_module", "get_submodule", "get_parameter",
     }
 )
+# methods that only torch.nn.Module (and its subclasses) has among the common types: a
+# value the analysis cannot follow (a third-party call's result) on which one is called
+# is a module (``ModuleVal.opaque``). Not ``parameters``/``named_parameters``/
+# ``state_dict``/``buffers``/``to``/``cuda``/``train``/``eval`` (an ExportedProgram, an
+# optimizer, a tensor, a dataset or a Lightning trainer has them too)
+MODULE_ONLY_METHODS = frozenset(
+    {"to_empty", "named_modules", "named_children", "register_forward_hook", "register_forward_pre_hook",
+     "register_full_backward_hook", "register_full_backward_pre_hook", "get_submodule"}
+)
 # optimizer methods taken as values (`step = opt.step`)
 OPTIMIZER_METHOD_NAMES = frozenset({"step", "zero_grad"})
 # module casts away from the default float32: every parameter is a new tensor, so
@@ -611,6 +620,12 @@ MODULE_DETACHING_METHODS = frozenset({"state_dict"})
 SIZE_FACTORIES = frozenset(
     "torch." + n for n in ("randn", "rand", "zeros", "ones", "empty")
 ) | frozenset({"torch.full"})  # full(size, fill_value): the size is its first argument
+# factories whose result is a new leaf tensor: it requires grad exactly when the call
+# says so (``requires_grad=True``), whatever their other (unknown) arguments are
+NEW_LEAF_FACTORIES = frozenset(
+    "torch." + n for n in ("randn", "rand", "randint", "randperm", "zeros", "ones", "empty", "full", "arange",
+                           "linspace", "logspace", "eye", "tensor", "normal", "bernoulli", "multinomial")
+)
 # torch functions and Tensor methods whose result has the shape of their first tensor
 # operand (elementwise on one tensor, `*_like` factories, casts, copies, normalisations)
 _SAME_SHAPE = (

@@ -224,7 +224,7 @@ def _is_meta(vals):
 
 def _with_taint(v, leaks):
     if isinstance(v, TVal):
-        return TVal(v.origins, v.mode, v.leaks | leaks, v.derived)
+        return TVal(v.origins, v.mode, v.leaks | leaks, v.derived, closed=v.closed)
     if isinstance(v, SeqVal):
         items = tuple(_with_taint(x, leaks) for x in v.items)
         elts = tuple(_with_taint(x, leaks) for x in v.elts) if v.elts is not None else None
@@ -264,7 +264,7 @@ def with_shape(t, shape):
     """``t`` with a known shape (None leaves it unknown)."""
     if not isinstance(t, TVal) or shape is None or t.shape == shape:
         return t
-    return TVal(t.origins, t.mode, t.leaks, t.derived, t.may_fake, tuple(shape))
+    return TVal(t.origins, t.mode, t.leaks, t.derived, t.may_fake, tuple(shape), closed=t.closed)
 
 
 def shape_of(v):

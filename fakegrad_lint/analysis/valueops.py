@@ -165,8 +165,80 @@ def _dict_val(keys, values):
     return SeqVal(tuple(vs), tuple(vs), tuple(ks), is_dict=True)
 
 
+# The test of _interesting_by_isinstance that a type falls under (the first that matches,
+# in its order), found once per type: thunder's op registries send _interesting over
+# tens of thousands of values per file, and the chain of isinstance tests was a
+# quarter of the analysis there. A type under two of the tests takes the chain itself.
+_K_NONE, _K_TENSOR, _K_CONST, _K_ALWAYS, _K_CLASS, _K_SEQ, _K_MAYBE, _K_INSTANCE, _K_METHOD, _K_PARTIAL, _K_CHAIN = range(11)
+_KINDS: dict = {}
+
+
+def _kind_of(t) -> int:
+    tests = (
+        (_K_TENSOR, TVal), (_K_CONST, ConstVal),
+        (_K_ALWAYS, (ModuleVal, ModeVal, CtxVal, ExitStackVal, TracedFn, OptimizerVal, TransformVal, ExportedProgramVal,
+                     GeneratorVal)),
+        (_K_CLASS, ClassVal), (_K_SEQ, SeqVal), (_K_MAYBE, MaybeVal), (_K_INSTANCE, InstanceVal),
+        (_K_METHOD, MethodRef), (_K_PARTIAL, PartialVal),
+    )
+    hits = [k for k, cls in tests if issubclass(t, cls)]
+    kind = _K_NONE if not hits else hits[0] if len(hits) == 1 else _K_CHAIN
+    _KINDS[t] = kind
+    return kind
+
+
 def _interesting(v, depth=0):
-    """Does this value carry anything the rules care about?"""
+    """Does this value carry anything the rules care about? (The same answer as
+    :func:`_interesting_by_isinstance`, which defines it, by one lookup of the type.)"""
+    kinds = _KINDS
+    k = kinds.get(type(v))
+    if k is None:
+        k = _kind_of(type(v))
+    if k == _K_NONE:
+        return False
+    if k == _K_TENSOR:
+        return bool(v.origins or v.mode is not None or v.leaks)
+    if k == _K_CONST:
+        s = v.value
+        if not isinstance(s, str):
+            return False
+        # a name of an entry point as data: importlib / getattr can resolve it to the class
+        for w in N.ENTRY_WORDS:
+            if w in s:
+                return True
+        return False
+    if k == _K_ALWAYS:
+        return True  # (a generator: its body runs where it is consumed)
+    if k == _K_CLASS:
+        return v.is_module or v.matters  # calling it makes a module (or an instance whose code names a mode)
+    if k == _K_CHAIN:
+        return _interesting_by_isinstance(v, depth)
+    if depth >= 3:
+        return False
+    if k == _K_SEQ or k == _K_MAYBE:
+        items = v.items if k == _K_SEQ else v.options
+    elif k == _K_INSTANCE:
+        if v.cls.matters:
+            return v.cls.matters
+        items = v.attrs.values()
+    elif k == _K_METHOD:
+        return _interesting(v.recv, depth + 1)
+    else:  # _K_PARTIAL
+        # functools.partial(step, model, opt): calling it passes what it holds;
+        # functools.partial(FakeTensorMode, allow_non_fake_inputs=True) makes a mode
+        if _is_mode_class(v.func):
+            return True
+        items = (v.func, *v.args, *v.kwargs.values())
+    depth += 1
+    for x in items:
+        if kinds.get(type(x)) != _K_NONE and _interesting(x, depth):
+            return True
+    return False
+
+
+def _interesting_by_isinstance(v, depth=0):
+    """What :func:`_interesting` answers, as the chain of ``isinstance`` tests that defines it
+    (run for a value whose type falls under two of its tests)."""
     if isinstance(v, TVal):
         return bool(v.origins or v.mode is not None or v.leaks)
     if isinstance(v, ConstVal) and isinstance(v.value, str):
@@ -179,15 +251,15 @@ def _interesting(v, depth=0):
         return v.is_module or v.matters  # calling it makes a module (or an instance whose code names a mode)
     if isinstance(v, (SeqVal, MaybeVal)) and depth < 3:
         items = v.items if isinstance(v, SeqVal) else v.options
-        return any(_interesting(x, depth + 1) for x in items)
+        return any(_interesting_by_isinstance(x, depth + 1) for x in items)
     if isinstance(v, InstanceVal) and depth < 3:
-        return v.cls.matters or any(_interesting(x, depth + 1) for x in v.attrs.values())
+        return v.cls.matters or any(_interesting_by_isinstance(x, depth + 1) for x in v.attrs.values())
     if isinstance(v, MethodRef) and depth < 3:
-        return _interesting(v.recv, depth + 1)
+        return _interesting_by_isinstance(v.recv, depth + 1)
     if isinstance(v, PartialVal) and depth < 3:
         # functools.partial(step, model, opt): calling it passes what it holds;
         # functools.partial(FakeTensorMode, allow_non_fake_inputs=True) makes a mode
-        return _is_mode_class(v.func) or any(_interesting(x, depth + 1) for x in (v.func, *v.args, *v.kwargs.values()))
+        return _is_mode_class(v.func) or any(_interesting_by_isinstance(x, depth + 1) for x in (v.func, *v.args, *v.kwargs.values()))
     return False
 
 

@@ -89,6 +89,10 @@ class Origin:
     fake_grad: object = False
     file: object = field(default_factory=_current_file)  # project module it was made in (None: the linted file)
     made_in: object = field(default_factory=_current_entry)  # CURRENT_ENTRY when it was made
+    # a module whose parameters' requires-grad is not known (one returned by a call the
+    # analysis cannot follow, given real storage by ``to_empty``): its leaks are only
+    # possible until the program proves it (a backward that would raise otherwise)
+    rg_unknown: bool = False
 
 
 def origin_order(o: Origin):
@@ -115,6 +119,10 @@ class LeakRecord:
     entry: object = None  # when ``file`` is set: (call node, arg exprs, arg values, statement) in the linted file
     sink_sites: list = field(default_factory=list)  # (description, node, project module or None)
     grad_written: bool = False  # made by `p.grad = fake`: a hazard while the fake .grad stays (to the end)
+    # the origin's requires-grad is not known (``Origin.rg_unknown``) and no sink proved it yet;
+    # ``rg_proof``: (description, node) of the backward that proves it
+    rg_unproved: bool = False
+    rg_proof: object = None
 
 
 @dataclass(eq=False)
@@ -161,6 +169,9 @@ class TVal(Value):
     shape: tuple | None = None  # its sizes, when known on every path (a tuple of ints)
     device: str | None = None  # the device type of its storage, when known ("cpu", "meta")
     itemsize: int | None = None  # bytes per element, when its dtype is known (a factory's)
+    # every leaf of its graph that can require grad is known: its origins and the origins
+    # of its leaks (False: an operand the analysis does not know, a fake requires-grad leaf)
+    closed: bool = False
 
     def real_rg(self):
         return self.origins if self.mode is None else frozenset()
@@ -192,6 +203,10 @@ class ModuleVal(Value):
     children: tuple | None = None  # a container's child names, in order, when every child is known (attrs hold them)
     sequence: int = 0  # a Sequential of known children: how many (attrs "0", "1", ...), run in turn
     device: str | None = None  # the device type of all its storage, when known (set by to_empty(device=...))
+    # a value the analysis could not follow, known to be a module only by a method no
+    # other common type has (``to_empty``, ``named_modules``...): its class, parameters and
+    # forward are not known (``analysis.torch_tables.MODULE_ONLY_METHODS``)
+    opaque: bool = False
     layer_args: tuple | None = None  # a torch layer's constant constructor arguments (args, kwargs), for its output shape
 
     def is_real(self):
@@ -575,6 +590,21 @@ class SuperVal(Value):
     self_val: Value
 
 
+def closed_value(v):
+    """Is every leaf of ``v``'s graph that can require grad known (``TVal.closed``)? A
+    constant has none; a real module that is not the file's class (a torch layer, an
+    opaque module) has its parameters, recorded as its origin; a container, its items'."""
+    if isinstance(v, TVal):
+        return v.closed
+    if isinstance(v, ConstVal):
+        return True
+    if isinstance(v, ModuleVal):
+        return v.origin is not None and v.mode is None and v.cls is None and not v.container
+    if isinstance(v, SeqVal):
+        return all(closed_value(x) for x in v.items)
+    return False
+
+
 def is_enum_member(v):
     """Is ``v`` a member of an enum class of the file (a singleton: identity is known)?"""
     if not isinstance(v, InstanceVal):
@@ -608,7 +638,7 @@ def join(a: Value, b: Value) -> Value:
     if (isinstance(a, TVal) and isinstance(b, TVal) and a.mode is b.mode and bool(a.origins) == bool(b.origins)
             and a.leaks == b.leaks and a.may_fake == b.may_fake):
         return TVal(a.origins | b.origins, a.mode, a.leaks, a.derived or b.derived, a.may_fake,
-                    a.shape if a.shape == b.shape else None)
+                    a.shape if a.shape == b.shape else None, closed=a.closed and b.closed)
     opts = []
     for v in (a, b):
         for o in _options(v):
@@ -629,7 +659,7 @@ def union(a: Value, b: Value) -> Value:
         return a if not isinstance(a, (TVal, SeqVal)) else MaybeVal((a, b), each=True)
     if isinstance(a, TVal) and isinstance(b, TVal) and a.mode is b.mode:
         return TVal(a.origins | b.origins, a.mode, a.leaks | b.leaks, a.derived or b.derived, a.may_fake and b.may_fake,
-                    a.shape if a.shape == b.shape else None)
+                    a.shape if a.shape == b.shape else None, closed=a.closed and b.closed)
     opts = []
     for v in (a, b):
         for o in v.options if isinstance(v, MaybeVal) and v.each else (v,):
