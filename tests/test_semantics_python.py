@@ -385,6 +385,30 @@ with FakeTensorMode(allow_non_fake_inputs=True):
     net = REG["tiny"](2, 2)
     net(torch.ones(1, 2)).sum().backward()
 """,
+    "budget_raise_before_model_runs": """
+def check(model, budget):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        x = torch.randn(64, 128)
+        if x.numel() * x.element_size() > budget:
+            raise RuntimeError("over budget")
+        model(x).sum().backward()
+try:
+    check(nn.Linear(128, 2), 1024)
+except RuntimeError:
+    pass
+""",
+    "budget_raise_after_backward": """
+def check(model, budget):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        x = torch.randn(64, 128, dtype=torch.float16)
+        model(x.float()).sum().backward()  # FGL001
+        if x.numel() * x.element_size() > budget:
+            raise RuntimeError("over budget")
+try:
+    check(nn.Linear(128, 2), 1024)
+except RuntimeError:
+    pass
+""",
     # the command line of the program run as it is: no arguments (as environment reads
     # with a default are taken as unset); unknown where the file sets sys.argv itself
     "argparse_command_line_as_run": """

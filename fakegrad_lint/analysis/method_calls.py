@@ -557,6 +557,8 @@ class MethodCallsMixin(LibraryMixin):
         self.call_value(e, fn, [mod], {}, st, func_expr=None)
 
     def tensor_method(self, e, recv, name, args, kwargs, st):
+        if name == "element_size" and not args and recv.itemsize is not None:
+            return ConstVal(recv.itemsize)
         if name == "backward":
             inputs = kwargs.get("inputs", args[3] if len(args) > 3 else None)
             self.sink(recv, ".backward()", e, st, inputs=inputs)

@@ -352,6 +352,7 @@ class TorchCallsMixin:
             if not any(_is_tensorish(x) for v, _ in operands for x in _flatten(v)):
                 # a factory: born fake inside a region, real (maybe requires grad) outside
                 shape = _factory_shape(q, args, kwargs)
+                size = self._factory_itemsize(q, kwargs) if shape is not None else None
                 region = st.active_region()
                 # a new leaf: requires grad as the call says, when it says it knowably
                 rg = kwargs.get("requires_grad")
@@ -359,10 +360,11 @@ class TorchCallsMixin:
                     rg is None or (isinstance(rg, ConstVal) and isinstance(rg.value, bool)))
                 if region is not None:
                     return TVal(frozenset(), region.mode, may_fake=region.may or bool(st.may), shape=shape,
-                                closed=closed and not _kw_true(kwargs, "requires_grad"))
+                                closed=closed and not _kw_true(kwargs, "requires_grad"), itemsize=size)
                 if _kw_true(kwargs, "requires_grad"):  # (on the meta device too: not fake)
-                    return TVal(frozenset([Origin("tensor", "tensor", e.lineno)]), shape=shape, closed=closed)
-                return TVal(shape=shape, closed=closed)
+                    return TVal(frozenset([Origin("tensor", "tensor", e.lineno)]), shape=shape, closed=closed,
+                                itemsize=size)
+                return TVal(shape=shape, closed=closed, itemsize=size)
             tensors = [i for i, a in enumerate(args) if isinstance(a, TVal)]
             shape = None
             if tensors:
@@ -538,6 +540,17 @@ class TorchCallsMixin:
         if isinstance(src, ModuleVal) and src.origin is not None:
             return _real_copy(src, e.lineno)
         return src
+
+    def _factory_itemsize(self, q, kwargs):
+        """Bytes per element of a floating factory's result (``torch.randn``...): its
+        ``dtype=`` when a known constant, else the default float32, unless the linted
+        file changes the default dtype. None when not known."""
+        if q not in N.FLOAT_FACTORIES:
+            return None
+        dt = kwargs.get("dtype")
+        if dt is None:
+            return None if "set_default" in self.source else 4
+        return N.DTYPE_SIZES.get(dt.qualname) if isinstance(dt, ModRef) else None
 
     def new_module(self, e, q, args, kwargs, st, torch_layer=True):
         """A module built by a known constructor or factory: fake inside a region, meta

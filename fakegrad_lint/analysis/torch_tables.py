@@ -90,6 +90,10 @@ ALWAYS_IMPORTABLE = frozenset({"torch", "functorch", "torchgen"})  # (the torch 
 SHAPE_LAYERS = {**dict.fromkeys(("ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Dropout", "Identity", "LeakyReLU", "ELU",
                                  "Mish", "Hardswish", "Softplus", "LayerNorm", "RMSNorm"), "same"),
                 "Linear": "linear", "Embedding": "embedding"}
+# factories whose result is floating (the default dtype unless dtype= says otherwise)
+FLOAT_FACTORIES = frozenset({"torch.randn", "torch.rand", "torch.empty", "torch.zeros", "torch.ones"})
+DTYPE_SIZES = {"torch.float32": 4, "torch.float": 4, "torch.float64": 8, "torch.double": 8, "torch.float16": 2,
+               "torch.half": 2, "torch.bfloat16": 2}
 PROGRAM_ARGV = frozenset({"sys.argv"})  # the command line of the program run with no arguments
 KNOWN_CONSTANTS = {"typing.TYPE_CHECKING": False, "typing_extensions.TYPE_CHECKING": False}
 # the Pythons the linted program can run on (the linter's own range): a comparison of

@@ -168,6 +168,7 @@ class TVal(Value):
     may_fake: bool = False  # made in a region entered on some paths only (fake or real)
     shape: tuple | None = None  # its sizes, when known on every path (a tuple of ints)
     device: str | None = None  # the device type of its storage, when known ("cpu", "meta")
+    itemsize: int | None = None  # bytes per element, when its dtype is known (a factory's)
     # every leaf of its graph that can require grad is known: its origins and the origins
     # of its leaks (False: an operand the analysis does not know, a fake requires-grad leaf)
     closed: bool = False
