@@ -46,8 +46,17 @@ class RunFiles(BaseMetadataProvider[object]):
         run = (os.path.abspath(str(root_path)), tuple(os.path.abspath(p) for p in paths))
         return {p: run for p in paths}
 
+    def __init__(self, cache: object = None) -> None:
+        # no full-repository manager (libcst's CodemodTest, a caller that runs the command
+        # itself): no run is known and the file is fixed alone (libcst would refuse)
+        super().__init__(_ALONE if cache is None else cache)
+
     def _gen_impl(self, module) -> None:
-        self.set_metadata(module, self.cache)
+        if self.cache is not _ALONE:
+            self.set_metadata(module, self.cache)
+
+
+_ALONE = object()
 
 
 _memo: dict = {}
