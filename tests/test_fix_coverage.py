@@ -21,7 +21,11 @@ Fixit's rules (``fix_examples.py``), each with its runtime check (slow tier) and
   (``layer.weight.grad.shape``): the read goes to the same fake copy (``from_tensor``
   memoizes), so it prints what it printed; a read after another use of the value keeps the
   fix display-only, and such a read the analysis did not list no longer lets the fix break
-  the program (``None.shape``).
+  the program (``None.shape``);
+- ``torch.autograd.grad(loss, [model.embed.weight])`` over a module the fix runs by
+  ``functional_call``: an input the analysis proved a parameter of the module (a torch
+  layer's own, an ``nn.Parameter`` attribute, a tied weight) becomes
+  ``fake_mode.from_tensor(model.embed.weight)``, the memoized fake the fixed graph holds.
 """
 
 from __future__ import annotations
@@ -184,7 +188,50 @@ LEAKED_READ_FIXED = fixed(
     ("tuple(layer.weight.grad.shape)", "tuple(scale.fake_mode.from_tensor(layer.weight).grad.shape)"),
 )
 
+TIED = HEAD + '''
+
+class Tied(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(10, 4)
+        self.head = nn.Linear(4, 10, bias=False)
+        self.head.weight = self.embed.weight
+
+    def forward(self, ids):
+        return self.head(self.embed(ids))
+
+
+def grad_shape(model):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        out = model(torch.randint(0, 10, (3,)))  # FGL001
+        (g,) = torch.autograd.grad(out.sum(), [model.embed.weight])
+        return tuple(g.shape)
+
+
+print(grad_shape(Tied()))
+'''
+
+TIED_FIXED = fixed(
+    TIED,
+    ("    with FakeTensorMode(allow_non_fake_inputs=True):\n"
+     "        out = model(torch.randint(0, 10, (3,)))  # FGL001\n"
+     "        (g,) = torch.autograd.grad(out.sum(), [model.embed.weight])\n",
+     "    with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:\n"
+     "        model_fake_state = {\n"
+     "            name: fake_mode.from_tensor(t)\n"
+     "            for name, t in [*model.named_parameters(), *model.named_buffers()]\n"
+     "        }\n"
+     "        out = torch.func.functional_call(\n"
+     "            model, model_fake_state, (torch.randint(0, 10, (3,)),),\n"
+     "        )  # FGL001\n"
+     "        (g,) = torch.autograd.grad(\n"
+     "            out.sum(),\n"
+     "            [fake_mode.from_tensor(model.embed.weight)],\n"
+     "        )\n"),
+)
+
 INVALID = [
+    ("autograd_grad_over_tied_parameter", TIED, TIED_FIXED),
     ("leaked_fake_times_weight_grad_read", LEAKED_READ, LEAKED_READ_FIXED),
     ("enumerate_over_container_attribute", STAGES, STAGES_FIXED),
     ("parameterdict_computed_key_strict", SCALES, SCALES_FIXED),

@@ -62,6 +62,23 @@ def _meta_inputs(block) -> bool:
     return devices == {"meta"}
 
 
+def _param_paths(module, path: str, depth: int = 0):
+    """The attribute paths under ``module`` (named ``path``) proved to be its parameters: a
+    torch layer's own (``embed.weight`` of an ``nn.Embedding``) and ``nn.Parameter``
+    attributes (a tied ``lm_head.weight``), a few levels deep."""
+    if depth > 4 or not isinstance(module, ModuleVal) or not module.is_real():
+        return
+    names = getattr(module.origin, "param_names", None) or ()
+    for name in names:
+        yield f"{path}.{name}"
+    for name, val in module.attrs.items():
+        if isinstance(val, ModuleVal):
+            yield from _param_paths(val, f"{path}.{name}", depth + 1)
+        elif isinstance(val, TVal) and not isinstance(val, SeqVal) and val.origins and val.mode is None and \
+                all(o.kind == "parameter" for o in val.origins):
+            yield f"{path}.{name}"
+
+
 class FixPlansMixin:
     """``_fix_plan`` with the call-site module copy and the in-function placement."""
 
@@ -93,6 +110,8 @@ class FixPlansMixin:
                 return plan
         plan = super()._fix_plan(node, expr, value, origin, region, st)
         if plan is not None:
+            if plan.kind == "module" and isinstance(value, ModuleVal):
+                plan.param_paths = frozenset(_param_paths(value, plan.value))
             return plan
         plan = self._module_list_plan(node, expr, value, region, st) or \
             self._container_module_plan(node, expr, value, origin, region, st)

@@ -50,6 +50,10 @@ class FixPlan:
     # the project module whose text the edit lands in, when it is not the linted file (the
     # project fix pass, ``fakegrad_lint.fix.projects``): ``module_tree`` is that module's tree
     path: str | None = None
+    # kind "module": the attribute paths (``model.embed.weight``) the analysis proved to be
+    # parameters of the module, which `fake_mode.from_tensor` maps to the fakes its fixed call
+    # holds (``fix/grads.py``: ``torch.autograd.grad(loss, [model.embed.weight])``)
+    param_paths: frozenset = frozenset()
 
 
 def describe_container(value, depth: int = 0):

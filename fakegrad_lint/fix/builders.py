@@ -427,7 +427,8 @@ def _convert_grad_inputs(plan, w, mode, ops, nodes, leak) -> bool:
     for call, inputs in grads.autograd_grad_calls(w.body):
         if inputs is None:
             return False
-        text = grads.converted_inputs(inputs, plan.value, mode, before, fresh, nodes.pos.segment)
+        text = grads.converted_inputs(inputs, plan.value, mode, before, fresh, nodes.pos.segment,
+                                      plan.param_paths)
         if text is None:
             return False
         sink_seen |= call.lineno <= leak.sink_line <= call.end_lineno

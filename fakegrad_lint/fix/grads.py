@@ -14,7 +14,9 @@ Only inputs proved to be parameters of the module are converted, written as
 ``model.parameters()`` (in ``list(...)``, ``tuple(...)``, a comprehension over it, a
 starred element of a list) or a name bound once, before the region, to such an
 expression (``params = [p for p in model.parameters() if p.requires_grad]``, ``names,
-params = zip(*model.named_parameters())``); an element the region made itself
+params = zip(*model.named_parameters())``), or an attribute the analysis proved a parameter
+of the module (``[model.embed.weight]``, a torch layer's own or an ``nn.Parameter``
+attribute; ``FixPlan.param_paths``); an element the region made itself
 (``mixed = (...).requires_grad_()``) stays as it is. Anything else: no conversion (the
 fix stays display-only).
 """
@@ -106,11 +108,15 @@ def param_names(stmts, module: str) -> dict:
     return {k: v for k, v in bound.items() if v}
 
 
-def converted_inputs(inputs, module: str, mode: str, before, fresh, segment) -> str | None:
+def converted_inputs(inputs, module: str, mode: str, before, fresh, segment, param_paths=frozenset()) -> str | None:
     """The text that replaces ``inputs`` (an ``autograd.grad`` call's inputs), or None when
     it cannot be proved to hold only ``module``'s parameters and tensors the region made
-    (``fresh`` names); ``""`` when it holds none of the parameters."""
+    (``fresh`` names); ``""`` when it holds none of the parameters. ``param_paths``: the
+    attributes the analysis proved parameters of the module (``model.embed.weight``), each
+    converted on its own (``from_tensor`` gives the fake the fixed call holds)."""
     bound = param_names(before, module)
+    if dotted_name(inputs) in param_paths:
+        return f"{mode}.from_tensor({segment(inputs)})"
 
     def fake_seq(node):
         return f"[{mode}.from_tensor(t) for t in {segment(node)}]"
@@ -133,6 +139,11 @@ def converted_inputs(inputs, module: str, mode: str, before, fresh, segment) -> 
                 changed = True
             elif isinstance(elt, ast.Name) and elt.id in fresh:
                 parts.append(segment(elt))
+            elif dotted_name(elt) in param_paths:
+                parts.append(f"{mode}.from_tensor({segment(elt)})")
+                changed = True
+            elif isinstance(elt, ast.Call) and dotted_name(elt.func) == f"{mode}.from_tensor":
+                parts.append(segment(elt))  # converted by an earlier fix
             else:
                 return None
         if not changed:

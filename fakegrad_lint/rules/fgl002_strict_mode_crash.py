@@ -38,7 +38,12 @@ RULE = Rule(
         "function traced by `make_fx(f, tracing_mode=\"fake\" | \"symbolic\")` the real value "
         "is converted at the op with the tracer's mode (`x.fake_mode.from_tensor`; a module's "
         "copies under `\"symbolic\"` with `static_shapes=True`, or the tracer rejects their fresh "
-        "symbolic sizes): unsafe."
+        "symbolic sizes): unsafe. An element of a real torch container module picked by a computed "
+        "key (`scaler.scales[group]` of an `nn.ParameterDict`) is picked from a fake copy of the "
+        "container made the same way (chosen over `functional_call`, which has no call to wrap, "
+        "and over `FakeCopyMode`, which raises under the strict mode): unsafe. Nested module calls "
+        "(`head(enc(x))`) are converted one op at a time: the outer module's crash was masked by "
+        "the inner one's."
     ),
     invalid=(
         """\
