@@ -317,10 +317,27 @@ def reaches_region(path: str, text: str) -> bool:
     bindings = _import_bindings(text, path, Project(roots), me)
     if not bindings:
         return False
+    if gate and any(t and _imports_dynamically(t) for _l, t, _n, _sub in bindings):
+        return True  # `locate("pkg.mod:attr")` over importlib in a module it imports: may return any hot value
     if all(_under(t or sub, scan) for _l, t, _n, sub in bindings):
         if gate is False or (gate is not None and not _names_any(text, gate)):
             return False  # names no hot name of the project: cannot import one
     return bool(_hot_imports(text, path, None, me, 0, bindings))
+
+
+_dynamic_memo: dict = {}  # path -> does the module call import_module with a computed name
+
+
+def _imports_dynamically(path: str) -> bool:
+    hit = _dynamic_memo.get(path)
+    if hit is None:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            text = ""
+        hit = _dynamic_memo[path] = "import_module" in text and _DYNAMIC_IMPORT_RE.search(text) is not None
+    return hit
 
 
 def _gate_roots(me: str, roots) -> tuple:

@@ -57,7 +57,7 @@ class ModuleSummary:
                 # comments are not code: `from . import modes  # registers the modes`
                 # names `modes` once (its import runs now, for its side effects)
                 code = 0
-                for line in self.lines:
+                for line in self._rows_holding(name):
                     h = line.find("#")
                     if h >= 0 and not any(q in line[:h] for q in ("'", '"')):
                         line = line[:h]
@@ -67,6 +67,24 @@ class ModuleSummary:
                 hit = code >= 2
             self._again[name] = hit
         return hit
+
+    def _rows_holding(self, name: str):
+        """The rows of the module (``self.lines``, in order, each once) that hold
+        ``name`` as a substring: the only rows where :meth:`used_again` can count it.
+        Found from the occurrences in the source (a module of 6,000 rows was
+        scanned row by row for each of ~1,000 names: 7 % of thunder's analysis)."""
+        src, find = self.source, self.source.find
+        if "\r" in src or not name or "\n" in name:  # rows end at \r\n, \r or \n (split_rows): row by row
+            yield from (line for line in self.lines if name in line)
+            return
+        i = find(name)
+        while i >= 0:
+            start = src.rfind("\n", 0, i) + 1
+            end = find("\n", i)
+            if end < 0:
+                end = len(src)
+            yield src[start:end]
+            i = find(name, end)
 
     def _facts(self, node) -> list:
         facts = self._nodes.get(node)

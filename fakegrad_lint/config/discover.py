@@ -367,8 +367,10 @@ def discover(paths: list[str], settings=None, *, respect_gitignore: bool = True)
     errors: list[ToolError] = []
     seen: set[str] = set()
 
-    def add(path: str) -> None:
-        key = os.path.realpath(path)
+    def add(path: str, real: str | None = None) -> None:
+        # ``real``: the walk's ``os.path.realpath(path)``, known without a system call
+        # per path component (the folder's real path and an entry that is no link)
+        key = real if real is not None else os.path.realpath(path)
         if key not in seen:
             seen.add(key)
             files.append(_display(path))
@@ -412,15 +414,26 @@ def _own_excludes(settings, paths: list[str], files: list[str]) -> list[str]:
     return kept
 
 
+def _real_of(entry, realdir: str, abs_path: str) -> str:
+    """``os.path.realpath`` of a folder's entry: inside the folder's real path
+    unless the entry is a link (``is_symlink`` comes with the folder's listing)."""
+    try:
+        if not entry.is_symlink():
+            return os.path.join(realdir, entry.name)
+    except OSError:
+        pass
+    return os.path.realpath(abs_path)
+
+
 def _walk(root: str, settings, excluder, suffixes, respect_gitignore: bool, add, errors: list[ToolError]) -> None:
     abs_root = os.path.abspath(root)
     if settings.force_exclude and excluder.match_with_parents(abs_root):
         return
     base_ignores = _parent_ignores(abs_root) if respect_gitignore else []
-    # stack of (display path, absolute path, ignore files in force)
-    stack: list[tuple[str, str, list[GitIgnore]]] = [(root, abs_root, base_ignores)]
+    # stack of (display path, absolute path, ignore files in force, real path)
+    stack: list[tuple[str, str, list[GitIgnore], str]] = [(root, abs_root, base_ignores, os.path.realpath(abs_root))]
     while stack:
-        shown, absdir, ignores = stack.pop()
+        shown, absdir, ignores, realdir = stack.pop()
         if respect_gitignore:
             g = GitIgnore.load(absdir, os.path.join(absdir, ".gitignore"))
             if g is not None:
@@ -447,7 +460,7 @@ def _walk(root: str, settings, excluder, suffixes, respect_gitignore: bool, add,
                     continue
                 if ignores and _is_ignored(ignores, abs_path, True):
                     continue
-                subdirs.append((os.path.join(shown, name), abs_path, ignores))
+                subdirs.append((os.path.join(shown, name), abs_path, ignores, _real_of(entry, realdir, abs_path)))
             else:
                 if not name.endswith(suffixes):
                     continue
@@ -460,5 +473,5 @@ def _walk(root: str, settings, excluder, suffixes, respect_gitignore: bool, add,
                     continue
                 if ignores and _is_ignored(ignores, abs_path, False):
                     continue
-                add(os.path.join(shown, name))
+                add(os.path.join(shown, name), _real_of(entry, realdir, abs_path))
         stack.extend(reversed(subdirs))

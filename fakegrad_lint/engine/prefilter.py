@@ -111,6 +111,11 @@ def may_reach_region(source: str, filename: str | None, project=_AUTO) -> bool:
     module of its project that can reach one (``project=None``: this file alone)."""
     if may_contain_fake_region(source):
         return True
+    return _reaches_through_project(source, filename, project)
+
+
+def _reaches_through_project(source: str, filename: str | None, project=_AUTO) -> bool:
+    """The project side of :func:`may_reach_region`, for a text that names no fake mode."""
     if project is None or not filename or "import" not in source or filename.startswith("<"):
         return False
     from fakegrad_lint.analysis.project import reaches_region
@@ -130,7 +135,7 @@ def prefilter(text: str, codes: frozenset[str], path: str | None = None) -> tupl
         return True, True
     if UNUSED_NOQA_CODE in codes and may_have_fgl_noqa(text):
         return True, None
-    reach = may_reach_region(text, path)
+    reach = _reaches_through_project(text, path)  # (the text names no fake mode: not scanned again)
     return reach, reach
 
 
