@@ -165,3 +165,21 @@ def test_a_project_finding_through_a_module_attribute_is_kept(tmp_path):
                           cwd=tmp_path, capture_output=True, text=True)
     got = {(os.path.basename(f["filename"]), f["location"]["row"], f["code"]) for f in json.loads(proc.stdout)}
     assert ("train.py", 7, "FGL001") in got
+
+
+def test_hot_names_are_the_same_after_the_gate_gives_up(tmp_path, monkeypatch):
+    # the prefilter's gate follows at most MAX_HOT_FILES possible files; when it gives
+    # up, the modules it had not reached must not keep "no hot name" for the analysis
+    make(tmp_path, {
+        "lib/__init__.py": "",
+        "lib/modes.py": "from torch._subclasses.fake_tensor import FakeTensorMode\n\n"
+                        "def region():\n    return FakeTensorMode(allow_non_fake_inputs=True)\n",
+        "lib/helpers.py": "from lib.modes import region\n\ndef run(f):\n    with region():\n        return f()\n",
+        "lib/api.py": "from lib.helpers import run\n\ndef fit(m):\n    return run(m)\n",
+        "train.py": "from lib.api import fit\n",
+    })
+    monkeypatch.setattr(project, "MAX_HOT_FILES", 1)
+    train = str(tmp_path / "train.py")
+    with open(train) as fh:
+        project.reaches_region(train, fh.read())
+    assert "fit" in project.hot_names_of(str(tmp_path / "lib" / "api.py"), 0)

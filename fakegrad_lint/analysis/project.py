@@ -221,8 +221,14 @@ def _hot_word_re(roots):
         possible |= new
         if len(possible) > MAX_HOT_FILES:
             # a framework whose every part reaches its own fake-mode code: following
-            # imports would analyse most of it for nothing (see the README's limits)
+            # imports would analyse most of it for nothing (see the README's limits).
+            # The possible files were not all found: their hot names are not known
+            # to be empty (the analysis asks for them), so none is cut short, and
+            # what was computed with the partial set is computed again
             _hot_words[key] = False
+            _scanned.difference_update(files)
+            for f in files:
+                _hot.pop(f, None)
             return False
     out = frozenset(words | mod_words) if words else False
     _hot_words[key] = out
