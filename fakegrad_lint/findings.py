@@ -82,6 +82,10 @@ class Edit:
     start: Location
     end: Location
     content: str
+    # The file the edit is in, when it is not the finding's own: a fix whose edit lands
+    # in another module of the project, where the region is (``fix/projects.py``).
+    # None: the finding's file (every single-file fix).
+    filename: str | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,17 @@ class Fix:
     message: str
     applicability: Applicability
     edits: tuple[Edit, ...]
+
+    def files(self, own: str) -> list[str]:
+        """The files the fix edits (``own``: the finding's file, for edits of their own file)."""
+        return list(dict.fromkeys(e.filename or own for e in self.edits))
+
+    def elsewhere(self, own: str) -> list[str]:
+        """The files other than ``own`` (the finding's) that the fix edits."""
+        import os
+
+        me = os.path.abspath(own)
+        return [f for f in self.files(own) if os.path.abspath(f) != me]
 
 
 @dataclass(frozen=True)

@@ -266,6 +266,139 @@ def test_safe_fixes_leave_an_unsafe_helper_fix_out(tmp_path):
 
 
 # --------------------------------------------------------------------------
+# the cross-module fix is the finding's fix in every report (one data model)
+
+WEIGHT_UTILS = '''\
+"""Shape checks on fake tensors."""
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+
+def estimate(weight, batch):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        out = batch @ weight
+        out.sum().backward()
+        return tuple(out.shape)
+'''
+
+WEIGHT_TRAIN = '''\
+import torch
+
+from utils import estimate
+
+weight = torch.randn(4, 2, requires_grad=True)
+print("shape", estimate(weight, torch.randn(3, 4)))
+'''
+
+WEIGHT_PROJECT = {"utils.py": WEIGHT_UTILS, "train.py": WEIGHT_TRAIN}
+
+
+def _apply_json_edits(text: str, edits: list) -> str:
+    """``text`` with the JSON report's edits (1-based rows and columns) applied."""
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(loc):
+        return starts[loc["row"] - 1] + loc["column"] - 1
+
+    for e in sorted(edits, key=lambda e: offset(e["location"]), reverse=True):
+        text = text[: offset(e["location"])] + e["content"] + text[offset(e["end_location"]):]
+    return text
+
+
+def test_check_offers_the_fix_that_lands_in_the_helper(tmp_path):
+    """``check`` marks the caller's finding ``[*]`` and says which file its fix edits; the
+    JSON edits name that file and, applied to it, give exactly what ``--fix`` writes; SARIF
+    has one artifactChange for it; ``--show-fixes`` and the counts agree."""
+    import json
+
+    root = write_project(tmp_path / "p", WEIGHT_PROJECT, "train.py")
+    proc = cli(*BASE_ARGS, ".", cwd=root)
+    assert proc.returncode == 1, proc.stderr
+    assert "train.py:6:16: FGL001 [*] real requires-grad tensor `weight`" in proc.stdout
+    assert "  fix edits utils.py\n" in proc.stdout and "no fix" not in proc.stdout
+    assert "[*] 1 fixable with the --fix option." in proc.stdout
+    report = json.loads(cli(*BASE_ARGS, "--output-format", "json", ".", cwd=root).stdout)
+    (caller,) = [d for d in report if d["filename"].endswith("train.py")]
+    assert caller["fix"]["applicability"] == "safe" and caller["no_fix"] is None
+    assert {e.get("filename") for e in caller["fix"]["edits"]} == {str((root / "utils.py").resolve())}
+    sarif = json.loads(cli(*BASE_ARGS, "--output-format", "sarif", ".", cwd=root).stdout)
+    (result,) = [r for r in sarif["runs"][0]["results"] if r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "train.py"]
+    (change,) = result["fixes"][0]["artifactChanges"]
+    assert change["artifactLocation"]["uri"] == "utils.py" and len(change["replacements"]) == len(caller["fix"]["edits"])
+    fixed = _apply_json_edits(WEIGHT_UTILS, caller["fix"]["edits"])
+    fix(root)
+    assert texts(root) == {"train.py": WEIGHT_TRAIN, "utils.py": fixed}
+    assert "weight_fake = fake_mode.from_tensor(weight)" in fixed
+    assert "All checks passed!" in cli(*BASE_ARGS, ".", cwd=root).stdout
+
+
+def test_check_counts_an_unsafe_helper_fix_as_hidden(tmp_path):
+    """The unsafe module fix in the helper: ``check`` counts it as a hidden fix (``[*]`` only
+    with ``--unsafe-fixes``); ``--fix`` leaves it, and what is left says the same."""
+    root = write_project(tmp_path / "p", {"utils.py": UTILS, "train.py": TRAIN}, "train.py")
+    proc = cli(*BASE_ARGS, ".", cwd=root)
+    assert "[*]" not in proc.stdout and "1 hidden fix can be enabled with the --unsafe-fixes option." in proc.stdout
+    assert "train.py:6:16: FGL001 [*] " in cli(*BASE_ARGS, "--unsafe-fixes", ".", cwd=root).stdout
+    proc = cli(*BASE_ARGS, "--fix", ".", cwd=root)
+    assert texts(root) == {"train.py": TRAIN, "utils.py": UTILS}
+    assert "1 hidden fix can be enabled with the --unsafe-fixes option." in proc.stdout
+    assert "fix edits utils.py" in proc.stdout
+
+
+def test_check_without_the_helper_says_why(tmp_path):
+    root = write_project(tmp_path / "p", WEIGHT_PROJECT, "train.py")
+    proc = cli(*BASE_ARGS, "train.py", cwd=root)
+    assert "[*]" not in proc.stdout
+    assert "no fix: the fix would edit utils.py, which is not one of the files checked in this run" in proc.stdout
+
+
+CTX = '''\
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+
+class DryRun:
+    """`with DryRun():` runs the block on fake tensors."""
+
+    def __init__(self):
+        self.mode = FakeTensorMode(allow_non_fake_inputs=True)
+
+    def __enter__(self):
+        self.mode.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self.mode.__exit__(*exc)
+'''
+
+CTX_MAIN = '''\
+import torch
+
+from dry import DryRun
+
+net = torch.nn.Linear(4, 2)
+with DryRun():
+    loss = net(torch.randn(3, 4)).sum()
+    loss.backward()
+    print("loss", tuple(loss.shape))
+print("real", tuple(net(torch.randn(2, 4)).shape))
+'''
+
+
+def test_with_over_another_modules_context_manager_class_is_fixed_in_the_block(tmp_path):
+    """The region is entered by the ``__enter__`` of a class of another module, around a
+    block of the calling file: the block finds the mode at run time
+    (``torch._guards.detect_fake_mode()``) and calls the module over fake copies; the class
+    is left as it is."""
+    original, copy = fixed_project(tmp_path, {"dry.py": CTX, "main.py": CTX_MAIN}, "main.py")
+    fixed = texts(copy)
+    assert fixed["dry.py"] == CTX and "fake_mode = torch._guards.detect_fake_mode()" in fixed["main.py"]
+    assert "torch.func.functional_call(" in fixed["main.py"]
+    assert_runs_clean(original, copy)
+
+
+# --------------------------------------------------------------------------
 # every multi-file fixture project
 
 PROJECTS = sorted(p.parent for p in (FIXTURES_DIR / "projects").glob("*/project.json"))
@@ -277,8 +410,6 @@ KNOWN_UNFIXED = {
     "hazard_memory_helper_utils": "the helper reads the gradients of the model's parameters in its region "
                                   "(line 18) and the parameters after it: a fake copy would change those reads, "
                                   "so no fix is offered there",
-    "hazard_profiler_package_ctx_class": "the region is a context-manager class of another module entered in the "
-                                         "calling file: no plan for a module used in a method of it",
     "hazard_registry_config": "the helper is picked from a registry by a configuration key: no plan for it",
 }
 

@@ -63,7 +63,331 @@ net = nn.Linear(2, 2)
 with ctx:
     net(torch.ones(1, 2)).sum().backward()
 """,
-    "argparse_command_line_unknown": """
+    # -------------------------------------------- issue 10, third pass (an6, probes3)
+    "generator_exact_yields_unroll_consumer": """
+def phases(names):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        for name in names:
+            yield name
+
+net = nn.Linear(2, 2)
+state = {}
+for phase in phases(["fwd", "bwd"]):
+    if phase == "fwd":
+        state["out"] = net(torch.ones(1, 2))  # FGL001
+    else:
+        state["out"].sum().backward()
+""",
+    "generator_yields_under_unknown_loop_not_exact": """
+import sys
+def phases(names):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        for name in names:
+            yield name
+
+net = nn.Linear(2, 2)
+state = {}
+for phase in phases(sys.modules):
+    if phase == "fwd":
+        state["out"] = net(torch.ones(1, 2))  # FGL004
+    else:
+        state["out"].sum().backward()
+""",
+    "json_loads_constant_specs": """
+import importlib
+import json
+SPEC = json.loads('[{"cls": "torch.nn:Linear", "args": [2, 2]}]')
+def resolve(path):
+    mod, _, attr = path.partition(":")
+    return getattr(importlib.import_module(mod), attr)
+net = nn.Sequential(*(resolve(s["cls"])(*s["args"]) for s in SPEC))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "json_loads_constant_specs_built_inside": """
+import importlib
+import json
+SPEC = json.loads('[{"cls": "torch.nn:Linear", "args": [2, 2]}]')
+def resolve(path):
+    mod, _, attr = path.partition(":")
+    return getattr(importlib.import_module(mod), attr)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net = nn.Sequential(*(resolve(s["cls"])(*s["args"]) for s in SPEC))
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "raise_in_try_runs_its_handler_only": """
+net = nn.Linear(2, 2)
+loss = None
+try:
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        loss = net(torch.ones(1, 2)).sum()  # FGL004
+        raise ValueError("over budget")
+except KeyError:
+    pass
+except ValueError:
+    loss = None
+finally:
+    if loss is not None:
+        loss.backward()
+""",
+    "raise_in_try_not_caught_by_handler_keeps_loss": """
+class Budget(RuntimeError):
+    pass
+net = nn.Linear(2, 2)
+loss = None
+try:
+    try:
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            loss = net(torch.ones(1, 2)).sum()  # FGL001
+            raise Budget("over budget")
+    except KeyError:
+        loss = None
+except RuntimeError:
+    loss.backward()
+""",
+    "constant_arithmetic_counter_selects_mode": """
+calls = 0
+calls += 1
+WARMUP = 2 * 1
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True) if calls <= WARMUP - 1 else contextlib.nullcontext():
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "constant_arithmetic_counter_past_warmup": """
+calls = 0
+calls += 2
+WARMUP = 2 * 1
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True) if calls <= WARMUP - 1 else contextlib.nullcontext():
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "tuple_key_cache_returns_stored_fake": """
+CACHE = {}
+def table(n, d):
+    key = (n, d)
+    if key not in CACHE:
+        CACHE[key] = torch.ones(n, d) * 2
+    return CACHE[key]
+w = nn.Parameter(torch.ones(2, 3))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    table(2, 3)
+(w * table(2, 3)).sum().backward()  # FGL003
+""",
+    "tuple_key_cache_filled_outside_first": """
+CACHE = {}
+def table(n, d):
+    key = (n, d)
+    if key not in CACHE:
+        CACHE[key] = torch.ones(n, d) * 2
+    return CACHE[key]
+w = nn.Parameter(torch.ones(2, 3))
+table(2, 3)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    table(2, 3)
+(w * table(2, 3)).sum().backward()
+""",
+    "property_setter_installs_mode": """
+class Prof:
+    def __init__(self):
+        self._ctx = contextlib.nullcontext()
+    @property
+    def fake(self):
+        return self._ctx
+    @fake.setter
+    def fake(self, on):
+        self._ctx = FakeTensorMode(allow_non_fake_inputs=True) if on else contextlib.nullcontext()
+p = Prof()
+p.fake = True
+net = nn.Linear(2, 2)
+with p._ctx:
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "property_setter_switched_back_off": """
+class Prof:
+    def __init__(self):
+        self._ctx = contextlib.nullcontext()
+    @property
+    def fake(self):
+        return self._ctx
+    @fake.setter
+    def fake(self, on):
+        self._ctx = FakeTensorMode(allow_non_fake_inputs=True) if on else contextlib.nullcontext()
+p = Prof()
+p.fake = True
+p.fake = False
+net = nn.Linear(2, 2)
+with p._ctx:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "descriptor_get_returns_mode": """
+class Slot:
+    def __init__(self, allow):
+        self.allow = allow
+    def __get__(self, obj, owner):
+        return FakeTensorMode(allow_non_fake_inputs=self.allow) if self.allow else contextlib.nullcontext()
+class Est:
+    mode = Slot(True)
+net = nn.Linear(2, 2)
+with Est().mode:
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "descriptor_get_returns_nullcontext": """
+class Slot:
+    def __init__(self, allow):
+        self.allow = allow
+    def __get__(self, obj, owner):
+        return FakeTensorMode(allow_non_fake_inputs=self.allow) if self.allow else contextlib.nullcontext()
+class Est:
+    mode = Slot(False)
+net = nn.Linear(2, 2)
+with Est().mode:
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "class_attribute_function_is_a_method": """
+def probe(self):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        self(torch.ones(1, 2)).sum().backward()  # FGL001
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+    def forward(self, x):
+        return self.fc(x)
+Net.probe = probe
+Net().probe()
+""",
+    "class_attribute_function_forward_only": """
+def probe(self):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        return tuple(self(torch.ones(1, 2)).shape)  # FGL004
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+    def forward(self, x):
+        return self.fc(x)
+Net.probe = probe
+Net().probe()
+""",
+    "namedtuple_replace_turns_fake_on": """
+from typing import NamedTuple
+class Cfg(NamedTuple):
+    fake: bool = False
+cfg = Cfg()._replace(fake=True)
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True) if cfg.fake else contextlib.nullcontext():
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "namedtuple_replace_keeps_fake_off": """
+from typing import NamedTuple
+class Cfg(NamedTuple):
+    fake: bool = False
+    batch: int = 1
+cfg = Cfg()._replace(batch=3)
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True) if cfg.fake else contextlib.nullcontext():
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "match_class_pattern_picks_fake": """
+@dataclass
+class Backend:
+    kind: str
+def ctx_for(b):
+    match b:
+        case Backend(kind="fake"):
+            return FakeTensorMode(allow_non_fake_inputs=True)
+        case _:
+            return contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx_for(Backend("fake")):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "match_class_pattern_falls_to_wildcard": """
+@dataclass
+class Backend:
+    kind: str
+def ctx_for(b):
+    match b:
+        case Backend(kind="fake"):
+            return FakeTensorMode(allow_non_fake_inputs=True)
+        case _:
+            return contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx_for(Backend("eager")):
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    "namespace_vars_splat": """
+import argparse
+def run(net, fake=False):
+    with FakeTensorMode(allow_non_fake_inputs=True) if fake else contextlib.nullcontext():
+        net(torch.ones(1, 2)).sum().backward()  # FGL001
+run(nn.Linear(2, 2), **vars(argparse.Namespace(fake=True)))
+""",
+    "namespace_vars_splat_off": """
+import argparse
+def run(net, fake=False):
+    with FakeTensorMode(allow_non_fake_inputs=True) if fake else contextlib.nullcontext():
+        net(torch.ones(1, 2)).sum().backward()
+run(nn.Linear(2, 2), **vars(argparse.Namespace(fake=False)))
+""",
+    "async_exit_stack_and_async_context_class": """
+import asyncio
+class Session:
+    def __init__(self):
+        self.mode = FakeTensorMode(allow_non_fake_inputs=True)
+    async def __aenter__(self):
+        self.mode.__enter__()
+        return self
+    async def __aexit__(self, *exc):
+        self.mode.__exit__(*exc)
+async def main(net):
+    async with contextlib.AsyncExitStack() as stack:
+        stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+        net(torch.ones(1, 2)).sum().backward()  # FGL001
+    async with Session():
+        net(torch.ones(1, 2)).sum().backward()  # FGL001
+asyncio.run(main(nn.Linear(2, 2)))
+""",
+    "async_exit_stack_closed_before_step": """
+import asyncio
+async def main(net):
+    async with contextlib.AsyncExitStack() as stack:
+        stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+    net(torch.ones(1, 2)).sum().backward()
+asyncio.run(main(nn.Linear(2, 2)))
+""",
+    "metaclass_registry_built_outside": """
+REG = {}
+class Meta(type):
+    def __new__(mcls, name, bases, ns):
+        cls = super().__new__(mcls, name, bases, ns)
+        REG[name.lower()] = cls
+        return cls
+class Base(metaclass=Meta):
+    pass
+class Tiny(nn.Linear, Base):
+    pass
+net = REG["tiny"](2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "metaclass_registry_built_inside": """
+REG = {}
+class Meta(type):
+    def __init__(cls, name, bases, ns):
+        super().__init__(name, bases, ns)
+        REG[name.lower()] = cls
+class Base(metaclass=Meta):
+    pass
+class Tiny(nn.Linear, Base):
+    pass
+with FakeTensorMode(allow_non_fake_inputs=True):
+    net = REG["tiny"](2, 2)
+    net(torch.ones(1, 2)).sum().backward()
+""",
+    # the command line of the program run as it is: no arguments (as environment reads
+    # with a default are taken as unset); unknown where the file sets sys.argv itself
+    "argparse_command_line_as_run": """
 import argparse
 parser = argparse.ArgumentParser()
 parser.add_argument("--no-dry-run", dest="dry_run", action="store_false")
@@ -71,7 +395,46 @@ args = parser.parse_args()
 ctx = args.dry_run and FakeTensorMode(allow_non_fake_inputs=True) or contextlib.nullcontext()
 net = nn.Linear(2, 2)
 with ctx:
+    net(torch.ones(1, 2)).sum().backward()  # FGL001
+""",
+    "argparse_command_line_set_by_the_file_unknown": """
+import argparse
+import sys
+sys.argv = ["prog", "--no-dry-run"]
+parser = argparse.ArgumentParser()
+parser.add_argument("--no-dry-run", dest="dry_run", action="store_false")
+args = parser.parse_args()
+ctx = args.dry_run and FakeTensorMode(allow_non_fake_inputs=True) or contextlib.nullcontext()
+net = nn.Linear(2, 2)
+with ctx:
     net(torch.ones(1, 2)).sum().backward()
+""",
+    "argparse_given_list_store_true_and_type": """
+import argparse
+def parse(argv):
+    p = argparse.ArgumentParser()
+    p.add_argument("--fake", action="store_true")
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--width", type=int, default="8")
+    return p.parse_args(argv)
+args = parse(["--fake", "--batch", "3"])
+net = nn.Linear(args.width, 2)
+with FakeTensorMode(allow_non_fake_inputs=True) if args.fake and args.batch == 3 else contextlib.nullcontext():
+    net(torch.ones(args.batch, 8)).sum().backward()  # FGL001
+""",
+    "argparse_given_list_flag_absent_real": """
+import argparse
+def parse(argv):
+    p = argparse.ArgumentParser()
+    p.add_argument("--fake", action="store_true")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--fast", action="store_true")
+    p.add_argument("--batch", type=int, default=16)
+    return p.parse_args(argv)
+args = parse(["--batch", "3", "--fast"])
+net = nn.Linear(2, 2)
+with FakeTensorMode(allow_non_fake_inputs=True) if args.fake else contextlib.nullcontext():
+    net(torch.ones(args.batch, 2)).sum().backward()
 """,
     # ---------------------------------------------------------------- match
     "match_known_value_picks_fake_arm": """

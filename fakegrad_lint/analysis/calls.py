@@ -15,6 +15,7 @@ from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _contains_yield
 from fakegrad_lint.analysis.context import CallSite
 from fakegrad_lint.analysis.heap import heap_field, heap_set
+from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import MAX_DEPTH, Crashed, Scope, YieldReached, _BlockExit
 from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, _arg_exprs, _dict_val, _interesting, _is_none_const,
     _is_tensorish)
@@ -51,6 +52,21 @@ class CallsMixin:
                 if n > SMALL_BODY_NODES:
                     break
             v = memo[node] = n <= SMALL_BODY_NODES and not isinstance(node, ast.Lambda)
+        return v
+
+    def _makes_config(self, node):
+        """Does this function build a configuration the analysis evaluates exactly (an
+        ``argparse`` parser and its parse, ``json.loads``)? Its result can decide which
+        context a later ``with`` enters, so it runs whenever it is called, whatever
+        its size."""
+        memo = self.__dict__.setdefault("_config_defs", {})
+        v = memo.get(node)
+        if v is None:
+            v = memo[node] = any(
+                isinstance(n, ast.Call) and isinstance(n.func, (ast.Attribute, ast.Name))
+                and ((n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id) in CONFIG_MAKERS
+                     or dotted_name(n.func) in CONFIG_READERS)
+                for n in ast.walk(node))
         return v
 
     def call_forced(self, node, callee, args, kwargs, st):
@@ -133,7 +149,7 @@ class CallsMixin:
         if not (force or st.regions or self._may_matter(node, self._lines_of(fv)) or self._init_matters(fv)
                 or any(_interesting(a) for a in args)
                 or any(_interesting(v) for v in kwargs.values()) or _returns_at_once(node)
-                or self._small(node)):
+                or self._small(node) or self._makes_config(node)):
             # outside any region, nothing of interest in or out: skip the body (a small
             # helper still runs: what it returns, a configuration's defaults, can decide
             # which context a later `with` enters)
@@ -166,10 +182,12 @@ class CallsMixin:
             if is_gen and not run_generator:
                 cst.returns = []  # a plain generator: collect what it yields
                 cst.yield_regions = []
+            paths = self.may_paths
             try:
                 self.exec_block(node.body, cst)
             except _BlockExit:
                 pass
+            exact = self.may_paths == paths and not self.exhausted
         finally:
             for fn in reversed(undo):
                 fn(cst)
@@ -181,7 +199,10 @@ class CallsMixin:
                 ctx = ctx.but(grad_enabled=st.grad_enabled)
             st.ctx = ctx
         if is_gen and not run_generator:
-            gen = SeqVal(tuple(cst.returns))
+            # a run that took no may path yielded exactly these, in this order: a loop
+            # over it runs once per yielded value (`for name in names: yield name`)
+            items = tuple(cst.returns)
+            gen = SeqVal(items, items if exact and len(items) <= MAX_EXACT_YIELDS else None)
             self._note_yield_regions(gen, cst.yield_regions, st)
             return gen
         return join_all(cst.returns)
@@ -635,6 +656,8 @@ class CallsMixin:
         return InstanceVal(ClassVal(node, None, False), attrs)
 
     def call_builtin(self, e, name, args, kwargs, st):
+        if name == "vars" and len(args) == 1 and not kwargs and isinstance(args[0], InstanceVal):
+            return self.attribute(e, args[0], "__dict__", st)  # an instance's attributes as a dict
         if name == "len" and len(args) == 1 and isinstance(args[0], TVal) and args[0].shape:
             return ConstVal(args[0].shape[0])  # len(t): its first size
         if name in N.PURE_BUILTINS and args and not kwargs and all(isinstance(a, ConstVal) for a in args):
@@ -751,6 +774,10 @@ class CallsMixin:
 
 # a function of at most this many AST nodes is cheap to run
 SMALL_BODY_NODES = 60
+MAX_EXACT_YIELDS = 16  # a generator's yields kept as a known sequence up to this many
+# calls whose result is a configuration known exactly (the names as called: `p.parse_args(argv)`)
+CONFIG_MAKERS = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args", "loads"})
+CONFIG_READERS = frozenset({"json.load"})  # (a project data file: project_link.open_data_file)
 
 
 def _all_bases_known(cls):

@@ -73,6 +73,8 @@ class DefinitionsMixin:
     def apply_decorator(self, dec, f, st):
         if isinstance(dec, ast.Attribute) and dec.attr in ("setter", "deleter"):
             prop = self.eval(dec.value, st)  # `@prop.setter`: the class keeps the property
+            if isinstance(prop, FuncVal) and dec.attr == "setter" and isinstance(f, FuncVal):
+                prop.setter = f  # (`obj.prop = v` runs it: StatementsMixin.set_attribute)
             return prop if isinstance(prop, FuncVal) else f
         if isinstance(dec, ast.Call):
             callee = self.eval(dec.func, st)
@@ -203,6 +205,11 @@ class DefinitionsMixin:
             cv.methods.update(c.own)
         if cv.library is not None and N.LIBRARY_CLASSES.get(cv.library) == "enum":
             self.make_enum_members(cv, st)
+        meta = next((self.eval(k.value, st) for k in node.keywords if k.arg == "metaclass"), None)
+        if meta is None:
+            meta = next((b.meta for b in bases if isinstance(b, ClassVal) and b.meta is not None), None)
+        if isinstance(meta, ClassVal):
+            cv = self.run_metaclass(meta, cv, node, bases, st)
         hook = next((c.own["__init_subclass__"] for c in cv.mro[1:] if "__init_subclass__" in c.own), None)
         if isinstance(hook, FuncVal):
             # a base's __init_subclass__ runs on the new class (implicitly a class method)
@@ -219,6 +226,31 @@ class DefinitionsMixin:
                 continue
             out = self.apply_decorator(dec, out, st)  # `cls = register("name")(cls)`
         return out
+
+    def run_metaclass(self, meta, cv, node, bases, st):
+        """A metaclass of the file makes the class: its ``__new__(mcls, name, bases, ns)``
+        runs (``super().__new__(...)`` there is the class the body made) and then its
+        ``__init__`` (a registry filled by a metaclass)."""
+        cv.meta = meta
+        args = [ConstVal(node.name), SeqVal(bases, bases), UNKNOWN]
+        new = meta.lookup_method("__new__")
+        if new is not None:
+            prev, self._meta_new = getattr(self, "_meta_new", None), cv
+            try:
+                res = self.call_function(new, [meta] + args, {}, st, force=True)
+            except (YieldReached, _BlockExit):
+                res = None
+            finally:
+                self._meta_new = prev
+            if isinstance(res, ClassVal):
+                cv = res
+        init = meta.lookup_method("__init__")
+        if init is not None:
+            try:
+                self.call_function(init, [cv] + args, {}, st, force=True)
+            except (YieldReached, _BlockExit):
+                pass
+        return cv
 
     def make_enum_members(self, cv, st):
         """An enum class: each public class attribute that is not a descriptor is a

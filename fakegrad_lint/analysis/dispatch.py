@@ -13,13 +13,50 @@ from fakegrad_lint.analysis import values as _values
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import Crashed
 from fakegrad_lint.analysis.torch_values import _owns, broadcast, op_shape, shape_of, with_shape
-from fakegrad_lint.analysis.valueops import _carries, _flatten, _fold_strings, _is_module_value, _is_tensorish
+from fakegrad_lint.analysis.valueops import _carries, _flatten, _fold_strings, _is_module_value, _is_tensorish, fold_binop
 from fakegrad_lint.analysis.heap import heap_field
-from fakegrad_lint.analysis.values import UNKNOWN, LeakRecord, ModuleVal, Region, SeqVal, TVal, origin_order
+from fakegrad_lint.analysis.values import UNKNOWN, LeakRecord, ModuleVal, Region, SeqVal, TVal, closed_value, origin_order
 
 
 # sinks that accumulate into the leaves' .grad (torch.autograd.grad returns the gradients instead)
 _ACCUMULATING = frozenset({".backward()", "torch.autograd.backward"})
+
+
+def _rg_unknown(origin):
+    """Is the real value's requires-grad unknown (it, or the module it is part of, is an
+    opaque module: ``Origin.rg_unknown``)?"""
+    o = origin
+    while o is not None:
+        if o.rg_unknown:
+            return True
+        o = o.parent
+    return False
+
+
+def _root(origin):
+    while origin.parent is not None:
+        origin = origin.parent
+    return origin
+
+
+def _proves_rg(v, leaks, desc, inputs, st, catching):
+    """The records whose requires-grad a backward of ``v`` proves: a backward raises
+    (``element 0 of tensors does not require grad``) unless some leaf of the graph
+    requires grad. When every leaf that can is known (``v.closed``: no unknown
+    operand, no fake requires-grad leaf made in the region, no real requires-grad
+    value outside it) and all of them are the parameters of one opaque module, the
+    program itself proves that they require grad. Not when the backward runs where an
+    exception it raises may be caught (``catching``), nor for a subset of inputs."""
+    if desc not in _ACCUMULATING or inputs is not None or st.may or catching:
+        return ()
+    if not isinstance(v, TVal) or not v.closed or v.real_rg() or not leaks:
+        return ()
+    roots = {id(_root(rec.origin)) for rec in leaks}
+    if len(roots) != 1 or not all(rec.rg_unproved and _rg_unknown(rec.origin) for rec in leaks):
+        return ()
+    if any(rec.origin.disabled for rec in leaks):
+        return ()
+    return tuple(leaks)
 
 
 def _has_real_grad(origin):
@@ -49,6 +86,11 @@ class DispatchMixin:
 
     def binop(self, e, operands, st):
         if not any(_is_tensorish(v) for v, _ in operands):
+            op = e.op if isinstance(e, (ast.BinOp, ast.AugAssign)) else None
+            if op is not None and len(operands) == 2:
+                folded = fold_binop(op, operands[0][0], operands[1][0])  # `calls + 1`, `4 * 1024`
+                if folded is not None:
+                    return folded
             if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add) and len(operands) == 2:
                 # `"a" + name`: string concatenation of known strings
                 return _fold_strings([v for v, _ in operands], "".join, only=(str,))
@@ -91,6 +133,8 @@ class DispatchMixin:
         for v, _ in flat:
             leaks |= v.taint()
         grad = differentiable and st.grad_enabled
+        # (no graph is recorded without grad: nothing in the result can require grad)
+        closed = not grad or all(closed_value(v) for v, _ in flat)
         fake_ex = None
         if route == "leaked-mix":
             # the expression that names the leaked fake tensor itself (never a container
@@ -118,12 +162,13 @@ class DispatchMixin:
                                       may or origin.disabled is None)
                     if rec is not None:
                         new.append(rec)
-            return TVal(frozenset(), mode, (leaks | frozenset(new)) if grad else frozenset(), may_fake=region_may)
+            return TVal(frozenset(), mode, (leaks | frozenset(new)) if grad else frozenset(), may_fake=region_may,
+                        closed=closed)
         origins = frozenset()
         if grad:
             for v, _ in flat:
                 origins |= v.real_rg()
-        return TVal(origins, None, leaks if grad else frozenset(), derived=bool(origins))
+        return TVal(origins, None, leaks if grad else frozenset(), derived=bool(origins), closed=closed)
 
     def record(self, node, origin, value, expr, region, route, allow, st, grad, fake_ex=None, may=False):
         crash = allow is False
@@ -166,8 +211,13 @@ class DispatchMixin:
                 rec.fix_plan = self._leaked_fix_plan(node, expr, value, fake_ex)
             else:
                 rec.fix_plan = self._fix_plan(node, expr, value, origin, region, st)
-                if rec.fix_plan is not None and region.file is not None and not self._in_main(region.with_node):
-                    rec.fix_plan = None  # the block to edit is in another module
+                if rec.fix_plan is not None and region.file is not None and not self._in_main(
+                        rec.fix_plan.func_node if rec.fix_plan.placement == "function" else region.with_node):
+                    rec.fix_plan = None  # the block (or function) to edit is in another module
+            if _rg_unknown(origin):
+                # a module whose parameters may not require grad: a possible leak until a
+                # sink proves they do (``sink``); no fix for a module of unknown class
+                rec.rg_unproved, rec.fix_plan = True, None
             self.records[key] = rec
         elif rec.fix_plan is not None and route != "leaked-mix" and expr is not None:
             # the same value leaks again in this op (`w["a"] * w["b"]`): its fix must
@@ -249,6 +299,9 @@ class DispatchMixin:
             self._real_grads(v, inputs)
         if not leaks or st.may:
             return  # (a sink on a path that only may be taken proves no hazard)
+        for rec in _proves_rg(v, leaks, desc, inputs, st, getattr(self, "_catching", 0)):
+            if rec.rg_unproved:
+                rec.rg_unproved, rec.rg_proof = False, (desc, node)
         wanted = None
         if inputs is not None and inputs is not UNKNOWN:
             wanted = set()

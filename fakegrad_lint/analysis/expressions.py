@@ -9,19 +9,25 @@ Calls are in :mod:`calls`.
 from __future__ import annotations
 
 import ast
+import os
+import re
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _BUILTINS
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import op_shape, shape_value
 from fakegrad_lint.analysis.state import STEP_BUDGET, Scope, YieldReached
-from fakegrad_lint.analysis.valueops import (_NONCONST, _compare, _dict_val, _fold_strings, _FormattedPart,
+from fakegrad_lint.analysis.valueops import (concat_seqs, const_tuple, _NONCONST, _compare, _dict_val, _fold_strings, _FormattedPart,
     _is_tensorish, _truth)
 from fakegrad_lint.analysis.values import (is_enum_member, UNKNOWN, BoundMethod, ClassVal, ConstVal, ExportedProgramVal, FieldVal,
     FuncVal, GeneratorVal, InstanceVal, LazyImport, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, AutogradApply, ProjModVal, SeqVal, SuperVal,
     DispatchRegister, PartialVal, SingleDispatchVal,
     TVal, Value, join, join_all, union, union_all)
 
+
+# the linted file writes or patches sys.argv (`sys.argv = [...]`, `sys.argv[1:] = ...`,
+# `.append(...)`, `patch.object(sys, "argv", ...)`, `patch("sys.argv", ...)`)
+_ARGV_WRITE = re.compile(r"\bargv\s*(\[[^\]]*\])?\s*\+?=(?!=)|\bargv\.(append|extend|insert|pop|clear|remove)\b|[\"']argv[\"']|sys\.argv[\"']")
 
 class ExpressionsMixin:
     """Expressions: one abstract value per expression."""
@@ -50,6 +56,8 @@ class ExpressionsMixin:
     def _eval_bin_op(self, e, st):
         left = self.eval(e.left, st)
         right = self.eval(e.right, st)
+        if isinstance(left, SeqVal) and isinstance(right, SeqVal) and isinstance(e.op, ast.Add):
+            return concat_seqs(left, right)
         if isinstance(left, SeqVal) and isinstance(right, SeqVal):
             return SeqVal(left.items + right.items)
         return self.binop(e, [(left, e.left), (right, e.right)], st)
@@ -388,9 +396,25 @@ class ExpressionsMixin:
         obj = self.eval(e.value, st)
         return self.attribute(e, obj, e.attr, st)
 
+    def program_argv(self):
+        """``sys.argv`` of the program run as it is (no arguments: its default
+        configuration, as for environment reads with a default), unless the linted
+        file changes or patches ``sys.argv`` itself (then it is unknown)."""
+        memo = self.__dict__.get("_argv")
+        if memo is None:
+            if _ARGV_WRITE.search(self.source):
+                memo = UNKNOWN
+            else:
+                script = ConstVal(os.path.basename(self.main_path or "") or "script.py")
+                memo = SeqVal((script,), (script,))
+            self.__dict__["_argv"] = memo
+        return memo
+
     def attribute(self, e, obj, attr, st):
         if isinstance(obj, ModRef):
             q = f"{obj.qualname}.{attr}"
+            if q in N.PROGRAM_ARGV:
+                return self.program_argv()
             return ConstVal(N.KNOWN_CONSTANTS[q]) if q in N.KNOWN_CONSTANTS else ModRef(q)
         if isinstance(obj, ProjModVal):
             return self._module_attr(obj, attr)
@@ -437,6 +461,11 @@ class ExpressionsMixin:
                 a = cls.lookup_attr(attr)
                 if isinstance(a, SingleDispatchVal):
                     return self.bind_method(a, obj, cls, st)
+                if isinstance(a, InstanceVal) and isinstance(a.cls, ClassVal):
+                    get = a.cls.lookup_method("__get__")
+                    if get is not None:
+                        # a descriptor in the class: `type(a).__get__(a, obj, type(obj))`
+                        return self.call_function(get, [a, obj, cls], {}, st, force=True)
                 if a is not None:
                     return (a.default or UNKNOWN) if isinstance(a, FieldVal) else a
                 lib = self.library_attr(obj, attr) if cls.library is not None else None
@@ -446,6 +475,8 @@ class ExpressionsMixin:
                 if getattr_fn is not None and not isinstance(obj, ModuleVal):
                     # an attribute found nowhere else: `type(obj).__getattr__(obj, name)`
                     return self.call_function(getattr_fn, [obj, ConstVal(attr)], {}, st, force=True)
+            if isinstance(obj, ModuleVal) and obj.opaque and attr not in N.MODULE_METHOD_NAMES:
+                return UNKNOWN  # (a module of unknown class: what its attributes are is not known)
             if isinstance(obj, ModuleVal) and obj.cls is None and attr in N.MODULE_WRAPPER_ATTRS:
                 return obj  # DataParallel(m).module, torch.compile(m)._orig_mod: the same parameters
             if isinstance(obj, ModuleVal) and attr in N.MODULE_PARAM_ATTRS:
@@ -582,4 +613,5 @@ def _key_of(v):
         return v.value
     if is_enum_member(v):
         return v
-    return _NONCONST
+    t = const_tuple(v)  # `d[(seq_len, dim)]`: a tuple of constants is a key like any constant
+    return t if t is not None else _NONCONST

@@ -48,7 +48,7 @@ class FactsMixin:
         best: dict = {}
         order = {Verdict.CRASH: 3, Verdict.HAZARD: 2, Verdict.FORWARD_ONLY: 1}
         for rec in self.records.values():
-            if rec.may:
+            if rec.may or rec.rg_unproved:
                 continue  # a link is only possible: never a finding
             if rec.grad_written and rec.origin.fake_grad is not True and not _reset_after_sink(rec):
                 continue  # the fake .grad written was reset (`zero_grad()`, `p.grad = None`) before the end
@@ -159,6 +159,11 @@ class FactsMixin:
         steps = []
         o = rec.origin
         src = line_step("source", f"real requires-grad {o.kind} `{o.name}` made here", o.line, o.file)
+        if rec.rg_proof is not None and src is not None:
+            # an opaque module: real storage from `to_empty`, requires-grad proved by the sink
+            pdesc, pnode = rec.rg_proof
+            src = line_step("source", f"module `{o.name}` given real storage here; its parameters require grad: "
+                            f"the `{pdesc}` at line {pnode.lineno} would raise otherwise", o.line, o.file)
         if src is not None:
             steps.append(src)
         if rec.file is not None:

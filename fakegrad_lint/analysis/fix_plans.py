@@ -27,6 +27,7 @@ import ast
 from fakegrad_lint.analysis.code_text import _constant_subscripts
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import PseudoWith
+from fakegrad_lint.analysis.torch_tables import CONTAINER_MODULES
 from fakegrad_lint.analysis.torch_values import _owns
 from fakegrad_lint.analysis.values import MaybeVal, ModuleVal, SeqVal, TVal
 
@@ -93,7 +94,8 @@ class FixPlansMixin:
         plan = super()._fix_plan(node, expr, value, origin, region, st)
         if plan is not None:
             return plan
-        plan = self._module_list_plan(node, expr, value, region, st)
+        plan = self._module_list_plan(node, expr, value, region, st) or \
+            self._container_module_plan(node, expr, value, origin, region, st)
         if plan is not None:
             return plan
         if isinstance(value, MaybeVal) or (isinstance(value, ModuleVal) and value.meta):
@@ -225,6 +227,28 @@ class FixPlansMixin:
         plan = self._plan("module-copy", base, expr.value, region, st, region_uses=True)
         plan.contents = "modules"  # a list of modules: every one of them is copied
         return plan
+
+    def _container_module_plan(self, node, expr, value, origin, region, st):
+        """``scaler.scales[group]`` in the region's block, ``scaler.scales`` a real torch
+        container module (``nn.ParameterDict``, ``nn.ModuleDict``, ``nn.ModuleList``, ...)
+        and the key computed: the container is copied as fakes (``copy.deepcopy`` over the
+        ``from_tensor`` memo, which runs under a strict mode too) and the element is picked
+        from the copy, whatever the key."""
+        if region.with_node is None or region.func_node is not st.scope.func_node:
+            return None
+        if not (isinstance(expr, ast.Subscript) and not isinstance(expr.slice, (ast.Constant, ast.Slice))):
+            return None
+        base = dotted_name(expr.value)
+        if base is None:
+            return None
+        parts = base.split(".")
+        container = st.scope.lookup(parts[0])
+        for attr in parts[1:]:
+            container = container.attrs.get(attr) if isinstance(container, ModuleVal) else None
+        if not (isinstance(container, ModuleVal) and container.is_real() and not container.meta
+                and container.torch_class in CONTAINER_MODULES and _owns(container, origin)):
+            return None
+        return self._plan("module-copy", base, expr.value, region, st, region_uses=True)
 
     # -- a real module passed to a helper called in the region's block ----------
 

@@ -9,6 +9,7 @@ containers (``append``, ``items``, ``get``...), explicit context ``__enter__``.
 from __future__ import annotations
 
 import ast
+import itertools
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.context import DispatchContext
@@ -18,42 +19,19 @@ from fakegrad_lint.analysis.library_classes import LibraryMixin
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import (_disable_module_origins, _enable_module_origins, _fake_copy, _is_meta,
     _set_requires_grad, op_shape, shape_of, shape_read)
-from fakegrad_lint.analysis.valueops import _arg_exprs, _dict_val, _flatten, _kw_false, _kw_true, _operands, _values_of
-from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal,
+from fakegrad_lint.analysis.valueops import argparse_kwargs, argparse_parse, const_data, _arg_exprs, _dict_val, _flatten, _kw_false, _kw_true, _operands, _values_of
+from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, DataFileVal, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal,
     ExitStackVal,
     ExportedProgramVal, FuncVal, GeneratorVal, HookHandle, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, PartialVal, Region,
     SeqVal, SuperVal, TVal, WorkerVal)
 
 
-def _argparse_default(args, kwargs):
-    """``add_argument(*flags, **options)`` -> (destination, its default value); (None, _)
-    when the call cannot be read or parsing no arguments would fail (a required one)."""
-    flags = [a.value for a in args if isinstance(a, ConstVal) and isinstance(a.value, str)]
-    if len(flags) != len(args) or not flags:
-        return None, UNKNOWN
-    if not flags[0].startswith("-"):
-        nargs = kwargs.get("nargs")
-        if not (isinstance(nargs, ConstVal) and nargs.value in ("?", "*")):
-            return None, UNKNOWN  # a required positional: parse_args([]) exits
-    if isinstance(kwargs.get("required"), ConstVal) and kwargs["required"].value is True:
-        return None, UNKNOWN
-    dest = kwargs.get("dest")
-    if dest is not None:
-        dest = dest.value if isinstance(dest, ConstVal) and isinstance(dest.value, str) else None
-    else:
-        longs = [f for f in flags if f.startswith("--")]
-        dest = (longs[0] if longs else flags[0]).lstrip("-").replace("-", "_")
-    if not dest:
-        return None, UNKNOWN
-    action = kwargs.get("action", ConstVal("store"))
-    if not (isinstance(action, ConstVal) and action.value in N.ARGPARSE_ACTION_DEFAULTS):
-        return dest, UNKNOWN  # a custom or BooleanOptionalAction: its default not read here
-    if "default" in kwargs:
-        default = kwargs["default"]
-        if "type" in kwargs and not (isinstance(default, ConstVal) and not isinstance(default.value, str)):
-            return dest, UNKNOWN  # a string default is converted by type=
-        return dest, default
-    return dest, ConstVal(N.ARGPARSE_ACTION_DEFAULTS[action.value])
+def _is_named_tuple(cls):
+    return isinstance(cls, ClassVal) and any(isinstance(b, ModRef) and b.qualname in N.NAMED_TUPLE_BASES
+                                             for c in (cls.mro or (cls,)) for b in c.bases)
+
+
+_GROUPS = itertools.count()  # mutually exclusive groups, numbered as made
 
 
 def _materialize(mod, line, depth=0):
@@ -67,6 +45,21 @@ def _materialize(mod, line, depth=0):
             heap_set(mod, k, TVal())  # (a parameter's requires-grad comes with the module's origin)
         elif isinstance(x, ModuleVal) and depth < 4 and (x.meta or x.mode is not None):
             _materialize(x, line, depth + 1)
+
+
+def _device_type_of(dev):
+    """The device type a ``device=`` argument names on every path ("cpu", "cuda",
+    "meta"; a string or a ``torch.device``), else None."""
+    if isinstance(dev, MaybeVal) and not dev.each:
+        kinds = {_device_type_of(o) for o in dev.options}
+        return kinds.pop() if len(kinds) == 1 else None
+    if isinstance(dev, ConstVal) and isinstance(dev.value, str):
+        return dev.value.split(":", 1)[0] or None
+    if isinstance(dev, CtxVal) and dev.kind == "device":
+        return dev.target
+    if isinstance(dev, CtxVal) and dev.kind == "meta_device":
+        return "meta"
+    return None
 
 
 class MethodCallsMixin(LibraryMixin):
@@ -101,6 +94,10 @@ class MethodCallsMixin(LibraryMixin):
             if len(opts) == 1:
                 return self.call_method(e, opts[0], name, args, kwargs, st)
             return self.over_options(recv, lambda o: self.call_method(e, o, name, args, kwargs, st), st)
+        if recv is UNKNOWN and name in N.MODULE_ONLY_METHODS:
+            recv = self._opaque_module(e, st)
+        if isinstance(recv, SuperVal) and name == "__new__" and getattr(self, "_meta_new", None) is not None:
+            return self._meta_new  # `super().__new__(mcls, name, bases, ns)` in a metaclass: the class made
         if isinstance(recv, (SuperVal, ClassVal)):
             return self.call_value(e, self.attribute(e.func, recv, name, st), args, kwargs, st)
         if isinstance(recv, ExportedProgramVal):
@@ -127,6 +124,10 @@ class MethodCallsMixin(LibraryMixin):
             return ConstVal(out)
         if isinstance(recv, ArgParserVal):
             return self.parser_method(e, recv, name, args, kwargs, st)
+        if isinstance(recv, DataFileVal):
+            if name == "read" and not args and not kwargs:
+                return ConstVal(recv.text)
+            return recv if name == "__enter__" else UNKNOWN
         if isinstance(recv, ModeVal) and recv.cls is not None and not name.startswith("__"):
             # an instance of a FakeTensorMode subclass of the file: its own methods first
             if name in recv.attrs:
@@ -159,6 +160,11 @@ class MethodCallsMixin(LibraryMixin):
         if isinstance(recv, InstanceVal):
             if name in recv.attrs:
                 return self.call_value(e, recv.attrs[name], args, kwargs, st)
+            if name == "_replace" and not args and _is_named_tuple(recv.cls):
+                # a NamedTuple's `_replace(**changes)`: a new one with those fields changed
+                if type(kwargs) is not dict or any(k not in recv.cls.fields() for k in kwargs):  # (unknown **kw)
+                    return UNKNOWN
+                return InstanceVal(recv.cls, {**recv.attrs, **kwargs})
             m = recv.cls.methods.get(name)
             if m is None and recv.cls.lookup_attr(name) is not None:
                 return self.call_value(e, self.attribute(e.func, recv, name, st), args, kwargs, st)
@@ -194,7 +200,7 @@ class MethodCallsMixin(LibraryMixin):
                 return self.call_value(e, args[0], [], {}, st, func_expr=None)  # step(closure) runs the closure
             return UNKNOWN
         if isinstance(recv, ExitStackVal):
-            if name == "enter_context" and args:
+            if name in ("enter_context", "enter_async_context") and args:
                 undo = []
                 pseudo, bound = None, None
                 if isinstance(args[0], ModeVal) and st.cur is not None:
@@ -323,29 +329,63 @@ class MethodCallsMixin(LibraryMixin):
             st.ctx = saved
 
     def parser_method(self, e, parser, name, args, kwargs, st):
-        """argparse: ``add_argument`` declares a destination and its default; parsing a
-        known empty argument list gives the namespace of the defaults. The command line
-        (``parse_args()``) is not known."""
+        """argparse: ``add_argument`` declares an argument (into the parser a group
+        belongs to); parsing a known constant argument list runs argparse itself on what
+        was declared (``valueops.argparse_parse``: flags, ``store_true``, ``type=int``,
+        defaults, ``set_defaults``, mutually exclusive groups). The command line
+        (``parse_args()``, ``parse_args(None)``) is that of the program run with no
+        arguments (``program_argv``)."""
+        root = parser.root or parser
         if name == "add_argument":
-            dest, value = _argparse_default(args, kwargs)
-            if dest is None:
-                parser.complete = False
+            spec = argparse_kwargs(args, kwargs)
+            if spec is None:
+                root.complete = False
             else:
-                parser.defaults[dest] = value
+                root.specs.append((parser.group,) + spec)
             return UNKNOWN
-        if name in N.ARGPARSE_GROUPS:
-            return parser  # a group declares into the same parser
+        if name == "add_argument_group":
+            return ArgParserVal(root=root, group=parser.group)
+        if name == "add_mutually_exclusive_group":
+            req = kwargs.get("required", ConstVal(False))
+            if not isinstance(req, ConstVal):
+                root.complete = False
+            n = next(_GROUPS)
+            return ArgParserVal(root=root, group=("mutex", n, bool(req.value) if isinstance(req, ConstVal) else False))
         if name == "set_defaults":
-            parser.defaults.update(kwargs)
+            root.defaults.update(kwargs)
             return UNKNOWN
         if name in N.ARGPARSE_PARSE:
-            argv = args[0] if args else kwargs.get("args")
-            if not (parser.complete and isinstance(argv, SeqVal) and argv.elts == () and not argv.is_dict):
+            argv = args[0] if args else kwargs.get("args", ConstVal(None))
+            if isinstance(argv, ConstVal) and argv.value is None:
+                # the command line: sys.argv[1:] of the program run as it is
+                full = self.program_argv()
+                argv = SeqVal(full.elts[1:], full.elts[1:]) if isinstance(full, SeqVal) else UNKNOWN
+            ok, data = const_data(argv) if isinstance(argv, SeqVal) and not argv.is_dict else (False, None)
+            if not (root.complete and ok and isinstance(data, list) and all(isinstance(a, str) for a in data)):
                 return UNKNOWN
-            ns = self.simple_namespace(e, [], dict(parser.defaults))
-            return SeqVal((ns, SeqVal(())), (ns, SeqVal(()))) if name == "parse_known_args" else ns
-        parser.complete = False  # add_subparsers and the rest: not followed
+            parsed = argparse_parse(root.options, root.specs, root.defaults, data, name == "parse_known_args")
+            if parsed is None:
+                return UNKNOWN
+            ns = self.simple_namespace(e, [], parsed[0])
+            if name != "parse_known_args":
+                return ns
+            rest = tuple(ConstVal(a) for a in parsed[1])
+            return SeqVal((ns, SeqVal(rest, rest)), (ns, SeqVal(rest, rest)))
+        root.complete = False  # add_subparsers and the rest: not followed
         return UNKNOWN
+
+    def _opaque_module(self, e, st):
+        """``x.to_empty(...)`` (a method only a module has) on a value the analysis cannot
+        follow (a third-party call's result): ``x`` is a module, of unknown class, storage
+        and requires-grad, from here on (the name is rebound; any other receiver stays
+        unknown)."""
+        recv = e.func.value if isinstance(e.func, ast.Attribute) else None
+        if recv is None or st.may:
+            return UNKNOWN
+        mod = ModuleVal(None, opaque=True)
+        if dotted_name(recv) is not None:
+            self.rebind(recv, mod, st)  # (`build(...).to_empty(...)`: only the result is the module)
+        return mod
 
     def module_method(self, e, mod, name, args, kwargs, st):
         real = mod.is_real()
@@ -454,8 +494,13 @@ class MethodCallsMixin(LibraryMixin):
             if region is None:
                 # every parameter and buffer now lives on that device (`p.is_meta` is known)
                 dev = args[0] if args else kwargs.get("device", UNKNOWN)
-                dev = dev.value if isinstance(dev, ConstVal) and isinstance(dev.value, str) else None
-                mod.device = dev.split(":", 1)[0] if dev else None
+                mod.device = _device_type_of(dev)
+                if mod.opaque and mod.origin is None and mod.mode is None and mod.device not in (None, "meta") \
+                        and not st.may and not st.meta_device:
+                    # an opaque module given real storage: a real module, but whether its
+                    # parameters require grad is not known (a sink may prove it: dispatch.py)
+                    heap_field(mod, "origin", Origin(self._text(e.func.value), "module", e.lineno,
+                                                     rg_unknown=True))
             return mod
         if _is_dtype_cast(name, args, kwargs):
             # new parameters made from the old ones: an allowing mode's fakes in a region

@@ -311,10 +311,27 @@ def reaches_region(path: str, text: str) -> bool:
     bindings = _import_bindings(text, path, Project(roots), me)
     if not bindings:
         return False
+    if gate and any(t and _imports_dynamically(t) for _l, t, _n, _sub in bindings):
+        return True  # `locate("pkg.mod:attr")` over importlib in a module it imports: may return any hot value
     if all(_under(t or sub, scan) for _l, t, _n, sub in bindings):
         if gate is False or (gate is not None and not _names_any(text, gate)):
             return False  # names no hot name of the project: cannot import one
     return bool(_hot_imports(text, path, None, me, 0, bindings))
+
+
+_dynamic_memo: dict = {}  # path -> does the module call import_module with a computed name
+
+
+def _imports_dynamically(path: str) -> bool:
+    hit = _dynamic_memo.get(path)
+    if hit is None:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            text = ""
+        hit = _dynamic_memo[path] = "import_module" in text and _DYNAMIC_IMPORT_RE.search(text) is not None
+    return hit
 
 
 def _gate_roots(me: str, roots) -> tuple:
@@ -492,16 +509,19 @@ def hot_names_of(target: str, depth: int) -> frozenset:
     return names
 
 
-def _summary(path: str, text: str | None):
+def _summary(path: str, text: str | None, statements: bool = True):
     """A module's import bindings, top-level statements (names bound, words used)
     and registrations (a decorator or a top-level call, subscript store or method
-    call on a name: that name, the names the statement binds, its words).
+    call on a name: that name, the names the statement binds, its words), and its
+    import statements.
 
     Once per process per module; the text part (everything but the bindings,
     which depend on the layout) once per module *content*, kept in memory and in
-    the on-disk store of :func:`fakegrad_lint.analysis.summaries.by_content`."""
+    the on-disk store of :func:`fakegrad_lint.analysis.summaries.by_content`. The
+    statements (a parse of the module, :mod:`callgraph`) are made only when asked
+    for (``statements``): a module that imports no hot name never needs them."""
     hit = _summaries.get(path) if text is None else None
-    if hit is not None:
+    if hit is not None and (hit[1] is not None or not statements):
         return hit
     from fakegrad_lint.analysis import summaries
 
@@ -511,7 +531,6 @@ def _summary(path: str, text: str | None):
                 raw = fh.read()
         except OSError:
             raw = b""
-        text = None
     else:
         raw = text.encode("utf-8", "surrogatepass")
 
@@ -519,15 +538,140 @@ def _summary(path: str, text: str | None):
         return text if text is not None else raw.decode("utf-8", "replace")
 
     content = summaries.content_key(raw)
-    specs, entry = summaries.by_content(content, "imports", lambda: _text_imports(decoded()))
-    bindings = _bind_imports(specs, path, Project(roots_for(path)), os.path.abspath(path))
-    info, regs = (), ()
-    if entry or bindings or path in _fed:
-        info, regs = summaries.by_content(content, "statements", lambda: _text_statements(decoded()))
-    hit = (bindings, info, entry, regs)
+    if hit is not None:
+        bindings, _info, entry, _regs, specs = hit
+    else:
+        specs, entry = summaries.by_content(content, "imports", lambda: _text_imports(decoded()))
+        bindings = _bind_imports(specs, path, Project(roots_for(path)), os.path.abspath(path))
+    info = regs = None
+    if statements:
+        info, regs = (), ()
+        if entry or bindings or path in _fed:
+            info, regs = summaries.by_content(content, "chunks", lambda: _text_statements(decoded(), True))
+            info = _Chunks(info, content, decoded if text is not None else (lambda: _read_text(path)), specs)
+    hit = (bindings, info, entry, regs, specs)
     if len(_summaries) < 50_000:
         _summaries[path] = hit
     return hit
+
+
+_form: list = []
+
+
+def _graph_form() -> str:
+    """The store's name for :func:`callgraph.statements` (with the code that makes
+    them: the content key only covers this file)."""
+    if not _form:
+        import hashlib
+
+        from fakegrad_lint.analysis import callgraph
+
+        try:
+            with open(callgraph.__file__, "rb") as fh:
+                _form.append("callgraph-" + hashlib.sha256(fh.read()).hexdigest()[:16])
+        except OSError:
+            _form.append("callgraph")
+    return _form[0]
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+class _Chunks(tuple):
+    """A module's top-level statements as the text sees them, ``(names bound, words)``
+    each (every ``name =`` inside counts, every word: a superset), and, for the
+    statements whose words can matter, what their code binds and reads
+    (:meth:`code`: :func:`callgraph.statements` of that statement alone, parsed on
+    first use and kept by content; a statement that does not parse alone, such as
+    an ``else:`` at column 0, keeps its text-level summary)."""
+
+    def __new__(cls, info, content, text, specs):
+        self = super().__new__(cls, ((b, w) for b, w, _a, _z in info))
+        self.spans = [(a, z) for _b, _w, a, z in info]
+        self.content, self.text, self.specs = content, text, specs
+        self.refined = {}
+        self.whole = None
+        # a module up to WHOLE_PARSE_CHARS is parsed whole on first use, and then every
+        # statement's code is read (a statement of its AST can span several of the
+        # text's, which cut at every line that starts at column 0, in strings too)
+        self.whole_mode = max((z for _a, z in self.spans), default=0) <= WHOLE_PARSE_CHARS
+        return self
+
+    def code(self, i) -> tuple:
+        hit = self.refined.get(i)
+        if hit is None:
+            a, z = self.spans[i]
+            if a < 0:
+                hit = (self[i],)
+            elif len(self._text()) <= WHOLE_PARSE_CHARS:
+                # one parse of the module for all its statements (each goes to the
+                # statement of the text that holds its first line)
+                if self.whole is None:
+                    self.whole = _whole_module(self)
+                hit = self.whole.get(i) if self.whole is not False else None
+                hit = (self[i],) if hit is None and self.whole is False else (hit or ())
+            else:
+                # a large module (a generated FX dump): the statements whose words can
+                # matter, one by one
+                from fakegrad_lint.analysis import summaries
+
+                key = f"{self.content}-{i}"
+                got = summaries.by_content(key, _graph_form(), lambda: _code_statements(self._text()[a:z], self.specs))
+                hit = tuple((b, w) for b, w, _line in got) if got else (self[i],)
+            self.refined[i] = hit
+        return hit
+
+    def _text(self):
+        if callable(self.text):
+            self.text = self.text()
+        return self.text
+
+
+WHOLE_PARSE_CHARS = 400_000  # a larger module is parsed statement by statement, those that can matter
+
+
+def _whole_module(chunks):
+    """chunk index -> its statements' ``(names bound, words)``, from one parse of the
+    module (:func:`callgraph.statements`), or False when it does not parse."""
+    import bisect
+
+    from fakegrad_lint.analysis import summaries
+
+    text = chunks._text()
+    got = summaries.by_content(chunks.content, _graph_form(), lambda: _code_statements(text, chunks.specs))
+    if not got and text.strip():
+        return False
+    line_starts = [0]
+    i = text.find("\n")
+    while i >= 0:
+        line_starts.append(i + 1)
+        i = text.find("\n", i + 1)
+    starts = [a if a >= 0 else -1 for a, _z in chunks.spans]
+    order = sorted(k for k, a in enumerate(starts) if a >= 0)
+    keys = [starts[k] for k in order]
+    out: dict = {}
+    for b, w, line in got:
+        at = line_starts[line - 1] if 0 < line <= len(line_starts) else 0
+        j = bisect.bisect_right(keys, at) - 1
+        if j >= 0:
+            out.setdefault(order[j], []).append((b, w))
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _code_statements(chunk: str, specs) -> tuple:
+    """``(names bound, words)`` of the statements of one top-level chunk, from its AST
+    (:mod:`callgraph`), or () when it does not parse alone."""
+    from fakegrad_lint.analysis import callgraph
+
+    imported = {spec[2] for spec in specs if spec[0] == "import"}
+    imported.update(local for spec in specs if spec[0] == "from" for _n, local in spec[3])
+    got = callgraph.statements(chunk, frozenset(imported))
+    return got[0] if got is not None and got[0] else ()
 
 
 def _text_imports(text: str) -> tuple:
@@ -536,30 +680,32 @@ def _text_imports(text: str) -> tuple:
     return _import_specs(text), any(w in text for w in ENTRY_WORDS)
 
 
-def _text_statements(text: str) -> tuple:
+def _text_statements(text: str, spans: bool = False) -> tuple:
     """(statements: (names bound, words used), registrations: (name, names bound,
-    words)) of a module's top level, from its text."""
+    words)) of a module's top level, from its text; with ``spans``, each statement
+    also has its start and end in the text ((-1, -1) for an import)."""
     from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
 
     info = []
     regs = []
     starts = [m.start() for m in _TOP_RE.finditer(text)]
-    chunks: list = []
+    chunks: list = []  # [start, end]
     joined = False
     for i, a in enumerate(starts):
         b = starts[i + 1] if i + 1 < len(starts) else len(text)
-        chunk = text[a:b]
         if joined:
-            chunks[-1] += chunk
+            chunks[-1][1] = b
         else:
-            chunks.append(chunk)
-        joined = chunk.startswith("@")
-    for chunk in chunks:
+            chunks.append([a, b])
+        joined = text.startswith("@", a)
+    for a, b in chunks:
+        chunk = text[a:b]
         if chunk.startswith(("import ", "from ")):
             if any(w in chunk for w in ENTRY_WORDS):
                 # `from torch._subclasses import FakeTensorMode as FTM`: FTM is a way in
                 words = _WORD.findall(chunk.split(" import", 1)[-1])
-                info.append((frozenset(w for w in words if w != "as"), frozenset(ENTRY_WORDS)))
+                bound = frozenset(w for w in words if w != "as")
+                info.append((bound, frozenset(ENTRY_WORDS), -1, -1) if spans else (bound, frozenset(ENTRY_WORDS)))
             continue  # the project import bindings say what the others bind
         bound = set()
         for m in _BIND_RE.finditer(chunk):
@@ -568,15 +714,20 @@ def _text_statements(text: str) -> tuple:
             elif m.group(2):
                 bound.update(x.strip() for x in m.group(2).split(",") if x.strip().isidentifier())
         words = None
-        if bound:
+        if bound or (spans and chunk.startswith(_COMPOUND)):
+            # (with spans: a compound statement that binds nothing by its text too: its
+            # code may, `for x in` / `with m as x`)
             words = frozenset(map(sys.intern, _WORD.findall(chunk)))
-            info.append((frozenset(bound), words))
+            info.append((frozenset(bound), words, a, b) if spans else (frozenset(bound), words))
         m = _REG_RE.match(chunk)
         if m is not None and (m.group(1) or not bound):
             if words is None:
                 words = frozenset(_WORD.findall(chunk))
             regs.append((m.group(1) or m.group(2), frozenset(bound), words))
     return tuple(info), tuple(regs)
+
+
+_COMPOUND = ("for ", "async ", "with ", "if ", "elif ", "else", "try", "except", "finally", "while ")
 
 
 # a registration: `@register("fake")` / `@registry.register` before a def or class,
@@ -594,7 +745,7 @@ def _through_reexports(fed) -> set:
     for _ in range(8):
         more = []
         for target, name in todo:
-            for local, src, orig, _sub in _summary(target, None)[0]:
+            for local, src, orig, _sub in _summary(target, None, False)[0]:
                 if local == name and src is not None and orig not in (None, "*") and (src, orig) not in out:
                     out.add((src, orig))
                     more.append((src, orig))
@@ -608,7 +759,7 @@ def _feeds(path: str, hot) -> set:
     """(module file, name) for each name this module imports from another project
     module and registers a hot value with (a decorator on a hot def or class, a
     top-level call or store that names a hot name)."""
-    bindings, _info, _entry, regs = _summary(path, None)
+    bindings, _info, _entry, regs, _specs = _summary(path, None)
     used = {name for name, bound, words in regs if not bound.isdisjoint(hot) or (not bound and not words.isdisjoint(hot))}
     if not used:
         return set()
@@ -631,34 +782,80 @@ def _feeds(path: str, hot) -> set:
 
 def hot_names(path: str, text: str | None, depth: int = 0) -> frozenset:
     """Names bound at the top level of a module that can reach a fake region: hot
-    names it imports from other project modules, and the names bound by a
-    top-level statement (a def, a class, an assignment, the bindings inside a
-    compound statement) whose text names a fake mode or another hot name. Text
-    only, a superset."""
+    names it imports from other project modules (a module imported whole counts
+    when it holds one), and the names bound by a top-level statement (a def, a
+    class, an assignment, the targets of a compound statement's header) whose code
+    (:mod:`callgraph`: not its annotations, docstrings or type tests) names a fake
+    mode, another hot name, a hot attribute of an imported module (``clang.full``
+    when ``full`` is hot there) or reads names computed at run time. A superset."""
+    from fakegrad_lint.analysis.callgraph import DYNAMIC
     from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
 
-    bindings, info, entry, regs = _summary(path, text)
+    bindings, _info, entry, _regs, specs = _summary(path, text, False)
     imported = _hot_imports("", path, None, "", depth, bindings)
     fed = _fed.get(path)
     if not imported and not entry and not fed:
         return frozenset()
+    _b, info, _e, regs, _s = _summary(path, text)
     entries = set(ENTRY_WORDS)
     hot = set(imported)
+    top = set().union(*(bound for bound, _w in info)) if info else set()
+    code = info.code if isinstance(info, _Chunks) else (lambda i: (info[i],))
+    whole = isinstance(info, _Chunks) and info.whole_mode
+    if whole:
+        # what the module's code binds at its top level (not the text's every `name =`)
+        top = set().union(*(b2 for i in range(len(info)) for b2, _w in code(i)))
+    resolve = _ChainResolver(path, specs, depth)
+    chain_memo: dict = {}
+    dynamic = bool(imported or entry or fed)  # `globals()[name]`, `import_module(name)`: may be any of them
+
+    def code_hot(words) -> bool:
+        """Do these words of code (:mod:`callgraph`) reach a region? A fake mode,
+        a hot name, a hot chain `m.f`, a read of names computed at run time."""
+        if not words.isdisjoint(entries) or not words.isdisjoint(hot) or (dynamic and DYNAMIC in words):
+            return True
+        for w in words:
+            if "." in w:
+                hit = chain_memo.get(w)
+                if hit is None:
+                    hit = chain_memo[w] = resolve(w)
+                head = w.partition(".")[0]
+                # a chain on a name this module also binds itself (`m = None` in an
+                # `except ImportError`) is hot with that name
+                if hit or (head in top and head in hot):
+                    return True
+        return False
+
+    def text_may(words) -> bool:
+        """Can the statement with these words of text reach a region (a superset)?"""
+        return not words.isdisjoint(entries) or not words.isdisjoint(hot) or (dynamic and not words.isdisjoint(_DYNAMIC_WORDS))
+
     if fed:
         # a name hot code of another module uses: it and the top-level names its
         # code touches (`BACKENDS[name] = cls` in `register`) hold hot values
-        top = set().union(*(bound for bound, _w in info)) if info else set()
-        for bound, words in info:
+        for i, (bound, _words) in enumerate(info):
             if not bound.isdisjoint(fed):
-                hot |= bound | (words & top)
-    top = None
+                for b2, w2 in code(i):
+                    if not b2.isdisjoint(fed):
+                        hot |= b2 | (w2 & top)
+    done: set = set()
     changed = True
     while changed:
         changed = False
-        for bound, words in info:
-            if not bound <= hot and (not words.isdisjoint(entries) or not words.isdisjoint(hot)):
-                hot |= bound
-                changed = True
+        for i, (bound, words) in enumerate(info):
+            if i in done or (not whole and not text_may(words)):
+                continue
+            all_hot = True
+            for b2, w2 in code(i):
+                if b2 <= hot:
+                    continue
+                if code_hot(w2):
+                    hot |= b2
+                    changed = True
+                else:
+                    all_hot = False
+            if all_hot:
+                done.add(i)
         # a registration into this module's own registry (`@register_mode("fake")` on
         # a hot def, `register_mode` defined here): the registering function and the
         # top-level names its code touches (`MODES[name] = factory`) hold hot values
@@ -666,12 +863,72 @@ def hot_names(path: str, text: str | None, depth: int = 0) -> frozenset:
             head = name.partition(".")[0]
             if head in hot or not (not bound.isdisjoint(hot) or (not bound and not words.isdisjoint(hot))):
                 continue
-            if top is None:
-                top = set().union(*(b for b, _w in info)) if info else set()
             if head not in top:
                 continue
-            for b, w in info:
-                if head in b and not (b | (w & top)) <= hot:
-                    hot |= b | (w & top)
-                    changed = True
-    return frozenset(hot)
+            for j, (b, _w) in enumerate(info):
+                if head in b:
+                    for b2, w2 in code(j):
+                        if head in b2 and not (b2 | (w2 & top)) <= hot:
+                            hot |= b2 | (w2 & top)
+                            changed = True
+    return frozenset(w for w in hot if "." not in w)
+
+
+_DYNAMIC_WORDS = frozenset({"globals", "vars", "eval", "exec", "__import__", "import_module"})
+
+
+class _ChainResolver:
+    """Is ``m.a.b`` hot, ``m`` bound by an import of the module at ``path``? The
+    longest prefix that is a project module, then the next name among its hot
+    names; a chain that ends at a module is hot when the module holds a hot name.
+    ``m`` bound by an import of a name (not a module) is hot with that name."""
+
+    def __init__(self, path, specs, depth):
+        self.depth = depth
+        self.own, self.is_pkg = module_name_of(path)
+        self.project = Project(roots_for(path))
+        self.me = os.path.abspath(path)
+        self.heads: dict = {}  # local -> [(dotted module or None, (module file, name) or None)]
+        for spec in specs:
+            if spec[0] == "import":
+                dotted, local = spec[1], spec[2]
+                self.heads.setdefault(local, []).append(
+                    (local if local == dotted.split(".")[0] else dotted, None))
+                continue
+            base = absolute_name(self.own, self.is_pkg, spec[2] or None, spec[1])
+            if base is None:
+                continue
+            for name, local in spec[3]:
+                if name == "*":
+                    continue
+                self.heads.setdefault(local, []).append((f"{base}.{name}", (base, name)))
+
+    def __call__(self, chain: str) -> bool:
+        head, *parts = chain.split(".")
+        for dotted, named in self.heads.get(head, ()):
+            if named is not None and self.project.find(dotted) is None:
+                target = self.project.find(named[0])
+                if target is not None and os.path.abspath(target) != self.me \
+                        and named[1] in hot_names_of(target, self.depth + 1):
+                    return True  # `from m import f`: `f.x` is hot with `f`
+            if self._module_chain(dotted, parts):
+                return True
+        return False
+
+    def _module_chain(self, dotted, parts) -> bool:
+        find = self.project.find
+        # the longest prefix of the chain that is a project module (a namespace
+        # package has no file of its own: `import ns.mod`, `ns.mod.f`)
+        target, i = None, 0
+        for k in range(len(parts), -1, -1):
+            cur = ".".join([dotted, *parts[:k]])
+            target = find(cur)
+            if target is not None:
+                i = k
+                break
+        if target is None:
+            return False  # not a project module (torch, the standard library)
+        if target is None or os.path.abspath(target) == self.me:
+            return False
+        names = hot_names_of(target, self.depth + 1)
+        return bool(names) if i == len(parts) else parts[i] in names

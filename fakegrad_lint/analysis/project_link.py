@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 
 from fakegrad_lint.analysis import roots as R
 from fakegrad_lint.analysis import values as _values
 from fakegrad_lint.analysis.project import hot_names_of
 from fakegrad_lint.analysis.state import MAX_DEPTH, Crashed, Scope, State, YieldReached, _BlockExit
 from fakegrad_lint.analysis.summaries import summarize
-from fakegrad_lint.analysis.values import UNKNOWN, ClassVal, ConstVal, FuncVal, LazyImport, ModRef, ProjModVal
+from fakegrad_lint.analysis.values import UNKNOWN, ClassVal, ConstVal, DataFileVal, FuncVal, LazyImport, ModRef, ProjModVal
 
+
+DATA_SUFFIXES = (".json",)  # project data files read as configuration (what json.load parses)
+MAX_DATA_FILE = 65536
 
 class ProjectLinkMixin:
     """Imports of project modules: run them once, bind their names lazily."""
@@ -286,6 +290,44 @@ class ProjectLinkMixin:
                         or project.find(top) is not None):
                     return False
         return True
+
+    def open_data_file(self, args, kwargs):
+        """``open(path)`` for reading, with a constant relative path, in a project
+        analysis: the project's data file it names, read as the program run from the
+        project reads it. Found relative to the running module's folder or a project
+        root; it must be one file (or several with the same text), small, and not one
+        the linted file writes itself (``open(path, "w")``, ``json.dump``): else unknown.
+        See the README (whole-project analysis) for why a checked-in configuration is
+        taken as the one that runs."""
+        path = args[0] if args else kwargs.get("file", UNKNOWN)
+        mode = args[1] if len(args) > 1 else kwargs.get("mode", ConstVal("r"))
+        if (self.project is None or not isinstance(path, ConstVal) or not isinstance(path.value, str)
+                or not isinstance(mode, ConstVal) or mode.value not in ("r", "rt", "rb")):
+            return UNKNOWN
+        rel = path.value
+        if not rel or os.path.isabs(rel) or ".." in rel.replace("\\", "/").split("/") or not rel.endswith(DATA_SUFFIXES):
+            return UNKNOWN
+        if re.search(r"(?:\bjson\.dump\b|\bwrite_text\b|\bopen\([^)]*[\"'][wax+]b?[\"'])", self.source):
+            return UNKNOWN  # the program may write its configuration before reading it
+        here = self.ctx.mf.path if self.ctx is not None and getattr(self.ctx, "mf", None) is not None else self.main_path
+        folders = ([os.path.dirname(here)] if here else []) + list(self.project.roots)
+        texts = {}
+        for d in folders:
+            f = os.path.join(d, rel)
+            if os.path.isfile(f) and f not in texts:
+                try:
+                    if os.path.getsize(f) > MAX_DATA_FILE:
+                        return UNKNOWN
+                    with open(f, encoding="utf-8") as fh:
+                        texts[f] = fh.read()
+                except (OSError, UnicodeDecodeError):
+                    return UNKNOWN
+        if not texts or len(set(texts.values())) != 1:
+            return UNKNOWN  # no such file, or which one is read depends on where the program runs
+        for f in texts:
+            self.deps[f] = R.file_sha(f)  # (editing it invalidates the cached findings)
+        f, text = next(iter(texts.items()))
+        return DataFileVal(text, f)
 
     def import_module_call(self, args, kwargs):
         """``importlib.import_module(name[, package])`` with a constant name: the

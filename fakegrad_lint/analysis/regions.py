@@ -14,7 +14,7 @@ import ast
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import Crashed, PseudoWith, YieldReached, _BlockExit
 from fakegrad_lint.analysis.valueops import _is_none_const
-from fakegrad_lint.analysis.values import (UNKNOWN, ConstVal, CtxVal, ExitStackVal, InstanceVal, MaybeVal, ModeVal,
+from fakegrad_lint.analysis.values import (UNKNOWN, ConstVal, CtxVal, DataFileVal, ExitStackVal, InstanceVal, MaybeVal, ModeVal,
     Region, WorkerVal)
 
 
@@ -77,6 +77,8 @@ class RegionsMixin:
             return self.enter_instance(cm, st, undo, may)
         if isinstance(cm, WorkerVal):
             return cm  # `with ThreadPoolExecutor() as pool:` (leaving it waits for the work)
+        if isinstance(cm, DataFileVal):
+            return cm  # `with open("config.json") as fh:`
         if isinstance(cm, ModeVal) and not raw and cm.cls is not None and cm.cls.lookup_method("__enter__") is not None:
             return self.enter_instance(cm, st, undo, may)  # a subclass's own __enter__ (super().__enter__() enters it)
         if isinstance(cm, ModeVal):
@@ -137,7 +139,8 @@ class RegionsMixin:
     def enter_instance(self, cm, st, undo, may=False):
         """``with obj:`` for an instance of a class of the file: run its ``__enter__`` as a
         method (what it enters stays entered) and its ``__exit__`` when the block ends."""
-        enter_fn = cm.cls.lookup_method("__enter__")
+        # (`async with obj:` runs `__aenter__`/`__aexit__`; awaiting their result is the call)
+        enter_fn = cm.cls.lookup_method("__enter__") or cm.cls.lookup_method("__aenter__")
         if enter_fn is None:
             return UNKNOWN
         before = list(st.regions)
@@ -154,7 +157,7 @@ class RegionsMixin:
             if r not in before:
                 r.with_node = None  # opened inside a method: no block of this code to fix
                 r.may = r.may or may
-        exit_fn = cm.cls.lookup_method("__exit__")
+        exit_fn = cm.cls.lookup_method("__exit__") or cm.cls.lookup_method("__aexit__")
 
         def leave(s):
             if exit_fn is not None:

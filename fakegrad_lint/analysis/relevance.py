@@ -29,7 +29,8 @@ from fakegrad_lint.analysis.summaries import summarize
 from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
 from fakegrad_lint.analysis.torch_values import _module_classes
 from fakegrad_lint.analysis.valueops import _interesting
-from fakegrad_lint.analysis.values import ClassVal, CtxVal, FuncVal, MaybeVal, ModeVal, ModRef, SeqVal, TracedFn
+from fakegrad_lint.analysis.values import (ClassVal, CtxVal, FuncVal, MaybeVal, ModeVal, ModRef, ProjModVal, SeqVal,
+    TracedFn)
 
 
 class RelevanceMixin:
@@ -43,12 +44,16 @@ class RelevanceMixin:
         mvars = self.module_scope.vars
         hot = set(self._entry_aliases())
         helpers = set()  # @contextmanager helpers: entered with `with`, they may open a region
+        modules = {}  # name -> a project module it is bound to (its attributes decide)
         for name, val in mvars.items():
             if isinstance(val, (ModeVal, CtxVal, TracedFn)) or val.fake_mode() is not None:
                 hot.add(name)
             elif isinstance(val, FuncVal) and val.contextmanager:
                 helpers.add(name)
-            elif self.project is not None and self._opens_region(val):
+            elif self.project is not None and isinstance(val, ProjModVal) and val is not self.main \
+                    and val.mf is not None and name not in ENTRY_WORDS:
+                modules[name] = val
+            elif self.project is not None and self._reaches_region(val):
                 hot.add(name)  # a function, class or module of the project that can open a region
         units = []  # (FuncVal, ClassVal or None, text)
         for d in self.tree.body:
@@ -68,14 +73,19 @@ class RelevanceMixin:
                for v in [mvars.get(w)] if isinstance(v, (ClassVal, FuncVal)) and v.node in top}
         hot |= (set(ENTRY_WORDS) | helpers) - own.keys()
 
-        hot_re = _words_re(hot)
         # one scan of the file, not one per unit: where the hot words and the calls are
         joined = "\n".join(lines)
+        # a module bound by an import (`import pkg.clang as clang`): `clang.full` is hot
+        # when `full` is a hot name of that module (analysis/callgraph), `clang` alone
+        # (passed on, `getattr(clang, name)`) when the module holds any hot name
+        chains = _module_chains(self, modules, joined) if modules else []
+        hot_re = _words_re(hot, chains)
         # offset of each line in `joined`: line i starts after i lines and i newlines
         starts = list(map(add, accumulate(map(len, lines), initial=0), range(len(lines) + 1)))
         # a unit's text (its lines, from its first decorator), made when first needed
         texts = _Texts(lambda fv: joined.__getitem__(slice(*span(fv))))
-        hot_lines = sorted({bisect.bisect_right(starts, i) for w in hot for i in _word_starts(joined, w)})
+        hot_lines = sorted({bisect.bisect_right(starts, i) for w in hot | {c[0] for c in chains}
+                            for i in _word_starts(joined, w)})
 
         def span(fv):
             """The offsets in `joined` of the unit's text (from its first decorator)."""
@@ -106,7 +116,7 @@ class RelevanceMixin:
         for fv, _ in units:
             rebound = [w for w in own if may_rebind(fv, w)]
             if fv not in relevant and rebound:
-                rx = _words_re(hot | set(rebound))
+                rx = _words_re(hot | set(rebound), chains)
                 if rx.search(texts[fv]) and _hot_in_code(fv.node, texts[fv], rx):
                     relevant.add(fv)
         revived: set = set()
@@ -166,6 +176,22 @@ class RelevanceMixin:
         for fv, cls in units:
             if fv in relevant and not any(c is cls for c in cases):
                 self._run_standalone(fv, self._instance_for(cls) if cls is not None else None)
+
+    def _reaches_region(self, val):
+        """Can this value of the project open a region? A def or class bound at the top
+        level of another module by its own name: when that name is a hot name of its
+        module (the call graph: :func:`project.hot_names_of`); anything else: by
+        :meth:`_opens_region` (its text)."""
+        if isinstance(val, (FuncVal, ClassVal)):
+            ctx = self._scope_ctx.get(getattr(val.scope, "module", None))
+            node = val.node
+            if ctx is not None and ctx is not self.main and ctx.mf is not None and ctx.scope is not None \
+                    and getattr(node, "name", None) is not None and ctx.scope.vars.get(node.name) is val \
+                    and node in ctx.mf.tree.body:
+                from fakegrad_lint.analysis.project import hot_names_of
+
+                return node.name in hot_names_of(ctx.mf.path, 0)
+        return self._opens_region(val)
 
     def _instance_for(self, cls):
         inst = self.instances.get(cls)
@@ -331,9 +357,50 @@ def _calls_between(sites, words_at, a, b):
     return out
 
 
-def _words_re(words):
-    """A regex for any of ``words`` as a whole word."""
-    return re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(words))))
+def _words_re(words, chains=()):
+    """A regex for any of ``words`` as a whole word, and for the module chains
+    ``(name, attributes, bare)`` of :func:`_module_chains`: ``name.attr`` for
+    each of the attributes, ``name`` not followed by a dot when ``bare``."""
+    alts = [re.escape(w) for w in sorted(words)]
+    for name, attrs, bare in chains:
+        n = re.escape(name)
+        if attrs:
+            alts.append(r"%s[ \t]*\.[ \t]*(?:%s)" % (n, "|".join(map(re.escape, sorted(attrs)))))
+        if bare:
+            alts.append(r"%s(?![ \t]*\.)" % n)
+    if not alts:
+        return re.compile(r"(?!x)x")
+    return re.compile(r"\b(?:%s)\b" % "|".join(alts))
+
+
+_ATTR_RE_CACHE: dict = {}
+
+
+def _module_chains(interp, modules, joined):
+    """``(name, hot attributes used, bare use is hot)`` for each name of the file bound
+    to a project module that holds a hot name (:func:`project.hot_names_of`): the
+    attributes the file reads on it (``name.attr``) that are hot names of the module
+    or submodules that hold one; a module that holds none is not a way in at all."""
+    from fakegrad_lint.analysis.project import hot_names_of
+
+    out = []
+    for name, val in modules.items():
+        names = hot_names_of(val.mf.path, 0)
+        if not names:
+            continue
+        rx = _ATTR_RE_CACHE.get(name)
+        if rx is None:
+            rx = _ATTR_RE_CACHE[name] = re.compile(r"\b%s[ \t]*\.[ \t]*(\w+)" % re.escape(name))
+        attrs = set()
+        for attr in set(rx.findall(joined)):
+            if attr in names:
+                attrs.add(attr)
+            elif val.is_pkg and val.name:
+                sub = interp.project.find(f"{val.name}.{attr}")
+                if sub is not None and hot_names_of(sub, 0):
+                    attrs.add(attr)  # `pkg.sub.f`: a submodule that holds a hot name
+        out.append((name, attrs, True))
+    return out
 
 
 def _rebind_lines(joined, starts, word):

@@ -39,9 +39,10 @@ class _BlockExit(Exception):
     """return / break / continue / raise: the rest of the block is dead. ``kind``
     says which (a loop run once per known element needs to know)."""
 
-    def __init__(self, kind="return"):
+    def __init__(self, kind="return", exc=None):
         super().__init__(kind)
         self.kind = kind
+        self.exc = exc  # a raise: the class of what it raises, when known (a ClassVal or a builtin's ModRef)
 
 
 class PseudoWith:

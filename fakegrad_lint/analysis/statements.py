@@ -18,8 +18,8 @@ from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import STEP_BUDGET, UNROLL_DEPTH, UNROLL_MAX, Crashed, YieldReached, _BlockExit
 from fakegrad_lint.analysis.torch_values import (_MODULE_ITERATORS, _disable_module_origins, _enable_module_origins,
     _name_origins)
-from fakegrad_lint.analysis.valueops import _dict_val, _is_none_const, _truth
-from fakegrad_lint.analysis.values import (UNKNOWN, ClassVal, ConstVal, GeneratorVal, InstanceVal, MaybeVal, ModeVal, ModRef,
+from fakegrad_lint.analysis.valueops import _dict_val, _is_none_const, _truth, concat_seqs, const_tuple
+from fakegrad_lint.analysis.values import (UNKNOWN, ClassVal, ConstVal, FuncVal, GeneratorVal, InstanceVal, MaybeVal, ModeVal, ModRef,
     ModuleVal, Origin, SeqVal, TVal, join, union)
 
 
@@ -31,6 +31,38 @@ def _mark_may_regions(regions, before):
             r.may = True
 
 
+def _builtin_exception(v):
+    """The builtin exception class a ``ModRef`` names (None: not one)."""
+    import builtins
+
+    if not (isinstance(v, ModRef) and v.qualname.startswith("builtins.")):
+        return None
+    c = getattr(builtins, v.qualname[len("builtins."):], None)
+    return c if isinstance(c, type) and issubclass(c, BaseException) else None
+
+
+def _subclass_of(cls, base, depth=0):
+    """Is the exception class ``cls`` (a class of the file or a builtin's ModRef) a
+    subclass of ``base``? True, False or None (not known)."""
+    b = _builtin_exception(base)
+    if isinstance(base, ClassVal):
+        if cls is base:
+            return True
+        if not isinstance(cls, ClassVal):
+            return False if _builtin_exception(cls) is not None else None
+    elif b is None:
+        return None
+    if isinstance(cls, ModRef):
+        c = _builtin_exception(cls)
+        return None if c is None else (b is not None and issubclass(c, b))
+    if not isinstance(cls, ClassVal) or depth > 8:
+        return None
+    answers = [_subclass_of(x, base, depth + 1) for x in cls.bases] or [False]
+    if any(not isinstance(x, (ClassVal, ModRef)) for x in cls.bases):
+        return None
+    return True if True in answers else (None if None in answers else False)
+
+
 def _catches_assertion(t):
     """Does ``except t:`` catch the AssertionError of a strict fake mode?"""
     if t is None:
@@ -39,6 +71,19 @@ def _catches_assertion(t):
         return any(_catches_assertion(x) for x in t.elts)
     name = dotted_name(t)
     return name is not None and name.rsplit(".", 1)[-1] in N.CATCHES_ASSERTION and name.count(".") <= 1
+
+
+def _may_catch_runtime(t):
+    """May ``except t:`` catch a RuntimeError (a backward's "does not require grad")?
+    Only a builtin exception type that is no base of it is known not to."""
+    if t is None:
+        return True
+    if isinstance(t, ast.Tuple):
+        return any(_may_catch_runtime(x) for x in t.elts)
+    name = dotted_name(t)
+    builtin = getattr(__builtins__, name, None) if not isinstance(__builtins__, dict) else __builtins__.get(name)
+    return not (isinstance(builtin, type) and issubclass(builtin, BaseException)
+                and not issubclass(RuntimeError, builtin))
 
 
 def _dead_import_handler(s, h):
@@ -108,7 +153,7 @@ class StatementsMixin:
         left = self.eval(s.target, st)
         right = self.eval(s.value, st)
         if isinstance(left, SeqVal) and isinstance(right, SeqVal):
-            val = SeqVal(left.items + right.items)  # `layers += [nn.Linear(...)]`
+            val = concat_seqs(left, right)  # `layers += [nn.Linear(...)]`
         else:
             val = self.binop(s, [(left, s.target), (right, s.value)], st)
         self.assign(s.target, val, st, s)
@@ -123,11 +168,15 @@ class StatementsMixin:
     def note_loop_module(self, node, iter_expr, it, st):
         """A fact for the fix builders: a loop (or a comprehension's ``for``) in a region
         draws from a real module (``model.children()``, ``model.parameters()``) or from a
-        list of real modules (``for layer in layers``); the fix draws from a fake copy."""
+        list of real modules (``for layer in layers``); the fix draws from a fake copy.
+        ``enumerate(X)`` draws from ``X``."""
+        if isinstance(iter_expr, ast.Call) and isinstance(iter_expr.func, ast.Name) and \
+                iter_expr.func.id == "enumerate" and len(iter_expr.args) == 1 and not iter_expr.keywords:
+            iter_expr, it = iter_expr.args[0], None
         root = iter_expr.func.value if (isinstance(iter_expr, ast.Call) and isinstance(iter_expr.func, ast.Attribute)
                                         and not iter_expr.args and iter_expr.func.attr in _MODULE_ITERATORS) else iter_expr
         if st.regions and dotted_name(root) is not None:
-            root_val = self.eval(root, st) if root is not iter_expr else it
+            root_val = self.eval(root, st) if root is not iter_expr or it is None else it
             if isinstance(root_val, ModuleVal) and root_val.is_real() or (
                     isinstance(root_val, SeqVal) and not root_val.is_dict and root_val.items
                     and all(isinstance(v, ModuleVal) and v.is_real() for v in root_val.items)):
@@ -182,13 +231,19 @@ class StatementsMixin:
         if isinstance(it, GeneratorVal):
             it = self.gen_consume(it, st)  # its body runs as the loop consumes it
         self.note_loop_module(s, s.iter, it, st)
-        elems = self._unrolled(s, it)
-        if elems is not None:
-            return self._exec_for_each(s, elems, st)
-        item = self.iter_item(it, st)
-        self.assign(s.target, item, st, None)
         held = self._gen_regions.get(id(it))
         inside = held[1] if held is not None and held[0] is it else ()
+        elems = self._unrolled(s, it)
+        if elems is not None:
+            for region in inside:
+                st.ctx = st.ctx.entering(region)  # each step runs while the generator is suspended in them
+            try:
+                return self._exec_for_each(s, elems, st)
+            finally:
+                for region in reversed(inside):
+                    st.ctx = st.ctx.leaving(region)
+        item = self.iter_item(it, st)
+        self.assign(s.target, item, st, None)
         for region in inside:
             st.ctx = st.ctx.entering(region)  # the generator is suspended inside them
         try:
@@ -225,9 +280,26 @@ class StatementsMixin:
         raise _BlockExit("return")
 
     def _exec_raise(self, s, st):
+        cls = None
         if s.exc is not None:
             self.eval(s.exc, st)
-        raise _BlockExit("raise")
+            # `raise Error(...)` / `raise Error`: the class raised, as the handlers see it
+            cls = self.eval(s.exc.func if isinstance(s.exc, ast.Call) else s.exc, st)
+            if not (isinstance(cls, ClassVal) or (isinstance(cls, ModRef) and _builtin_exception(cls) is not None)):
+                cls = None
+        raise _BlockExit("raise", cls)
+
+    def _handler_catches(self, h, cls, st):
+        """Does ``except h.type:`` catch an exception of the class ``cls`` (a class of
+        the file or a builtin exception)? True, False or None (not known)."""
+        if h.type is None:
+            return True
+        t = self.eval(h.type, st)
+        types = t.elts if isinstance(t, SeqVal) and t.elts is not None and not t.is_dict else (t,)
+        if cls is None:
+            return None
+        answers = [_subclass_of(cls, x) for x in types]
+        return True if True in answers else (None if None in answers else False)
 
     def _exec_jump(self, s, st):
         raise _BlockExit("break" if isinstance(s, ast.Break) else "continue")
@@ -267,7 +339,7 @@ class StatementsMixin:
 
     def _exec_match(self, s, st):
         subject = self.eval(s.subject, st)
-        if isinstance(subject, ConstVal):
+        if isinstance(subject, (ConstVal, InstanceVal)):
             # a known subject: Python runs the first case whose pattern matches it
             for case in s.cases:
                 hit = self._pattern_matches(case.pattern, subject, st)
@@ -288,9 +360,13 @@ class StatementsMixin:
             self.exec_branch(case.body, st)
 
     def _pattern_matches(self, p, subject, st):
-        """Does ``case p:`` match the known constant ``subject`` (None: not known)?"""
+        """Does ``case p:`` match the known constant ``subject`` (None: not known)?
+        An instance of a class of the file matches a class pattern by its class and
+        its attributes (positional ones through a dataclass's fields)."""
         if isinstance(p, ast.MatchAs) and p.pattern is None:
             return True  # `case _:` / `case name:`
+        if isinstance(subject, InstanceVal):
+            return self._class_pattern_matches(p, subject, st)
         if isinstance(p, ast.MatchValue):
             v = self.eval(p.value, st)
             if isinstance(v, ConstVal) and type(v.value) in (str, int, float, bool, bytes) and type(subject.value) in (str, int, float, bool, bytes, type(None)):
@@ -303,8 +379,38 @@ class StatementsMixin:
             return True if any(h is True for h in hits) else (False if all(h is False for h in hits) else None)
         return None
 
+    def _class_pattern_matches(self, p, subject, st):
+        if isinstance(p, ast.MatchOr):
+            hits = [self._pattern_matches(q, subject, st) for q in p.patterns]
+            return True if any(h is True for h in hits) else (False if all(h is False for h in hits) else None)
+        if not isinstance(p, ast.MatchClass):
+            return None
+        cls = self.eval(p.cls, st)
+        if not isinstance(cls, ClassVal) or not isinstance(subject.cls, ClassVal):
+            return None
+        if not any(c is cls for c in (subject.cls.mro or (subject.cls,))):
+            # another class of the file: no match unless a base is not known
+            known = all(isinstance(b, ClassVal) or (isinstance(b, ModRef) and b.qualname == "builtins.object")
+                        for c in (subject.cls.mro or (subject.cls,)) for b in c.bases)
+            return False if known else None
+        if p.patterns and not (cls.dataclass and cls.lookup_attr("__match_args__") is None):
+            return None  # positional patterns need __match_args__ (a dataclass's fields)
+        names = list(zip(cls.fields(), p.patterns)) + list(zip(p.kwd_attrs, p.kwd_patterns))
+        result = True
+        for name, q in names:
+            v = subject.attrs.get(name)
+            if not isinstance(v, (ConstVal, InstanceVal)):
+                return None
+            hit = self._pattern_matches(q, v, st)
+            if hit is False:
+                return False
+            if hit is None or (isinstance(q, ast.MatchAs) and q.name):
+                result = None  # (a capture pattern inside: its binding is not followed)
+        return result
+
     def exec_branch(self, stmts, st):
         """A block that may or may not run (loop body, else): dead ends stay local."""
+        self.may_paths += 1  # (a generator whose run took none yields an exact sequence)
         try:
             self.exec_block(stmts, st)
         except _BlockExit:
@@ -368,7 +474,10 @@ class StatementsMixin:
         catches = any(_catches_assertion(h.type) and not any(isinstance(x, ast.Raise) for x in h.body) for h in s.handlers)
         before = set(self.records) if catches else None
         crashed = paused = False
-        jump = None
+        jump = raised = None
+        # (a backward in the body that raises may be caught: it proves nothing, dispatch.py)
+        catching = int(any(_may_catch_runtime(h.type) for h in s.handlers))
+        self._catching = getattr(self, "_catching", 0) + catching
         try:
             try:
                 self.exec_block(s.body, st)
@@ -377,6 +486,8 @@ class StatementsMixin:
                 # after its finally, as in Python; the joined loop ignores them)
                 if b.kind in ("break", "continue") and self._unroll_depth:
                     jump = b
+                elif b.kind == "raise":
+                    raised = b  # the body raises on every path that reaches here
             except Crashed:
                 if not s.handlers:
                     raise
@@ -396,6 +507,8 @@ class StatementsMixin:
                     self.exec_branch(h.body, st)
             elif jump is not None:
                 pass  # (no exception: no handler runs, nor the else)
+            elif raised is not None and self._raised_handler(s, raised, st):
+                pass
             else:
                 # `try: from .impl import f / except ImportError: f = None` over project
                 # modules that import nothing that can be missing: the handlers never run
@@ -403,6 +516,7 @@ class StatementsMixin:
                 live = [] if dead else [h for h in s.handlers if not _dead_import_handler(s, h)]
                 self._may_handlers(live, s.orelse, st)
         finally:
+            self._catching -= catching
             if not paused:
                 try:
                     self.exec_block(s.finalbody, st)
@@ -410,6 +524,22 @@ class StatementsMixin:
                     pass
         if jump is not None:
             raise jump
+
+    def _raised_handler(self, s, raised, st):
+        """The body raised (a ``raise`` reached on every path): the first handler that
+        catches its class runs, and no other, nor the ``else``; none catching it, the
+        exception leaves the ``try`` after its ``finally``. False when which handler
+        catches it is not known (then each may run)."""
+        for h in s.handlers:
+            hit = self._handler_catches(h, raised.exc, st)
+            if hit is None:
+                return False
+            if hit:
+                if h.name:
+                    st.scope.assign(h.name, UNKNOWN)
+                self.exec_block(h.body, st)  # (its own raise or return leaves through the finally)
+                return True
+        raise raised
 
     def _may_handlers(self, handlers, orelse, st):
         """The ``else`` path and each handler's path (one that only may be taken), run
@@ -499,10 +629,11 @@ class StatementsMixin:
         elif t is ast.Subscript:
             obj = self.eval(target.value, st)
             key = self.eval(target.slice, st)
-            if isinstance(obj, SeqVal) and obj.keys is not None and isinstance(key, ConstVal):
-                keys = [k for k in obj.keys if not (k == key.value and type(k) is type(key.value))]
-                elts = [v for k, v in zip(obj.keys, obj.elts) if not (k == key.value and type(k) is type(key.value))]
-                self.mutate_container(target.value, obj, _dict_val(keys + [key.value], elts + [val]), st)
+            kv = key.value if isinstance(key, ConstVal) else const_tuple(key)  # (a tuple of constants too)
+            if isinstance(obj, SeqVal) and obj.keys is not None and (isinstance(key, ConstVal) or kv is not None):
+                keys = [k for k in obj.keys if not (k == kv and type(k) is type(kv))]
+                elts = [v for k, v in zip(obj.keys, obj.elts) if not (k == kv and type(k) is type(kv))]
+                self.mutate_container(target.value, obj, _dict_val(keys + [kv], elts + [val]), st)
             elif isinstance(obj, SeqVal):
                 self.mutate_container(target.value, obj, SeqVal(obj.items + (val,), is_dict=obj.is_dict), st)
         elif t is ast.Starred:
@@ -512,6 +643,16 @@ class StatementsMixin:
         """``obj.attr = val`` (also ``setattr(obj, "attr", val)``): an object's
         attribute, a mode's ``allow_non_fake_inputs`` (read when the mode is entered),
         a tensor's ``requires_grad``."""
+        cls = obj.cls if isinstance(obj, (InstanceVal, ModuleVal)) and isinstance(obj.cls, ClassVal) else None
+        prop = cls.lookup_method(attr) if cls is not None else None
+        if prop is not None and prop.kind == "property" and prop.setter is not None:
+            # a property with a setter: `obj.attr = v` is `type(obj).attr.fset(obj, v)`
+            self.call_function(prop.setter, [obj, val], {}, st, force=True)
+            return
+        if isinstance(obj, ClassVal) and isinstance(val, FuncVal) and val.kind == "plain" and not val.cls:
+            # `cls.method = fn` (a class decorator adding a method): its instances bind it
+            obj.own[attr] = val
+            obj.methods[attr] = val
         if isinstance(obj, (InstanceVal, ModuleVal, ClassVal)):
             heap_set(obj, attr, val)
         elif isinstance(obj, ModeVal) and obj.cls is not None and attr != "allow_non_fake_inputs":

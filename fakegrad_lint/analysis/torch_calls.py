@@ -17,7 +17,9 @@ from fakegrad_lint.analysis.torch_values import (_fake_copy, _grad_mode_kind, _i
     _is_nn_module_class, _is_torch_op, _known_params, _proven_copy, _with_taint, op_shape, shape_of, size_of_args)
 from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _flatten, _is_tensorish, _kw_false,
     _kw_true, _operands)
-from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
+from fakegrad_lint.analysis.valueops import json_loads, new_parser
+from fakegrad_lint.analysis.torch_values import layer_output_shape
+from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, DataFileVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
     ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, GetterVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal,
     OptimizerVal, Origin, PartialVal, Region, ReturnsVal, SeqVal, TracedFn, TransformVal, TVal, WorkerVal)
 
@@ -179,7 +181,7 @@ class TorchCallsMixin:
         """A forward whose code is torch's (a layer's, or one not followed): an op on
         the module (its parameters and the state set on it) and the arguments."""
         operands = [(mod, func_expr)] + self._module_state(mod, func_expr) + _operands(e, args, kwargs)
-        return self.op(e, operands, st)
+        return self.op(e, operands, st, shape=layer_output_shape(mod, args, kwargs))
 
     def _run_hooks(self, e, mod, args, out, st, depth=0, children=True, keys=(), own=True):
         """The forward pre hooks (``keys``: ``_PRE_HOOKS``) or forward hooks
@@ -235,6 +237,8 @@ class TorchCallsMixin:
         return self._names_entry(text, self._scope_ctx.get(getattr(fv.scope, "module", None)))
 
     def call_qualname(self, e, q, args, kwargs, st):
+        if q in N.OPEN_FILE:
+            return self.open_data_file(args, kwargs)  # (project_link)
         if q.startswith("builtins."):
             return self.call_builtin(e, q[9:], args, kwargs, st)
         known = self.call_table(e, q, args, kwargs, st)
@@ -349,11 +353,16 @@ class TorchCallsMixin:
                 # a factory: born fake inside a region, real (maybe requires grad) outside
                 shape = _factory_shape(q, args, kwargs)
                 region = st.active_region()
+                # a new leaf: requires grad as the call says, when it says it knowably
+                rg = kwargs.get("requires_grad")
+                closed = q in N.NEW_LEAF_FACTORIES and not isinstance(kwargs, OpenKwargs) and (
+                    rg is None or (isinstance(rg, ConstVal) and isinstance(rg.value, bool)))
                 if region is not None:
-                    return TVal(frozenset(), region.mode, may_fake=region.may or bool(st.may), shape=shape)
+                    return TVal(frozenset(), region.mode, may_fake=region.may or bool(st.may), shape=shape,
+                                closed=closed and not _kw_true(kwargs, "requires_grad"))
                 if _kw_true(kwargs, "requires_grad"):  # (on the meta device too: not fake)
-                    return TVal(frozenset([Origin("tensor", "tensor", e.lineno)]), shape=shape)
-                return TVal(shape=shape)
+                    return TVal(frozenset([Origin("tensor", "tensor", e.lineno)]), shape=shape, closed=closed)
+                return TVal(shape=shape, closed=closed)
             tensors = [i for i, a in enumerate(args) if isinstance(a, TVal)]
             shape = None
             if tensors:
@@ -393,10 +402,17 @@ class TorchCallsMixin:
             return UNKNOWN
         if q in N.SHALLOW_COPY:
             return first if isinstance(first, ModuleVal) else UNKNOWN  # the same parameters
+        if q in N.JSON_LOADS:
+            return json_loads(first)
+        if q in N.JSON_LOAD:
+            return json_loads(ConstVal(first.text)) if isinstance(first, DataFileVal) and not kwargs else UNKNOWN
         if q in N.IMPORT_MODULE:
             return self.import_module_call(args, kwargs)  # (project_link)
         if q in N.DEVICE_CONTEXT:
-            return CtxVal("meta_device") if _is_meta(args[:1] + [kwargs.get("type", UNKNOWN)]) else UNKNOWN
+            if _is_meta(args[:1] + [kwargs.get("type", UNKNOWN)]):
+                return CtxVal("meta_device")
+            kind = _device_type(e, args)
+            return CtxVal("device", kind) if kind is not None else UNKNOWN
         if q in N.MODULE_KEEPING_TRANSFORMS:
             if isinstance(first, (ModuleVal, FuncVal, BoundMethod, PartialVal, MaybeVal, InstanceVal)):
                 return first  # the result runs the same module, with its real parameters
@@ -452,7 +468,7 @@ class TorchCallsMixin:
         if N.LIBRARY_CLASSES.get(q) in N.LIBRARY_INSTANTIATED:
             return self.instantiate(self.library_class(q), args, kwargs, st, e)
         if q in N.ARGUMENT_PARSER:
-            return ArgParserVal()
+            return new_parser(args, kwargs)
         if q in N.ENV_READS_WITH_DEFAULT:
             default = args[1] if len(args) > 1 else kwargs.get("default", ConstVal(None))
             return default if isinstance(default, ConstVal) else UNKNOWN
@@ -548,6 +564,9 @@ class TorchCallsMixin:
         mod.origin.param_names = _known_params(last, kwargs)
         mod.container = last in N.CONTAINER_MODULES
         mod.torch_class = last
+        if last in N.SHAPE_LAYERS and all(isinstance(a, ConstVal) for a in args) \
+                and all(isinstance(v, ConstVal) for v in kwargs.values()):
+            mod.layer_args = (tuple(a.value for a in args), {k: v.value for k, v in kwargs.items()})
         if last == "Sequential" and not kwargs and args and all(isinstance(a, ModuleVal) for a in args):
             # its children by position (torch names them "0", "1", ...): its forward runs them in turn
             mod.attrs.update((str(i), a) for i, a in enumerate(args))
@@ -573,7 +592,8 @@ def _real_copy(src, line, depth=0):
     if src.origin is not None:
         origin = Origin(src.origin.name, "module", line, param_names=src.origin.param_names)
         origin.disabled, origin.frozen = src.origin.disabled, set(src.origin.frozen)
-    copy = ModuleVal(origin, src.mode, src.cls, attrs, src.meta)
+        origin.rg_unknown = src.origin.rg_unknown  # (a copy of an opaque module: as unknown)
+    copy = ModuleVal(origin, src.mode, src.cls, attrs, src.meta, opaque=src.opaque)
     copy.container, copy.torch_class, copy.children = src.container, src.torch_class, src.children
     if origin is not None and src.origin.owner is src:
         origin.owner = copy
@@ -658,3 +678,20 @@ def _dataclass_fields(v, as_dict, depth=0):
     if as_dict:
         return SeqVal(tuple(vals), tuple(vals), tuple(names), is_dict=True)
     return SeqVal(tuple(vals), tuple(vals))
+
+
+def _device_type(e, args):
+    """The device type ``torch.device(...)`` names when it is known (``"cuda"`` for
+    ``torch.device("cuda:0")`` or ``torch.device(f"cuda:{rank}")``), else None."""
+    if len(args) == 2 and isinstance(args[0], ConstVal) and isinstance(args[0].value, str):
+        return args[0].value if ":" not in args[0].value else None  # torch.device("cuda", index)
+    if len(args) != 1:
+        return None
+    if isinstance(args[0], ConstVal) and isinstance(args[0].value, str):
+        return args[0].value.split(":", 1)[0] or None
+    node = e.args[0] if len(e.args) == 1 else None
+    if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+        head = node.values[0].value
+        if isinstance(head, str) and ":" in head:
+            return head.split(":", 1)[0] or None  # (the index is formatted after the colon)
+    return None

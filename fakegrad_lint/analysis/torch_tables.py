@@ -79,12 +79,18 @@ NULL_CONTEXT = frozenset({"contextlib.nullcontext"})
 # AssertionError raised in them is caught: the program goes on)
 SUPPRESSING_CONTEXTS = frozenset({"contextlib.suppress", "pytest.raises"})
 NULL_CONTEXT_ENTER_RESULT = frozenset({"contextlib.nullcontext"})  # its first argument is what `as` binds
-EXIT_STACK = frozenset({"contextlib.ExitStack"})
+EXIT_STACK = frozenset({"contextlib.ExitStack", "contextlib.AsyncExitStack"})
 # `except ImportError:` around imports of these (and the standard library) never runs:
 # the program is analysed as it runs, with torch installed
 IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
 ALWAYS_IMPORTABLE = frozenset({"torch", "functorch", "torchgen"})  # (the torch wheel ships all three)
 # names whose value is known wherever the program runs
+# torch layers whose output shape is known from their input's (one input, constant
+# constructor arguments): "same" (elementwise, normalisation), "linear", "embedding"
+SHAPE_LAYERS = {**dict.fromkeys(("ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Dropout", "Identity", "LeakyReLU", "ELU",
+                                 "Mish", "Hardswish", "Softplus", "LayerNorm", "RMSNorm"), "same"),
+                "Linear": "linear", "Embedding": "embedding"}
+PROGRAM_ARGV = frozenset({"sys.argv"})  # the command line of the program run with no arguments
 KNOWN_CONSTANTS = {"typing.TYPE_CHECKING": False, "typing_extensions.TYPE_CHECKING": False}
 # the Pythons the linted program can run on (the linter's own range): a comparison of
 # `sys.version_info` with a tuple is known when it holds (or fails) over all of them
@@ -102,6 +108,7 @@ DEEPCOPY = frozenset({"copy.deepcopy"})
 DATACLASS_ASDICT = frozenset({"dataclasses.asdict"})
 DATACLASS_ASTUPLE = frozenset({"dataclasses.astuple"})
 DATACLASS_REPLACE = frozenset({"dataclasses.replace"})
+NAMED_TUPLE_BASES = frozenset({"typing.NamedTuple", "typing_extensions.NamedTuple"})  # `_replace(**kw)`
 # shallow copies: a new object holding the same parameters
 SHALLOW_COPY = frozenset({"copy.copy"})
 # functions that change a module in place and return that same module (its
@@ -316,6 +323,9 @@ MAKE_FX = MAKE_FX | frozenset(
 )
 DETECT_FAKE_MODE = DETECT_FAKE_MODE | frozenset({"torch._dynamo.utils.detect_fake_mode"})
 IMPORT_MODULE = frozenset({"importlib.import_module"})
+JSON_LOADS = frozenset({"json.loads"})  # of a constant text: the data it holds
+JSON_LOAD = frozenset({"json.load"})  # of a project data file opened by a constant path
+OPEN_FILE = frozenset({"builtins.open", "io.open"})
 # `with torch.device("meta"):` builds modules and tensors on the meta device
 DEVICE_CONTEXT = frozenset({"torch.device"})
 STAR_EXPORTS = {
@@ -365,8 +375,8 @@ PARTIAL = frozenset({"functools.partial"})
 SINGLEDISPATCH = frozenset({"functools.singledispatch"})
 SINGLEDISPATCHMETHOD = frozenset({"functools.singledispatchmethod"})
 DATACLASS = frozenset({"dataclasses.dataclass"})
-# types.SimpleNamespace(**kw): an object whose attributes are its keywords
-SIMPLE_NAMESPACE = frozenset({"types.SimpleNamespace"})
+# types.SimpleNamespace(**kw), argparse.Namespace(**kw): an object whose attributes are its keywords
+SIMPLE_NAMESPACE = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
 # builtins and str methods that are pure functions of constants: folded by Python itself
 PURE_BUILTINS = {"int": int, "float": float, "bool": bool, "str": str, "len": len}
 PURE_STR_METHODS = frozenset({"lower", "upper", "casefold", "strip", "lstrip", "rstrip", "startswith", "endswith",
@@ -437,10 +447,6 @@ MAPPING_TYPES = frozenset({"builtins.dict", "collections.abc.Mapping", "collecti
                            "typing.Mapping", "typing.MutableMapping", "typing.Dict", "collections.OrderedDict"})
 OBJECT_TYPES = frozenset({"builtins.object", "typing.Any"})
 ARGUMENT_PARSER = frozenset({"argparse.ArgumentParser"})
-# argparse actions -> the default of their destination when no default= is given
-ARGPARSE_ACTION_DEFAULTS = {"store": None, "store_true": False, "store_false": True, "store_const": None,
-                            "append": None, "append_const": None, "count": None, "extend": None}
-ARGPARSE_GROUPS = frozenset({"add_argument_group", "add_mutually_exclusive_group"})
 ARGPARSE_PARSE = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
 # environment reads with a default: the program's default configuration is taken to be
 # the one that runs (the variable unset), as when the linted script is run as it is
@@ -471,6 +477,15 @@ MODULE_METHOD_NAMES = MODULE_SELF_METHODS | frozenset(
         "named_children", "modules", "named_modules", "state_dict", "load_state_dict", "to_empty", "zero_grad",
         "register_buffer", "register_parameter", "add_module", "register_module", "get_submodule", "get_parameter",
     }
+)
+# methods that only torch.nn.Module (and its subclasses) has among the common types: a
+# value the analysis cannot follow (a third-party call's result) on which one is called
+# is a module (``ModuleVal.opaque``). Not ``parameters``/``named_parameters``/
+# ``state_dict``/``buffers``/``to``/``cuda``/``train``/``eval`` (an ExportedProgram, an
+# optimizer, a tensor, a dataset or a Lightning trainer has them too)
+MODULE_ONLY_METHODS = frozenset(
+    {"to_empty", "named_modules", "named_children", "register_forward_hook", "register_forward_pre_hook",
+     "register_full_backward_hook", "register_full_backward_pre_hook", "get_submodule"}
 )
 # optimizer methods taken as values (`step = opt.step`)
 OPTIMIZER_METHOD_NAMES = frozenset({"step", "zero_grad"})
@@ -601,6 +616,12 @@ MODULE_DETACHING_METHODS = frozenset({"state_dict"})
 SIZE_FACTORIES = frozenset(
     "torch." + n for n in ("randn", "rand", "zeros", "ones", "empty")
 ) | frozenset({"torch.full"})  # full(size, fill_value): the size is its first argument
+# factories whose result is a new leaf tensor: it requires grad exactly when the call
+# says so (``requires_grad=True``), whatever their other (unknown) arguments are
+NEW_LEAF_FACTORIES = frozenset(
+    "torch." + n for n in ("randn", "rand", "randint", "randperm", "zeros", "ones", "empty", "full", "arange",
+                           "linspace", "logspace", "eye", "tensor", "normal", "bernoulli", "multinomial")
+)
 # torch functions and Tensor methods whose result has the shape of their first tensor
 # operand (elementwise on one tensor, `*_like` factories, casts, copies, normalisations)
 _SAME_SHAPE = (

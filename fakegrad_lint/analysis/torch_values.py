@@ -224,7 +224,7 @@ def _is_meta(vals):
 
 def _with_taint(v, leaks):
     if isinstance(v, TVal):
-        return TVal(v.origins, v.mode, v.leaks | leaks, v.derived)
+        return TVal(v.origins, v.mode, v.leaks | leaks, v.derived, closed=v.closed)
     if isinstance(v, SeqVal):
         items = tuple(_with_taint(x, leaks) for x in v.items)
         elts = tuple(_with_taint(x, leaks) for x in v.elts) if v.elts is not None else None
@@ -264,7 +264,7 @@ def with_shape(t, shape):
     """``t`` with a known shape (None leaves it unknown)."""
     if not isinstance(t, TVal) or shape is None or t.shape == shape:
         return t
-    return TVal(t.origins, t.mode, t.leaks, t.derived, t.may_fake, tuple(shape))
+    return TVal(t.origins, t.mode, t.leaks, t.derived, t.may_fake, tuple(shape), closed=t.closed)
 
 
 def shape_of(v):
@@ -393,3 +393,26 @@ def shape_read(name, shape, args):
     for n in shape:
         total *= n
     return ConstVal(total)
+
+
+def layer_output_shape(mod, args, kwargs):
+    """The output shape of a torch layer's forward on one input of known shape, where
+    torch's rule is exact (``torch_tables.SHAPE_LAYERS``); None otherwise."""
+    if not (isinstance(mod, ModuleVal) and mod.cls is None and mod.layer_args is not None and len(args) == 1
+            and not kwargs and isinstance(args[0], TVal) and args[0].shape):
+        return None
+    rule = N.SHAPE_LAYERS.get(mod.torch_class)
+    shape = args[0].shape
+    if rule == "same":
+        return shape
+    pos, kw = mod.layer_args
+    if rule == "linear":
+        out = pos[1] if len(pos) > 1 else kw.get("out_features")
+        inp = pos[0] if pos else kw.get("in_features")
+        if type(out) is int and type(inp) is int and shape[-1] == inp:
+            return shape[:-1] + (out,)
+        return None
+    if rule == "embedding":
+        dim = pos[1] if len(pos) > 1 else kw.get("embedding_dim")
+        return shape + (dim,) if type(dim) is int else None
+    return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 
 from fakegrad_lint.analysis import torch_tables as N
-from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
+from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
     ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, GeneratorVal, InstanceVal, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal,
     OptimizerVal, PartialVal, SeqVal, TracedFn, TransformVal, TVal, is_enum_member, union_all)
 
@@ -105,6 +105,9 @@ def _compare(ops, vals):
                 return None
         elif t in (ast.In, ast.NotIn) and isinstance(b, SeqVal) and b.elts == () and (b.keys == () or not b.is_dict):
             r = t is ast.NotIn  # an empty container holds nothing
+        elif t in (ast.In, ast.NotIn) and const_tuple(a) is not None and isinstance(b, SeqVal) and b.elts is not None \
+                and b.keys is not None:
+            r = (const_tuple(a) in b.keys) is (t is ast.In)  # `(seq_len, dim) in cache`
         elif t in (ast.In, ast.NotIn) and isinstance(a, ConstVal) and isinstance(b, SeqVal) and b.elts is not None:
             keys = b.keys if b.keys is not None else b.elts
             if b.keys is None and not all(isinstance(x, ConstVal) for x in keys):
@@ -411,3 +414,241 @@ def _carries(values, origin, depth=0):
             if isinstance(v, BoundMethod) and _carries([v.self_val], origin, depth + 1):
                 return True
     return False
+
+
+def py_value(obj, depth=0):
+    """The abstract value of plain Python data (what ``json.loads`` or ``argparse``
+    returns): constants, lists and tuples of known elements, dicts with constant keys;
+    anything else (or nested too deep) is unknown."""
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return ConstVal(obj)
+    if depth > 8:
+        return UNKNOWN
+    if isinstance(obj, (list, tuple)):
+        elts = tuple(py_value(x, depth + 1) for x in obj)
+        return SeqVal(elts, elts)
+    if isinstance(obj, dict) and all(isinstance(k, (str, int, float, bool)) or k is None for k in obj):
+        return _dict_val(list(obj), [py_value(v, depth + 1) for v in obj.values()])
+    return UNKNOWN
+
+
+def const_data(v, depth=0):
+    """The Python data an abstract value is known to be (the inverse of ``py_value``):
+    (True, data) for constants and containers of known constants, (False, None) otherwise."""
+    if isinstance(v, ConstVal):
+        return True, v.value
+    if depth > 8 or not isinstance(v, SeqVal) or v.elts is None:
+        return False, None
+    parts = [const_data(x, depth + 1) for x in v.elts]
+    if not all(ok for ok, _ in parts):
+        return False, None
+    if v.is_dict:
+        if v.keys is None:
+            return False, None
+        return True, dict(zip(v.keys, (d for _, d in parts)))
+    return True, [d for _, d in parts]
+
+
+# ------------------------------------------------------------ argparse, run as Python runs it
+
+class _Opaque:
+    """A value argparse passes through without looking at it (a default or const
+    that is not plain data): the parsed namespace maps it back to the abstract value."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+_UNKNOWN_TYPED = object()  # what an unknown ``type=`` callable made of a string
+_ARGPARSE_TYPES = {"builtins.int": int, "builtins.float": float, "builtins.str": str}
+_ARGPARSE_ACTIONS = frozenset({"store", "store_true", "store_false", "store_const", "append", "append_const",
+                               "count", "extend"})
+_ARGPARSE_PLAIN_OPTIONS = frozenset({"help", "metavar"})
+_PARSER_OPTIONS = frozenset({"prog", "usage", "description", "epilog", "formatter_class", "add_help",
+                             "allow_abbrev", "prefix_chars", "exit_on_error"})
+
+
+def _argparse_arg(v, opaque):
+    """A default/const for the real parser: plain data as it is, anything else opaque."""
+    ok, data = const_data(v)
+    if ok:
+        return data
+    box = _Opaque(v)
+    opaque.append(box)
+    return box
+
+
+def argparse_kwargs(args, kwargs):
+    """``add_argument(*flags, **options)`` as real argparse arguments: (flags, options,
+    opaque dest) or None when the call cannot be read (its flags, an unknown option)."""
+    flags = [a.value for a in args if isinstance(a, ConstVal) and isinstance(a.value, str)]
+    if len(flags) != len(args) or not flags:
+        return None
+    out, opaque_dest, boxes = {}, False, []
+    for k, v in kwargs.items():
+        if k == "action":
+            if isinstance(v, ConstVal) and v.value in _ARGPARSE_ACTIONS:
+                out[k] = v.value
+            elif isinstance(v, ModRef) and v.qualname == "argparse.BooleanOptionalAction":
+                import argparse
+                out[k] = argparse.BooleanOptionalAction
+            else:
+                return None  # a custom action: what it stores is not known
+        elif k == "type":
+            out[k] = (_ARGPARSE_TYPES[v.qualname] if isinstance(v, ModRef) and v.qualname in _ARGPARSE_TYPES
+                      else (lambda s: _UNKNOWN_TYPED))
+        elif k in ("default", "const"):
+            out[k] = _argparse_arg(v, boxes)
+        elif k in ("dest",):
+            if not (isinstance(v, ConstVal) and isinstance(v.value, str)):
+                return None
+            out[k] = v.value
+        elif k in ("nargs", "required"):
+            ok, data = const_data(v)
+            if not ok:
+                return None
+            out[k] = data
+        elif k == "choices":
+            ok, data = const_data(v)
+            if ok and isinstance(data, (list, tuple, str)):
+                out[k] = data
+            else:
+                opaque_dest = True  # an unknown set of choices: the value parsed is not known to be valid
+        elif k not in _ARGPARSE_PLAIN_OPTIONS:
+            return None
+    return flags, out, opaque_dest
+
+
+def argparse_parse(options, specs, defaults, argv, known_only):
+    """Parse the constant argument list ``argv`` as ``argparse`` does with the arguments
+    ``specs`` declared ((group, flags, options, opaque) in order; group None or
+    ("mutex", n, required)): the namespace as {dest: Value}, plus the leftover strings for
+    ``parse_known_args``; None when parsing exits (an error, ``--help``) or is not known."""
+    import argparse
+    import contextlib
+    import io
+
+    boxes = []
+    try:
+        parser = argparse.ArgumentParser(**options, exit_on_error=False)
+        groups = {}
+        opaque = set()
+        for group, flags, opts, opaque_dest in specs:
+            target = parser
+            if group is not None:
+                if group not in groups:
+                    groups[group] = parser.add_mutually_exclusive_group(required=group[2])
+                target = groups[group]
+            action = target.add_argument(*flags, **opts)
+            if opaque_dest:
+                opaque.add(action.dest)
+        parser.set_defaults(**{k: _argparse_arg(v, boxes) for k, v in defaults.items()})
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            if known_only:
+                ns, rest = parser.parse_known_args(list(argv))
+            else:
+                ns, rest = parser.parse_args(list(argv)), []
+    except (Exception, SystemExit):
+        return None
+    out = {}
+    for k, v in vars(ns).items():
+        if k in opaque or v is _UNKNOWN_TYPED or (isinstance(v, list) and _UNKNOWN_TYPED in v):
+            out[k] = UNKNOWN
+        elif isinstance(v, _Opaque):
+            out[k] = v.value
+        else:
+            out[k] = py_value(v)
+    return out, rest
+
+
+def new_parser(args, kwargs):
+    """``argparse.ArgumentParser(...)``: its plain options kept for parsing (``prog``
+    positionally too); ``parents=``, ``argument_default=`` or an unknown option make
+    what it parses unknown."""
+    parser = ArgParserVal()
+    names = ("prog", "usage", "description", "epilog")
+    given = dict(zip(names, args))
+    given.update(kwargs)
+    for k, v in given.items():
+        if k == "formatter_class":
+            continue
+        if k in _PARSER_OPTIONS and k != "exit_on_error" and isinstance(v, ConstVal):
+            parser.options[k] = v.value
+        elif k != "exit_on_error" or not isinstance(v, ConstVal):
+            parser.complete = False
+    if len(args) > len(names):
+        parser.complete = False
+    return parser
+
+
+MAX_JSON_TEXT = 65536  # a constant JSON text read up to this size
+
+
+def json_loads(text):
+    """``json.loads`` of a constant text: the data it holds (unknown for anything else
+    or a text that does not parse: the program raises there)."""
+    if not (isinstance(text, ConstVal) and isinstance(text.value, (str, bytes)) and len(text.value) <= MAX_JSON_TEXT):
+        return UNKNOWN
+    import json
+
+    try:
+        data = json.loads(text.value)
+    except ValueError:
+        return UNKNOWN
+    return py_value(data)
+
+
+_BINOPS = None
+
+
+def fold_binop(op, a, b):
+    """``a <op> b`` of two constants, as Python computes it (numbers, strings, bytes,
+    tuples, bounded in size); None when not both constants or Python raises."""
+    global _BINOPS
+    if not (isinstance(a, ConstVal) and isinstance(b, ConstVal)):
+        return None
+    if _BINOPS is None:
+        import operator
+
+        _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+                   ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+                   ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitOr: operator.or_,
+                   ast.BitAnd: operator.and_, ast.BitXor: operator.xor}
+    fn = _BINOPS.get(type(op))
+    x, y = a.value, b.value
+    plain = (bool, int, float)
+    if fn is None or not (type(x) in plain + (str, bytes) and type(y) in plain + (str, bytes)):
+        return None
+    if isinstance(op, (ast.Pow, ast.LShift)) and not (type(y) in plain and abs(y) <= 64 and (type(x) in plain and abs(x) < 2 ** 64)):
+        return None  # (a huge number: not worth computing)
+    if isinstance(op, ast.Mult) and (isinstance(x, (str, bytes)) or isinstance(y, (str, bytes))):
+        n = y if isinstance(x, (str, bytes)) else x
+        if not (type(n) is int and n * len(x if isinstance(x, (str, bytes)) else y) <= 4096):
+            return None
+    try:
+        return ConstVal(fn(x, y))
+    except Exception:
+        return None
+
+
+def concat_seqs(left, right):
+    """``list + list`` / ``tuple + tuple``: the elements in order when both are known."""
+    if (left.elts is not None and right.elts is not None and not left.is_dict and not right.is_dict
+            and left.keys is None and right.keys is None):
+        elts = left.elts + right.elts
+        return SeqVal(elts, elts)
+    return SeqVal(left.items + right.items)
+
+
+def const_tuple(v):
+    """A tuple of known constants (``(seq_len, dim)``) as Python's hashable tuple; None
+    for anything else."""
+    if not (isinstance(v, SeqVal) and not v.is_dict and v.keys is None and v.elts is not None
+            and len(v.elts) <= 16 and all(isinstance(x, ConstVal) for x in v.elts)):
+        return None
+    out = tuple(x.value for x in v.elts)
+    try:
+        hash(out)
+    except TypeError:
+        return None
+    return out

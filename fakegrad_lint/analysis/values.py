@@ -89,6 +89,10 @@ class Origin:
     fake_grad: object = False
     file: object = field(default_factory=_current_file)  # project module it was made in (None: the linted file)
     made_in: object = field(default_factory=_current_entry)  # CURRENT_ENTRY when it was made
+    # a module whose parameters' requires-grad is not known (one returned by a call the
+    # analysis cannot follow, given real storage by ``to_empty``): its leaks are only
+    # possible until the program proves it (a backward that would raise otherwise)
+    rg_unknown: bool = False
 
 
 def origin_order(o: Origin):
@@ -115,6 +119,10 @@ class LeakRecord:
     entry: object = None  # when ``file`` is set: (call node, arg exprs, arg values, statement) in the linted file
     sink_sites: list = field(default_factory=list)  # (description, node, project module or None)
     grad_written: bool = False  # made by `p.grad = fake`: a hazard while the fake .grad stays (to the end)
+    # the origin's requires-grad is not known (``Origin.rg_unknown``) and no sink proved it yet;
+    # ``rg_proof``: (description, node) of the backward that proves it
+    rg_unproved: bool = False
+    rg_proof: object = None
 
 
 @dataclass(eq=False)
@@ -160,6 +168,9 @@ class TVal(Value):
     may_fake: bool = False  # made in a region entered on some paths only (fake or real)
     shape: tuple | None = None  # its sizes, when known on every path (a tuple of ints)
     device: str | None = None  # the device type of its storage, when known ("cpu", "meta")
+    # every leaf of its graph that can require grad is known: its origins and the origins
+    # of its leaks (False: an operand the analysis does not know, a fake requires-grad leaf)
+    closed: bool = False
 
     def real_rg(self):
         return self.origins if self.mode is None else frozenset()
@@ -191,6 +202,11 @@ class ModuleVal(Value):
     children: tuple | None = None  # a container's child names, in order, when every child is known (attrs hold them)
     sequence: int = 0  # a Sequential of known children: how many (attrs "0", "1", ...), run in turn
     device: str | None = None  # the device type of all its storage, when known (set by to_empty(device=...))
+    # a value the analysis could not follow, known to be a module only by a method no
+    # other common type has (``to_empty``, ``named_modules``...): its class, parameters and
+    # forward are not known (``analysis.torch_tables.MODULE_ONLY_METHODS``)
+    opaque: bool = False
+    layer_args: tuple | None = None  # a torch layer's constant constructor arguments (args, kwargs), for its output shape
 
     def is_real(self):
         return self.origin is not None and self.mode is None
@@ -279,6 +295,7 @@ class FuncVal(Value):
     # context managers used as its decorators (a ContextDecorator: `@torch.enable_grad()`,
     # `@my_contextmanager()`): each call of the function runs inside them, outermost first
     contexts: tuple = ()
+    setter: "FuncVal | None" = None  # a property's `@name.setter` function: `obj.name = v` calls it
 
 
 @dataclass(eq=False)
@@ -307,6 +324,7 @@ class ClassVal(Value):
     # (torch_tables.LIBRARY_CLASSES): its qualified name, e.g. "unittest.TestCase"
     library: str | None = None
     members: dict | None = None  # an enum: member name -> the member (an InstanceVal)
+    meta: "ClassVal | None" = None  # its metaclass, when a class of the file (given or inherited)
 
     def lookup_method(self, name):
         """The function Python would run for ``name`` (None: none known to be a function)."""
@@ -500,12 +518,26 @@ class DecoratorVal(Value):
 
 @dataclass(eq=False)
 class ArgParserVal(Value):
-    """An ``argparse.ArgumentParser`` (or one of its groups): the default of each
-    destination its ``add_argument`` calls declare. ``complete`` is False once a call
-    it cannot read was made (then parsing gives no known namespace)."""
+    """An ``argparse.ArgumentParser`` (or one of its groups): the arguments its
+    ``add_argument`` calls declare, parsed by argparse itself when the argument list is
+    known (``valueops.argparse_parse``). ``complete`` is False once a call it cannot read
+    was made (then parsing gives no known namespace)."""
 
-    defaults: dict = field(default_factory=dict)  # dest -> Value (UNKNOWN when not known)
+    defaults: dict = field(default_factory=dict)  # set_defaults(): dest -> Value
     complete: bool = True
+    specs: list = field(default_factory=list)  # (group, flags, options, opaque dest) per add_argument, in order
+    options: dict = field(default_factory=dict)  # the constructor's plain options (prog, prefix_chars...)
+    root: "ArgParserVal | None" = None  # a group: the parser it declares into
+    group: tuple | None = None  # a mutually exclusive group: ("mutex", n, required)
+
+
+@dataclass(eq=False)
+class DataFileVal(Value):
+    """A data file of the project opened for reading by a constant path
+    (``open("config.json")``): its text, as the program run from the project reads it."""
+
+    text: str
+    path: str
 
 
 @dataclass(eq=False)
@@ -557,6 +589,21 @@ class SuperVal(Value):
     self_val: Value
 
 
+def closed_value(v):
+    """Is every leaf of ``v``'s graph that can require grad known (``TVal.closed``)? A
+    constant has none; a real module that is not the file's class (a torch layer, an
+    opaque module) has its parameters, recorded as its origin; a container, its items'."""
+    if isinstance(v, TVal):
+        return v.closed
+    if isinstance(v, ConstVal):
+        return True
+    if isinstance(v, ModuleVal):
+        return v.origin is not None and v.mode is None and v.cls is None and not v.container
+    if isinstance(v, SeqVal):
+        return all(closed_value(x) for x in v.items)
+    return False
+
+
 def is_enum_member(v):
     """Is ``v`` a member of an enum class of the file (a singleton: identity is known)?"""
     if not isinstance(v, InstanceVal):
@@ -590,7 +637,7 @@ def join(a: Value, b: Value) -> Value:
     if (isinstance(a, TVal) and isinstance(b, TVal) and a.mode is b.mode and bool(a.origins) == bool(b.origins)
             and a.leaks == b.leaks and a.may_fake == b.may_fake):
         return TVal(a.origins | b.origins, a.mode, a.leaks, a.derived or b.derived, a.may_fake,
-                    a.shape if a.shape == b.shape else None)
+                    a.shape if a.shape == b.shape else None, closed=a.closed and b.closed)
     opts = []
     for v in (a, b):
         for o in _options(v):
@@ -611,7 +658,7 @@ def union(a: Value, b: Value) -> Value:
         return a if not isinstance(a, (TVal, SeqVal)) else MaybeVal((a, b), each=True)
     if isinstance(a, TVal) and isinstance(b, TVal) and a.mode is b.mode:
         return TVal(a.origins | b.origins, a.mode, a.leaks | b.leaks, a.derived or b.derived, a.may_fake and b.may_fake,
-                    a.shape if a.shape == b.shape else None)
+                    a.shape if a.shape == b.shape else None, closed=a.closed and b.closed)
     opts = []
     for v in (a, b):
         for o in v.options if isinstance(v, MaybeVal) and v.each else (v,):

@@ -321,6 +321,10 @@ def _check(args, final: bool = False) -> int:
             from fakegrad_lint.fix.projects import fix_across_modules  # edits in the module of the region
 
             fix_across_modules(result, st.codes_for, options, files)
+        if mode in ("check", "fix"):
+            from fakegrad_lint.fix.projects import offer_across_modules  # the findings left carry those fixes
+
+            offer_across_modules(result, st.codes_for, options, files)
         found_errors = found.errors
         fixed_bytes = None
 

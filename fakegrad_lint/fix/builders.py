@@ -103,8 +103,21 @@ def _build_fix(leak, source: str) -> Fix | None:
         reason = modules.leaked_refusal(leak, plan)
         if reason is not None:
             raise NoFix(reason)
-        fix = _leaked_fix(plan, _Nodes(source))
-        read = next(iter(sorted(probes.real_reads(plan.module_tree, plan.grad_reads))), None)
+        nodes = _Nodes(source)
+        fix = _leaked_fix(plan, nodes)
+        real = probes.real_reads(plan.module_tree, plan.grad_reads)
+        read = next(iter(sorted(real)), None)
+        redirected, blocked = _leaked_grad_reads(plan, real)
+        if read is None and blocked is not None:
+            read = blocked  # a read of its gradient right after the op that a copy would change
+        if redirected:
+            # `layer.weight.grad` read right after: it read the FakeTensor the op left; it reads
+            # the same fake copy's (`from_tensor` memoizes: the copy the op used)
+            fix = _leaked_fix(plan, nodes, redirected)
+            return _with_probe_note(
+                Fix(f"{fix.message}, and read that copy's gradient on line{'s' if len(redirected) > 1 else ''} "
+                    f"{', '.join(str(n.lineno) for n in redirected)}", fix.applicability, fix.edits),
+                plan.module_tree, plan.grad_reads)
         if read is not None:
             # the real value's gradient is read later: with a fake operand it has none
             return Fix(f"{fix.message} (not applied: line {read} reads the real gradient of `{plan.value}`)",
@@ -657,12 +670,15 @@ def _functional_call(call, module, state, torch_name, pos, taken=frozenset()) ->
     return new_call
 
 
-def _leaked_fix(plan, nodes) -> Fix | None:
+def _leaked_fix(plan, nodes, grad_reads=()) -> Fix | None:
     """A real value mixed with a fake that leaked out of its region: give the op a
-    fake copy made by the leaked tensor's own mode (``f.fake_mode.from_tensor(w)``)."""
+    fake copy made by the leaked tensor's own mode (``f.fake_mode.from_tensor(w)``);
+    ``grad_reads`` (``w`` of ``w.grad`` reads after the op) read that copy."""
     mode = plan.mode_name
     node = plan.uses[0]
     ops = nodes.ops()
+    for read in grad_reads:
+        ops.replace(nodes.expr(read), f"{mode}.from_tensor({plan.value})")
     static = ", static_shapes=True" if plan.static_shapes else ""
     if plan.kind == "leaked-tensor":
         suffix = ".detach().requires_grad_()" if plan.derived else ""
@@ -678,6 +694,64 @@ def _leaked_fix(plan, nodes) -> Fix | None:
         if needs_import:
             ops.add_import("torch")
     return Fix(f"Use a fake copy of `{plan.value}` made by `{mode}`", Applicability.UNSAFE, ops.edits())
+
+
+def _leaked_grad_reads(plan, lines) -> tuple[list, int | None]:
+    """``(reads, blocked)``: ``reads``, the receivers of the ``plan.value.grad`` reads in the
+    statements that run right after the op's own statement, in its block, when they cover
+    ``lines`` (the real reads the analysis found) and no other use of the value comes before
+    the last of them (the real value's gradient is then what the op left: the fake copy's
+    after the fix); else ``[]``, with ``blocked`` the line of the first such read that a copy
+    would change. A tensor the leaked mode's copy replaces by a fresh leaf (``derived``) has
+    no copy to read."""
+    if plan.kind != "leaked-tensor" or len(plan.uses) != 1:
+        return [], None
+    op = plan.uses[0]
+    stmt = _following_of_node(plan.module_tree, op)
+    if stmt is None:
+        return [], None
+    op_stmt, after = stmt
+    reads = []
+    for s in after:
+        for node in ast.walk(s):
+            if isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.ctx, ast.Load) and \
+                    dotted_name(node.value) == plan.value and not probes.type_probe(plan.module_tree, node):
+                reads.append(node.value)
+    if not reads:
+        return [], None
+    first = min(n.lineno for n in reads)
+    if plan.derived or not set(lines) <= {n.lineno for n in reads} or \
+            any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+                for s in after for n in ast.walk(s)):
+        return [], first
+    ids = {id(sub) for n in reads for sub in ast.walk(n)} | {id(sub) for sub in ast.walk(op)}
+    parts = plan.value.split(".")
+    names = {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+    last = max(n.lineno for n in reads)
+    for s in [op_stmt, *after]:
+        for node in ast.walk(s):
+            if isinstance(node, (ast.Name, ast.Attribute)) and node.lineno <= last and \
+                    dotted_name(node) in names and id(node) not in ids:
+                return [], first  # another use of the value before a read: which gradient it sees is not known
+    return reads, None
+
+
+def _following_of_node(tree, node):
+    """``(statement, the statements after it in its block)`` for the innermost statement
+    that holds ``node``; None if not found."""
+    best = None
+    for parent in ast.walk(tree):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(parent, name, None)
+            if not isinstance(block, list):
+                continue
+            for i, stmt in enumerate(block):
+                if isinstance(stmt, ast.stmt) and stmt.lineno <= node.lineno and \
+                        node.end_lineno <= stmt.end_lineno and any(n is node for n in ast.walk(stmt)):
+                    if best is None or stmt.lineno >= best[0].lineno and (stmt.end_lineno - stmt.lineno) <= \
+                            (best[0].end_lineno - best[0].lineno):
+                        best = (stmt, block[i + 1:])
+    return best
 
 
 def _module_grad_read(stmts, module: str, tree=None, probed=None) -> int | None:

@@ -37,7 +37,7 @@ from contextlib import contextmanager
 
 from fakegrad_lint.findings import HELPER_OF, Finding, applies
 
-__all__ = ["fix_across_modules", "cross_module_fixes"]
+__all__ = ["fix_across_modules", "cross_module_fixes", "offer_across_modules"]
 
 
 @contextmanager
@@ -78,7 +78,7 @@ class _Project:
     """The run's Python files, their current texts, and lints under the overlay of the
     texts changed so far (by the per-file loop in ``--diff`` mode, or by this pass)."""
 
-    def __init__(self, results, codes_for, diff: bool, paths=()):
+    def __init__(self, results, codes_for, diff: bool, paths=(), deps_known: bool = False):
         from fakegrad_lint.engine.process import FileResult
         from fakegrad_lint.sources.sourcefile import SourceError, read_source
 
@@ -103,6 +103,12 @@ class _Project:
             self.results[path], self.files[path] = r, sf
             self.texts[path] = r.fixed_text if diff and r.fixed_text is not None else sf.text
         self._deps: dict = {}
+        if deps_known:
+            # a `check` run: each file's lint recorded the project modules it read (a cached
+            # result does not say; a file the prefilter stopped read none)
+            for path, r in self.results.items():
+                if not r.cached:
+                    self._deps[(path, self.texts[path])] = {os.path.abspath(p) for p in r.deps}
 
     def changed(self, extra=None) -> dict:
         out = {p: t for p, t in self.texts.items() if t != self.files[p].text}
@@ -217,17 +223,17 @@ def _unredirected_grad_read(plan, fix) -> int | None:
     return next((ln for ln in sorted(plan.grad_reads) if first <= ln <= last and ln not in edited), None)
 
 
-def cross_module_fixes(project: _Project, path: str, unsafe: bool, why: dict | None = None):
-    """The first proved fix of a finding of ``path`` whose edit lands in another module:
-    ``(finding, helper path, fixed helper text)``, or None. ``why`` receives, by
-    ``(code, row, column, value)``, why a planned fix of a finding is not applied."""
+def _proved_fixes(project: _Project, path: str, unsafe: bool | None, why: dict):
+    """Each proved fix of a finding of ``path`` whose edit lands in another module:
+    ``(finding, helper path, fix, fixed helper text)``. ``unsafe``: the safety level a fix
+    must apply at (None: any, for ``check``, which marks the fixes by their applicability).
+    ``why`` receives, by ``(code, row, column, value)``, why a planned fix is not offered."""
     from fakegrad_lint.fix.builders import NoFix, build_fix
     from fakegrad_lint.rules import rule_for
 
     leaks = _planned(project, path)
     if not leaks:
-        return None
-    why = {} if why is None else why
+        return
     reported = project.reported(path)
     for leak in leaks:
         helper = os.path.abspath(leak.fix.path)
@@ -256,15 +262,80 @@ def cross_module_fixes(project: _Project, path: str, unsafe: bool, why: dict | N
             why[key] = (f"in {where}, where the region is: line {read} reads the gradients the region makes, "
                         f"which a fake copy of `{leak.fix.value}` would change")
             continue
-        if not applies(fix, unsafe=unsafe):
+        if unsafe is not None and not applies(fix, unsafe=unsafe):
             why[key] = f"in {where}, where the region is: {fix.message} ({fix.applicability.value})"
             continue
         new, reason = _prove(project, path, target, helper, fix)
-        if new is not None:
-            why.pop(key, None)
-            return target, helper, new
-        why[key] = f"in {where}, where the region is: {reason}"
+        if new is None:
+            why[key] = f"in {where}, where the region is: {reason}"
+            continue
+        why.pop(key, None)
+        yield target, helper, fix, new
+
+
+def cross_module_fixes(project: _Project, path: str, unsafe: bool, why: dict | None = None):
+    """The first proved fix of a finding of ``path`` whose edit lands in another module:
+    ``(finding, helper path, fixed helper text)``, or None. ``why`` receives, by
+    ``(code, row, column, value)``, why a planned fix of a finding is not applied."""
+    for target, helper, _fix, new in _proved_fixes(project, path, unsafe, {} if why is None else why):
+        return target, helper, new
     return None
+
+
+def _file_qualified(fix, project: _Project, helper: str, where: str):
+    """``fix`` (edits of ``helper``'s text) as the fix of a finding of another file: each
+    edit names ``helper`` (as the run names it), the message says where the edit lands."""
+    from dataclasses import replace
+
+    name = project.results[helper].path
+    return replace(fix, message=f"{fix.message} (in {where}, where the region is)",
+                   edits=tuple(replace(e, filename=name) for e in fix.edits))
+
+
+def _candidates(results) -> list[str]:
+    return sorted({os.path.abspath(r.path) for r in results if r.path.endswith(".py")
+                   and any(_region_elsewhere(f) for f in r.findings)})
+
+
+def offer_across_modules(run, codes_for, options, paths=()) -> None:
+    """``check`` (and every report of findings): each finding whose region is opened in
+    another file of the run gets as its fix the proved edits of that file, the same fix
+    ``--fix`` applies there (:func:`fix_across_modules`): ``[*]`` in the text output, the
+    file-qualified edits in JSON and SARIF, the counts. A planned fix that is not proved
+    leaves the finding with the reason (``no fix: in utils.py, where the region is: ...``).
+    Only files with such a finding pay for it (the fast path never does)."""
+    from dataclasses import replace
+
+    from fakegrad_lint.findings import hidden_unsafe
+
+    candidates = _candidates(run.results)
+    if not candidates:
+        return
+    project = _Project(run.results, codes_for, diff=False, paths=paths, deps_known=options.mode == "check")
+    for path in candidates:
+        if path not in project.results:
+            continue
+        why: dict = {}
+        offered: dict = {}
+        try:
+            for target, helper, fix, _new in _proved_fixes(project, path, None, why):
+                where = os.path.relpath(helper, os.path.dirname(path)).replace(os.sep, "/")
+                key = (target.code, target.location.row, target.location.column, target.extra.get("value"))
+                offered.setdefault(key, _file_qualified(fix, project, helper, where))
+        except Exception:  # noqa: BLE001 - an analyzer bug must not take the run down: no fix
+            continue
+        result = project.results[path]
+        findings = []
+        for f in result.findings:
+            key = (f.code, f.location.row, f.location.column, f.extra.get("value"))
+            if key in offered and f.fix is None and HELPER_OF not in f.extra:
+                f = replace(f, fix=offered[key], no_fix=None)
+            findings.append(_explained(f, why))
+        result.findings = findings
+        if not options.unsafe_fixes:
+            result.hidden_unsafe = sum(1 for f in findings if hidden_unsafe(f.fix))
+        if findings and result.source is None:
+            result.source = project.texts[path]
 
 
 def fix_across_modules(run, codes_for, options, paths=()) -> None:
@@ -274,8 +345,7 @@ def fix_across_modules(run, codes_for, options, paths=()) -> None:
     every file of the run (a helper the prefilter stopped has no result of its own)."""
     if options.mode not in ("fix", "fix-only", "diff"):
         return
-    candidates = sorted({os.path.abspath(r.path) for r in run.results if r.path.endswith(".py")
-                         and any(_region_elsewhere(f) for f in r.findings)})
+    candidates = _candidates(run.results)
     if not candidates:
         return
     project = _Project(run.results, codes_for, diff=options.mode == "diff", paths=paths)
@@ -329,6 +399,7 @@ def _finish(project: _Project, applied: dict, options, why: dict) -> None:
             from fakegrad_lint.sources.kind import PythonSource
 
             result.diff = "".join(unified_diff(*piece) for piece in PythonSource(sf).diffs(sf.text, text))
+            result.fixed_text = text  # what --fix would write (nothing is written)
             continue
         try:
             write_atomic(path if os.path.exists(path) else result.path, sf.encode(text), expected=sf.raw)

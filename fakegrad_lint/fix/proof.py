@@ -32,7 +32,7 @@ from typing import Callable
 from fakegrad_lint.findings import Finding, Fix
 from fakegrad_lint.sources.text import NEWLINE_RE as _NEWLINE_RE
 from fakegrad_lint.sources.text import parse_quietly
-from fakegrad_lint.rules import FORWARD_ONLY_CODE
+from fakegrad_lint.rules import FORWARD_ONLY_CODE, fgl002_strict_mode_crash
 
 __all__ = ["LONG_LINE", "long_line", "prove", "finding_key"]
 
@@ -41,6 +41,7 @@ LONG_LINE = 10_000
 
 _BUILTINS = frozenset(dir(builtins))
 _FORWARD_ONLY = FORWARD_ONLY_CODE  # a downgrade to forward-only is not a new hazard
+_CRASH = fgl002_strict_mode_crash.RULE.code
 
 
 def long_line(source: str) -> int | None:
@@ -108,12 +109,64 @@ def prove(source: str, finding: Finding, fix: Fix, relint: Callable[[str], list[
     if now[target] >= was[target]:
         return "re-linted, the finding is still there"
     values_before = {value for _, value in was}
+    same_object = _source_and_region(finding, source)
     for key, count in now.items():
         if count > was[key]:
             if key[0] == _FORWARD_ONLY and key[1] in values_before:
                 continue  # a value leaked at the same place before: now it is only forward
+            if key[0] == _FORWARD_ONLY and same_object is not None and all(
+                    _source_and_region(f, new) == same_object for f in after if finding_key(f) == key):
+                # the real object the target leaked (made by the same statement, in the same
+                # region), reached now under another name and only forward: `functional_call(
+                # model, fake_params)` after the fix, where `dict(model.named_parameters())` leaked
+                continue
+            if key[0] == _CRASH and finding.code == _CRASH and all(
+                    _masked_crash(f, finding, spans, source, new) for f in after if finding_key(f) == key):
+                # `bag.cls(bag.emb(ids))` under a strict mode: the op of the target raised first,
+                # so the outer op's real input was never reached; it crashes there now (the next
+                # pass of the fix loop converts it), one op further than before
+                continue
             return f"re-linted, the fix adds a {key[0]} finding"
     return None
+
+
+def _masked_crash(f: Finding, target: Finding, spans, source: str, new: str) -> bool:
+    """Is ``f`` (a strict-mode crash of the fixed text) at an op of the statement where
+    ``target`` crashed before the fix (its rows, mapped back through the fix's edits)?"""
+    step = next((s for s in f.trace if s.kind == "leak"), None)
+    if step is None:
+        return False
+    starts = [0] + [m.end() for m in _NEWLINE_RE.finditer(new)]
+    if not 0 < step.location.row <= len(starts):
+        return False
+    offset = starts[step.location.row - 1] + step.location.column - 1
+    delta = 0
+    for begin, end, content in sorted(spans, key=lambda s: (s[0], s[1])):
+        if offset < begin + delta:
+            break
+        if offset < begin + delta + len(content):
+            return False  # inside the text the fix inserted
+        delta += len(content) - (end - begin)
+    old_starts = [0] + [m.end() for m in _NEWLINE_RE.finditer(source)]
+    row = bisect.bisect_right(old_starts, offset - delta)
+    return target.location.row <= row <= target.end_location.row
+
+
+def _source_and_region(f: Finding, text: str) -> tuple | None:
+    """The code that made ``f``'s real value and the expression that entered its region
+    (a fix edits neither: it may add `as fake_mode` after the latter), or None when the
+    trace lacks either."""
+    lines = text.splitlines()
+    out = []
+    for kind in ("source", "region"):
+        step = next((s for s in f.trace if s.kind == kind), None)
+        if step is None or not 0 < step.location.row <= len(lines):
+            return None
+        line = lines[step.location.row - 1]
+        if step.end_location.row == step.location.row:
+            line = line[step.location.column - 1:step.end_location.column - 1]
+        out.append(line.strip())
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------

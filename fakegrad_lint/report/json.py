@@ -2,7 +2,9 @@
 
 ``filename`` is the absolute path (as ruff prints it); ``location`` and
 ``end_location`` are ``{"row", "column"}`` with both 1-based; ``fix`` is null or
-``{"applicability", "message", "edits": [{"content", "location", "end_location"}]}``;
+``{"applicability", "message", "edits": [{"content", "location", "end_location"}]}`` (an edit
+of another file than the diagnostic's, a fix that lands in the module where the region is
+opened, also has that file's absolute ``filename``);
 ``no_fix`` is null or why the finding has no fix (a planned fix that failed
 its proof: ``"re-linted, the finding is still there"``); ``noqa_row`` is the row a ``# noqa`` for the diagnostic belongs on; ``cell`` is
 the 1-based notebook cell or null; ``trace`` is the chain that proves the
@@ -18,12 +20,19 @@ import json
 import os
 from collections import Counter
 
-from fakegrad_lint.findings import Finding, Location
+from fakegrad_lint.findings import Edit, Finding, Location
 from fakegrad_lint.report import ReportContext, json_safe, noqa_row, rule_info
 
 
 def _loc(loc: Location) -> dict:
     return {"row": loc.row, "column": loc.column + 1}
+
+
+def _edit(e: Edit) -> dict:
+    out = {"content": e.content, "location": _loc(e.start), "end_location": _loc(e.end)}
+    if e.filename is not None:  # an edit of another file than the finding's
+        out["filename"] = os.path.abspath(e.filename)
+    return out
 
 
 def diagnostic(f: Finding) -> dict:
@@ -32,10 +41,7 @@ def diagnostic(f: Finding) -> dict:
         fix = {
             "applicability": f.fix.applicability.value,
             "message": f.fix.message,
-            "edits": [
-                {"content": e.content, "location": _loc(e.start), "end_location": _loc(e.end)}
-                for e in f.fix.edits
-            ],
+            "edits": [_edit(e) for e in f.fix.edits],
         }
     return {
         "cell": f.cell,

@@ -141,9 +141,11 @@ def _result(f: Finding, index: dict[str, int], levels: dict[str, str], root: Pat
                 "description": {"text": f.fix.message},
                 "artifactChanges": [
                     {
-                        "artifactLocation": artifact_location(f.filename, root),
-                        "replacements": [_replacement(e, f.cell) for e in f.fix.edits],
+                        "artifactLocation": artifact_location(name, root),
+                        "replacements": [_replacement(e, f.cell) for e in f.fix.edits
+                                         if (e.filename or f.filename) == name],
                     }
+                    for name in f.fix.files(f.filename)
                 ],
                 "properties": {"applicability": f.fix.applicability.value},
             }

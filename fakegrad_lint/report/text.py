@@ -2,7 +2,8 @@
 
 ``path:row:col: CODE [*] message`` with a 1-based column; ``[*]`` marks a fix
 applicable at the current safety level. A finding whose planned fix was not
-proved gets ``  no fix: reason`` on the next line. Under it, only when asked
+proved gets ``  no fix: reason`` on the next line; a fix that edits another file than the
+finding's (it lands in the module where the region is opened) gets ``  fix edits utils.py``. Under it, only when asked
 (``ctx.show_source``: stdout is a terminal, or ``--color always``), the source
 line with a caret; with ``--show-trace`` (``ctx.show_trace``) a line with the
 finding's chain, ``trace: source L5, region L7, op L8, backward L9`` (a step in
@@ -90,6 +91,12 @@ def trace_line(f) -> str:
     return ", ".join(parts)
 
 
+def _elsewhere(f) -> list[str]:
+    """The other files a fix of ``f`` edits, relative to ``f``'s folder."""
+    here = os.path.dirname(os.path.abspath(f.filename))
+    return [display_path(os.path.relpath(os.path.abspath(p), here).replace(os.sep, "/")) for p in f.fix.elsewhere(f.filename)]
+
+
 def statistics(ctx: ReportContext) -> str:
     counts = Counter(f.code for f in ctx.findings)
     fixable = {f.code for f in ctx.findings if ctx.is_fixable(f)}
@@ -157,6 +164,8 @@ def render(ctx: ReportContext) -> str:
                 out.append("  " + _paint(ctx, "trace:", _BLUE) + " " + trace_line(f))
             if f.no_fix:
                 out.append(f"  no fix: {f.no_fix}")
+            elif f.fix is not None and f.fix.elsewhere(f.filename):
+                out.append(f"  fix edits {', '.join(_elsewhere(f))}")
             if ctx.show_source:
                 out.extend(_snippet(ctx, f))
         if out and out[-1] != "" and not ctx.quiet:
