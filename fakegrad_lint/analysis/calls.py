@@ -157,8 +157,9 @@ class CallsMixin:
         if st.cur is None and not st.stack and getattr(node, "name", None) != "__init__":
             # a run with unknown arguments (no caller): a function the program itself
             # called is what those calls made it do; unknown arguments would only add
-            # paths the program does not take
-            if node in self._ran_by_program:
+            # paths the program does not take (unless those calls ran with the
+            # command line of the plain run: the user may give another, program_argv)
+            if node in self._ran_by_program and not self.__dict__.get("_argv_read"):
                 return UNKNOWN
         else:
             self._ran_by_program.add(node)

@@ -399,7 +399,10 @@ class ExpressionsMixin:
     def program_argv(self):
         """``sys.argv`` of the program run as it is (no arguments: its default
         configuration, as for environment reads with a default), unless the linted
-        file changes or patches ``sys.argv`` itself (then it is unknown)."""
+        file changes or patches ``sys.argv`` itself (then it is unknown). The command
+        line is the user's input, so a function the program called with its plain
+        run's configuration is still analysed with unknown arguments as well: a flag
+        that takes another path (autoparallel's ``--fake-evaluate``) is a path it has."""
         memo = self.__dict__.get("_argv")
         if memo is None:
             if _ARGV_WRITE.search(self.source):
@@ -407,6 +410,10 @@ class ExpressionsMixin:
             else:
                 script = ConstVal(os.path.basename(self.main_path or "") or "script.py")
                 memo = SeqVal((script,), (script,))
+                # the program's own calls then ran with the plain run's configuration;
+                # a user's command line may pick others (calls.py: its functions are
+                # also run with unknown arguments)
+                self.__dict__["_argv_read"] = True
             self.__dict__["_argv"] = memo
         return memo
 
