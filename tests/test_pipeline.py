@@ -68,6 +68,35 @@ def test_time_limit_interrupts():
         raise AssertionError("not interrupted")
 
 
+def test_time_limit_forgets_an_import_it_cut(tmp_path, monkeypatch):
+    """An alarm during a package's ``__init__`` (libcst's, imported by the first fix of
+    a worker) must not leave its submodules behind: the next import would run the
+    ``__init__`` again without binding them (``module 'libcst' has no attribute
+    '_maybe_sentinel'`` for every later file of the worker)."""
+    import sys
+    import time
+
+    pkg = tmp_path / "slowpkg_fgl"
+    pkg.mkdir()
+    (pkg / "fast.py").write_text("X = 1\n")
+    (pkg / "__init__.py").write_text(
+        "from slowpkg_fgl.fast import X\nimport time\ntime.sleep(2)\nfrom slowpkg_fgl import fast as _f\nY = _f.X\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        with pipeline.time_limit(0.2):
+            import slowpkg_fgl  # noqa: F401
+        raise AssertionError("not interrupted")  # pragma: no cover
+    except pipeline.FileTimeout:
+        pass
+    assert "slowpkg_fgl.fast" not in sys.modules
+    started = time.monotonic()
+    import slowpkg_fgl
+
+    assert slowpkg_fgl.Y == 1 and slowpkg_fgl.fast.X == 1 and time.monotonic() - started >= 1.5
+    for name in ("slowpkg_fgl", "slowpkg_fgl.fast"):
+        sys.modules.pop(name, None)
+
+
 def test_notebook_without_support_is_a_tool_error(tmp_path, monkeypatch):
     import sys
 

@@ -182,12 +182,27 @@ def time_limit(seconds: float | None):
         raise FileTimeout()
 
     old = signal.signal(signal.SIGALRM, on_alarm)
+    loaded = set(sys.modules)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield state
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+        if state["fired"]:
+            forget_cut_imports(loaded)
+
+
+def forget_cut_imports(loaded: set) -> None:
+    """After an alarm: drop the modules imported since ``loaded`` whose package's
+    import the alarm cut off. Python removes the package that raised, but its
+    submodules imported so far stay, so the next import of the package runs its
+    ``__init__`` again without binding them as its attributes (``module 'libcst' has
+    no attribute '_maybe_sentinel'`` for every later file of the worker)."""
+    for name in sorted(set(sys.modules) - loaded):
+        parts = name.split(".")
+        if any(".".join(parts[:i]) not in sys.modules for i in range(1, len(parts))):
+            sys.modules.pop(name, None)
 
 
 def disarm_alarm() -> None:
