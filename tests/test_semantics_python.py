@@ -1204,6 +1204,37 @@ def step(net):
     net(torch.ones(1, 2)).sum().backward()
 get_backend("eager").run(step, nn.Linear(2, 2))
 """,
+    # match over an enum member: a value pattern compares by ==, identity for a plain enum
+    "match_enum_member_value_pattern_picks_fake_case": """
+import enum
+class Phase(enum.Enum):
+    INFER = "infer"
+    TRAIN = "train"
+def run(phase, net):
+    match phase:
+        case Phase.INFER:
+            return tuple(net(torch.ones(1, 2)).shape)
+        case Phase.TRAIN:
+            with FakeTensorMode(allow_non_fake_inputs=True):
+                net(torch.ones(1, 2)).sum().backward()  # FGL001
+run(Phase("train"), nn.Linear(2, 2))
+""",
+    "match_enum_member_value_pattern_picks_real_case": """
+import enum
+class Phase(enum.Enum):
+    INFER = "infer"
+    TRAIN = "train"
+def run(phase, net):
+    match phase:
+        case Phase.INFER | Phase.TRAIN if False:
+            pass
+        case Phase.INFER:
+            return tuple(net(torch.ones(1, 2)).shape)
+        case Phase.TRAIN:
+            with FakeTensorMode(allow_non_fake_inputs=True):
+                net(torch.ones(1, 2)).sum().backward()
+print(run(Phase("infer"), nn.Linear(2, 2)))
+""",
 }
 
 

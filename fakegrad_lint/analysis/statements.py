@@ -20,7 +20,7 @@ from fakegrad_lint.analysis.torch_values import (_MODULE_ITERATORS, _disable_mod
     _name_origins)
 from fakegrad_lint.analysis.valueops import _dict_val, _is_none_const, _truth, concat_seqs, const_tuple
 from fakegrad_lint.analysis.values import (UNKNOWN, ClassVal, ConstVal, FuncVal, GeneratorVal, InstanceVal, MaybeVal, ModeVal, ModRef,
-    ModuleVal, Origin, SeqVal, TVal, join, union)
+    ModuleVal, Origin, SeqVal, TVal, is_enum_member, join, union)
 
 
 def _mark_may_regions(regions, before):
@@ -365,6 +365,15 @@ class StatementsMixin:
         its attributes (positional ones through a dataclass's fields)."""
         if isinstance(p, ast.MatchAs) and p.pattern is None:
             return True  # `case _:` / `case name:`
+        if isinstance(p, ast.MatchOr):
+            hits = [self._pattern_matches(q, subject, st) for q in p.patterns]
+            return True if any(h is True for h in hits) else (False if all(h is False for h in hits) else None)
+        if isinstance(p, ast.MatchValue) and is_enum_member(subject):
+            # `case Phase.TRAIN:` compares by ==, which is identity for the members of
+            # an enum of the file (another class's member, or another value: not known)
+            v = self.eval(p.value, st)
+            own_eq = subject.cls.lookup_method("__eq__") is not None
+            return (v is subject) if is_enum_member(v) and v.cls is subject.cls and not own_eq else None
         if isinstance(subject, InstanceVal):
             return self._class_pattern_matches(p, subject, st)
         if isinstance(p, ast.MatchValue):
@@ -374,9 +383,6 @@ class StatementsMixin:
             return None
         if isinstance(p, ast.MatchSingleton):
             return subject.value is p.value
-        if isinstance(p, ast.MatchOr):
-            hits = [self._pattern_matches(q, subject, st) for q in p.patterns]
-            return True if any(h is True for h in hits) else (False if all(h is False for h in hits) else None)
         return None
 
     def _class_pattern_matches(self, p, subject, st):
