@@ -13,24 +13,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-import oracle  # noqa: E402
-from test_unseen_runtime import assert_balanced, check_script, corpus_paths  # noqa: E402
+from test_unseen_runtime import corpus_runtime_tests  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-SCRIPTS, _ = corpus_paths("probes_eco")
-
-
-@pytest.fixture(scope="module")
-def script_results():
-    return oracle.run_fixtures(SCRIPTS, jobs=2)
-
-
-def test_probes_eco_corpus_size():
-    assert len(SCRIPTS) >= 14, f"fixtures/probes_eco: {len(SCRIPTS)} programs"
-    assert_balanced([p.name for p in SCRIPTS], "fixtures/probes_eco")
-
-
-@pytest.mark.parametrize("path", SCRIPTS, ids=[p.name for p in SCRIPTS])
-def test_probes_eco_script_outcome(script_results, path):
-    check_script(path, script_results[str(path)])
+globals().update(corpus_runtime_tests("probes_eco", min_files=14, min_projects=0))

@@ -94,6 +94,45 @@ def assert_balanced(names, what):
     assert abs(len(safes) - len(hazards)) <= max(2, len(names) // 4), f"{what}: {len(safes)} safe, {len(hazards)} hazard"
 
 
+def corpus_runtime_tests(name: str, min_files: int, min_projects: int = 0) -> dict:
+    """The runtime agreement tests of corpus ``name`` (``fixtures/<name>/``,
+    ``fixtures/<name>_projects/``), for a test module's namespace
+    (``globals().update(corpus_runtime_tests(...))``): its module-scoped oracle runs,
+    a size and balance check, and one outcome test per program and per project, named
+    ``test_<name>_...``."""
+    scripts, projects = corpus_paths(name)
+
+    @pytest.fixture(scope="module")
+    def script_results():
+        return oracle.run_fixtures(scripts, jobs=2)
+
+    @pytest.fixture(scope="module")
+    def project_results():
+        return oracle.run_projects(projects, jobs=2)
+
+    def test_corpus_size():
+        names = [p.name for p in scripts]
+        assert len(names) >= min_files, f"fixtures/{name}: {len(names)} programs"
+        assert len(projects) >= min_projects, f"fixtures/{name}_projects: {len(projects)} projects"
+        assert_balanced(names, f"fixtures/{name}")
+        if projects:
+            assert_balanced([p.name for p in projects], f"fixtures/{name}_projects")
+
+    @pytest.mark.parametrize("path", scripts, ids=[p.name for p in scripts])
+    def test_script_outcome(script_results, path):
+        check_script(path, script_results[str(path)])
+
+    @pytest.mark.parametrize("folder", projects, ids=[p.name for p in projects])
+    def test_project_outcome(project_results, folder):
+        check_project(folder, project_results[str(folder)])
+
+    tests = {"SCRIPTS": scripts, "PROJECTS": projects, "script_results": script_results,
+             f"test_{name}_corpus_size": test_corpus_size, f"test_{name}_script_outcome": test_script_outcome}
+    if projects:
+        tests.update({"project_results": project_results, f"test_{name}_project_outcome": test_project_outcome})
+    return tests
+
+
 @pytest.fixture(scope="module")
 def script_results():
     return oracle.run_fixtures(SCRIPTS, jobs=2)

@@ -17,36 +17,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-import oracle  # noqa: E402
-from test_unseen_runtime import assert_balanced, check_project, check_script, corpus_paths  # noqa: E402
+from test_unseen_runtime import corpus_runtime_tests  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-SCRIPTS, PROJECTS = corpus_paths("vault3")
-
-
-@pytest.fixture(scope="module")
-def script_results():
-    return oracle.run_fixtures(SCRIPTS, jobs=2)
-
-
-@pytest.fixture(scope="module")
-def project_results():
-    return oracle.run_projects(PROJECTS, jobs=2)
-
-
-def test_vault3_corpus_size():
-    assert len(SCRIPTS) >= 50, f"fixtures/vault3: {len(SCRIPTS)} programs"
-    assert len(PROJECTS) >= 20, f"fixtures/vault3_projects: {len(PROJECTS)} projects"
-    assert_balanced([p.name for p in SCRIPTS], "fixtures/vault3")
-    assert_balanced([p.name for p in PROJECTS], "fixtures/vault3_projects")
-
-
-@pytest.mark.parametrize("path", SCRIPTS, ids=[p.name for p in SCRIPTS])
-def test_vault3_script_outcome(script_results, path):
-    check_script(path, script_results[str(path)])
-
-
-@pytest.mark.parametrize("folder", PROJECTS, ids=[p.name for p in PROJECTS])
-def test_vault3_project_outcome(project_results, folder):
-    check_project(folder, project_results[str(folder)])
+globals().update(corpus_runtime_tests("vault3", min_files=50, min_projects=20))
