@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from fakegrad_lint.analysis import callgraph, interpreter, project
 from fakegrad_lint.analysis.roots import Project
 
@@ -108,7 +110,15 @@ def make(root, files):
             fh.write(text)
 
 
-def test_hot_names_follow_the_code_not_the_words(tmp_path):
+@pytest.fixture
+def call_graph_on(monkeypatch):
+    """The call-graph refinement of hot names and the gate's recomputation are off by
+    default (their cost on large trees, ``project.CALL_GRAPH``); these tests run them."""
+    monkeypatch.setattr(project, "CALL_GRAPH", True)
+    monkeypatch.setattr(project, "GATE_RECOMPUTE", True)
+
+
+def test_hot_names_follow_the_code_not_the_words(tmp_path, call_graph_on):
     make(tmp_path, {"pkg/__init__.py": "", "pkg/clang.py": CLANG, "pkg/ops.py": OPS})
     clang = project.hot_names_of(str(tmp_path / "pkg" / "clang.py"), 0)
     assert {"full", "by_name", "FakeTensorMode"} <= clang
@@ -133,7 +143,7 @@ def standalone_units(monkeypatch, path):
     return ran
 
 
-def test_a_unit_reading_a_cold_attribute_of_a_hot_module_is_not_analysed_alone(tmp_path, monkeypatch):
+def test_a_unit_reading_a_cold_attribute_of_a_hot_module_is_not_analysed_alone(tmp_path, monkeypatch, call_graph_on):
     make(tmp_path, {"pkg/__init__.py": "", "pkg/clang.py": CLANG, "train.py": OPS})
     assert standalone_units(monkeypatch, str(tmp_path / "train.py")) == ["warm", "passes_module"]
 
@@ -167,7 +177,7 @@ def test_a_project_finding_through_a_module_attribute_is_kept(tmp_path):
     assert ("train.py", 7, "FGL001") in got
 
 
-def test_hot_names_are_the_same_after_the_gate_gives_up(tmp_path, monkeypatch):
+def test_hot_names_are_the_same_after_the_gate_gives_up(tmp_path, monkeypatch, call_graph_on):
     # the prefilter's gate follows at most MAX_HOT_FILES possible files; when it gives
     # up, the modules it had not reached must not keep "no hot name" for the analysis
     make(tmp_path, {

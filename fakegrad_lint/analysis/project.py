@@ -226,9 +226,13 @@ def _hot_word_re(roots):
             # to be empty (the analysis asks for them), so none is cut short, and
             # what was computed with the partial set is computed again
             _hot_words[key] = False
-            _scanned.difference_update(files)
-            for f in files:
-                _hot.pop(f, None)
+            if GATE_RECOMPUTE:
+                # the possible files were not all found: their hot names are not known
+                # to be empty (the analysis asks for them), so none is cut short, and
+                # what was computed with the partial set is computed again
+                _scanned.difference_update(files)
+                for f in files:
+                    _hot.pop(f, None)
             return False
     out = frozenset(words | mod_words) if words else False
     _hot_words[key] = out
@@ -317,7 +321,7 @@ def reaches_region(path: str, text: str) -> bool:
     bindings = _import_bindings(text, path, Project(roots), me)
     if not bindings:
         return False
-    if gate and any(t and _imports_dynamically(t) for _l, t, _n, _sub in bindings):
+    if gate and any(t and _uses_loader(text, local, n, _dynamic_loaders(t)) for local, t, n, _sub in bindings):
         return True  # `locate("pkg.mod:attr")` over importlib in a module it imports: may return any hot value
     if all(_under(t or sub, scan) for _l, t, _n, sub in bindings):
         if gate is False or (gate is not None and not _names_any(text, gate)):
@@ -325,19 +329,45 @@ def reaches_region(path: str, text: str) -> bool:
     return bool(_hot_imports(text, path, None, me, 0, bindings))
 
 
-_dynamic_memo: dict = {}  # path -> does the module call import_module with a computed name
+_dynamic_memo: dict = {}  # path -> the names of its top-level defs that import_module a computed name
 
 
-def _imports_dynamically(path: str) -> bool:
-    hit = _dynamic_memo.get(path)
-    if hit is None:
+def _dynamic_loaders(path: str) -> frozenset:
+    """The top-level defs of the module at ``path`` that call ``import_module`` with a
+    computed name (a loader such as ``locate("pkg.mod:attr")`` or ``plugins.load(names)``,
+    which may return any hot value). Only an imported loader counts: a module that
+    merely has one does not make every name imported from it possibly hot (sglang's and
+    vllm's utilities: 2 -> 164 files past the prefilter, 4.5 -> 87 s)."""
+    out = _dynamic_memo.get(path)
+    if out is None:
         try:
             with open(path, encoding="utf-8", errors="replace") as fh:
                 text = fh.read()
         except OSError:
             text = ""
-        hit = _dynamic_memo[path] = "import_module" in text and _DYNAMIC_IMPORT_RE.search(text) is not None
-    return hit
+        names = set()
+        if "import_module" in text and _DYNAMIC_IMPORT_RE.search(text):
+            defs = list(_TOP_DEF_RE.finditer(text))
+            for k, m in enumerate(defs):
+                end = _TOP_LINE_RE.search(text, text.find("\n", m.end()) + 1 or len(text))
+                if _DYNAMIC_IMPORT_RE.search(text, m.end(), end.start() if end else len(text)):
+                    names.add(m.group(1))
+        out = _dynamic_memo[path] = frozenset(names)
+    return out
+
+
+def _uses_loader(text: str, local: str, name: str | None, loaders: frozenset) -> bool:
+    """Does an import binding reach one of ``loaders``: ``from m import load``, or
+    ``import m`` / ``from pkg import m`` used as ``m.load``?"""
+    if not loaders:
+        return False
+    if name is not None:
+        return name in loaders
+    return any(re.search(rf"\b{re.escape(local)}\.{re.escape(d)}\b", text) for d in loaders)
+
+
+_TOP_DEF_RE = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
+_TOP_LINE_RE = re.compile(r"^[^\s#)]", re.MULTILINE)  # the next top-level statement (a signature's `)` is not one)
 
 
 def _gate_roots(me: str, roots) -> tuple:
@@ -638,6 +668,16 @@ class _Chunks(tuple):
         return self.text
 
 
+# Refine the text-level statements of a module by its code (:mod:`callgraph`). Off: its
+# parse of every module that imports a hot name costs more than the units it saves on
+# the trees measured (vllm 3.7 -> 26 s, sglang 3.3 -> 15 s, lightning-thunder's
+# fake-mode files 7.0 -> 9.9 s CPU; torchtitan's 6.2 -> 4.2 s), see bench/README.md.
+CALL_GRAPH = False
+# After the prefilter's gate gives up on a large tree, compute again the hot names of
+# the modules it had not reached (off: a file of such a tree then sees fewer hot names
+# than linted alone, torchtitan's test_passes.py 6 of 30; on, vllm's tree costs
+# 3.4 -> 11 s), see bench/README.md.
+GATE_RECOMPUTE = False
 WHOLE_PARSE_CHARS = 400_000  # a larger module is parsed statement by statement, those that can matter
 
 
@@ -806,8 +846,9 @@ def hot_names(path: str, text: str | None, depth: int = 0) -> frozenset:
     entries = set(ENTRY_WORDS)
     hot = set(imported)
     top = set().union(*(bound for bound, _w in info)) if info else set()
-    code = info.code if isinstance(info, _Chunks) else (lambda i: (info[i],))
-    whole = isinstance(info, _Chunks) and info.whole_mode
+    refine = CALL_GRAPH and isinstance(info, _Chunks)
+    code = info.code if refine else (lambda i: (info[i],))
+    whole = refine and info.whole_mode
     if whole:
         # what the module's code binds at its top level (not the text's every `name =`)
         top = set().union(*(b2 for i in range(len(info)) for b2, _w in code(i)))
