@@ -1235,6 +1235,36 @@ def run(phase, net):
                 net(torch.ones(1, 2)).sum().backward()
 print(run(Phase("infer"), nn.Linear(2, 2)))
 """,
+    # the command line is the user's input: a function the program calls with a flag's
+    # default still has the flag's other path (autoparallel's --fake-evaluate). Labels
+    # by running with `--fake` (the weight's .grad is a FakeTensor; the look-alike's is
+    # not); the --check tool runs without arguments, so it reports the first one clean
+    "argparse_flag_path_of_a_called_function": """
+import argparse
+def run(fake):
+    net = nn.Linear(2, 2)
+    if fake:
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            net(torch.ones(1, 2)).sum().backward()  # FGL001
+    else:
+        net(torch.ones(1, 2)).sum().backward()
+p = argparse.ArgumentParser()
+p.add_argument("--fake", action="store_true")
+run(p.parse_args().fake)
+""",
+    "argparse_flag_path_of_a_called_function_forward_only": """
+import argparse
+def run(fake):
+    net = nn.Linear(2, 2)
+    if fake:
+        with FakeTensorMode(allow_non_fake_inputs=True), torch.no_grad():
+            net(torch.ones(1, 2))
+    else:
+        net(torch.ones(1, 2)).sum().backward()
+p = argparse.ArgumentParser()
+p.add_argument("--fake", action="store_true")
+run(p.parse_args().fake)
+""",
 }
 
 

@@ -347,8 +347,7 @@ def _dynamic_loaders(path: str) -> frozenset:
             text = ""
         names = set()
         if "import_module" in text and _DYNAMIC_IMPORT_RE.search(text):
-            defs = list(_TOP_DEF_RE.finditer(text))
-            for k, m in enumerate(defs):
+            for m in _TOP_DEF_RE.finditer(text):
                 end = _TOP_LINE_RE.search(text, text.find("\n", m.end()) + 1 or len(text))
                 if _DYNAMIC_IMPORT_RE.search(text, m.end(), end.start() if end else len(text)):
                     names.add(m.group(1))
