@@ -33,6 +33,11 @@ from fakegrad_lint.analysis.values import (ClassVal, CtxVal, FuncVal, MaybeVal, 
     TracedFn)
 
 
+# Leave out the standalone runs that cannot reach a real requires-grad value (every
+# default finding needs one): analysis/sources_gate.py
+SOURCE_GATE = True
+
+
 class RelevanceMixin:
     """Which code is worth running: standalone units, bodies that can matter."""
 
@@ -168,14 +173,38 @@ class RelevanceMixin:
             if fv in relevant and cls is not None and library_kind(cls) == "testcase" \
                     and fv.node.name.startswith("test") and not any(c is cls for c in cases):
                 cases.append(cls)
-        for cls in cases:
-            try:
-                self.run_tests(None, [cls], State(self.module_scope))
-            except (Crashed, YieldReached, _BlockExit):
-                pass
-        for fv, cls in units:
-            if fv in relevant and not any(c is cls for c in cases):
+        runs = [(None, cls) for cls in cases]
+        runs += [(fv, cls) for fv, cls in units if fv in relevant and not any(c is cls for c in cases)]
+        if SOURCE_GATE:
+            # a run can report only if a real requires-grad value can be made from its
+            # code (analysis/sources_gate.py); one that cannot may still leave state
+            # (a global, the shared instance) to a later run that can: only the runs
+            # after the last that can reach a source are left out
+            runs = runs[: self._last_sourced(runs) + 1]
+        for fv, cls in runs:
+            if fv is None:
+                try:
+                    self.run_tests(None, [cls], State(self.module_scope))
+                except (Crashed, YieldReached, _BlockExit):
+                    pass
+            else:
                 self._run_standalone(fv, self._instance_for(cls) if cls is not None else None)
+
+    def _last_sourced(self, runs) -> int:
+        """The index of the last run (a standalone unit, or a TestCase class run as a
+        test runner runs it) that can reach a real requires-grad value; -1: none."""
+        from fakegrad_lint.analysis.sources_gate import SourceGate
+
+        gate = self.__dict__.get("_source_gate")
+        if gate is None:
+            gate = self._source_gate = SourceGate(self)
+        for i in range(len(runs) - 1, -1, -1):
+            fv, cls = runs[i]
+            if gate.add(fv if fv is not None else cls):
+                return i
+            if fv is not None and cls is not None and not self._is_static(fv) and gate.add(self._instance_for(cls)):
+                return i
+        return -1
 
     def _reaches_region(self, val):
         """Can this value of the project open a region? A def or class bound at the top
