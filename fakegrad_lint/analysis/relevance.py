@@ -175,12 +175,12 @@ class RelevanceMixin:
                 cases.append(cls)
         runs = [(None, cls) for cls in cases]
         runs += [(fv, cls) for fv, cls in units if fv in relevant and not any(c is cls for c in cases)]
-        if SOURCE_GATE:
-            # a run can report only if a real requires-grad value can be made from its
-            # code (analysis/sources_gate.py); one that cannot may still leave state
-            # (a global, the shared instance) to a later run that can: only the runs
-            # after the last that can reach a source are left out
-            runs = runs[: self._last_sourced(runs) + 1]
+        if SOURCE_GATE and runs and not self._can_reach_source(runs):
+            # no run can make a real requires-grad value (analysis/sources_gate.py), which
+            # every default finding needs. All of them or none: a run that cannot may
+            # still leave state (a global, the shared instance) to one that can, and one
+            # that can may leave a real value to one whose own code makes none
+            runs = []
         for fv, cls in runs:
             if fv is None:
                 try:
@@ -190,21 +190,18 @@ class RelevanceMixin:
             else:
                 self._run_standalone(fv, self._instance_for(cls) if cls is not None else None)
 
-    def _last_sourced(self, runs) -> int:
-        """The index of the last run (a standalone unit, or a TestCase class run as a
-        test runner runs it) that can reach a real requires-grad value; -1: none."""
+    def _can_reach_source(self, runs) -> bool:
+        """Can any of these runs (a standalone unit and the instance it runs on, or a
+        TestCase class run as a test runner runs it) reach a real requires-grad value?"""
         from fakegrad_lint.analysis.sources_gate import SourceGate
 
-        gate = self.__dict__.get("_source_gate")
-        if gate is None:
-            gate = self._source_gate = SourceGate(self)
-        for i in range(len(runs) - 1, -1, -1):
-            fv, cls = runs[i]
+        gate = SourceGate(self)
+        for fv, cls in runs:
             if gate.add(fv if fv is not None else cls):
-                return i
+                return True
             if fv is not None and cls is not None and not self._is_static(fv) and gate.add(self._instance_for(cls)):
-                return i
-        return -1
+                return True
+        return False
 
     def _reaches_region(self, val):
         """Can this value of the project open a region? A def or class bound at the top

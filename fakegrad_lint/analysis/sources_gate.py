@@ -49,8 +49,9 @@ def source_qualname(q: str) -> bool:
     last = q.rpartition(".")[2]
     if last in _SOURCE_ATTRS:
         return True
-    if q == "torch.nn" or q == "torch.nn.modules" or q.startswith("torch.nn.modules.") or q == "torch.nn.parameter":
-        return True  # a package of layers, passed on or read by `getattr`
+    if q in ("torch.nn", "torch.nn.modules", "torch.nn.parameter") or (
+            q.startswith("torch.nn.modules.") and q.count(".") == 3):
+        return True  # a package or module of layers, passed on or read by `getattr`
     for prefix, how in N.MODULE_FACTORIES:
         p = prefix.rstrip(".")
         if q == p or p.startswith(q + "."):
@@ -187,14 +188,39 @@ from fakegrad_lint.sources.lazyparse import LAZY_DEF_TYPES  # noqa: E402
 _DEF_NODES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, *LAZY_DEF_TYPES})
 
 
+_COMPARE_OPS = frozenset({ast.In, ast.NotIn, ast.Is, ast.IsNot})  # (`==` may run an `__eq__`)
+_TYPE_TESTS = frozenset({"isinstance", "issubclass"})
+
+
+def _mark_compared(x, out):
+    """The names and chains of an operand of a comparison or type test (a tuple's too)."""
+    t = type(x)
+    if t in (ast.Tuple, ast.List, ast.Set):
+        for e in x.elts:
+            _mark_compared(e, out)
+    elif t is ast.Attribute or t is ast.Name:
+        out.add(id(x))
+
+
 def _facts(node, module: str | None, is_pkg: bool) -> _Facts:
     hit = _FACTS.get(node)
     if hit is not None:
         return hit
     f = _Facts()
+    d = getattr(node, "__dict__", {})
+    lazy = d.get("_lazy_ctx") if "_lazy_body" not in d else None
+    err = lazy.error if lazy is not None else None
     body = node.body if isinstance(node.body, list) else [node.body]
+    if lazy is not None and lazy.error is not err:
+        # a body that does not parse (sources/lazyparse): its error is the analysis' to
+        # find if it reads the body, as before the gate looked
+        lazy.error = err
+        d.pop("_lazy_body", None)
+        f.prim = True
+        return f
     inner = set()  # Attribute nodes inside a longer chain
     roots = set()  # Name nodes at the root of a chain
+    compared: set = set()  # names and chains only compared or type-tested
     chains = []
     weak0 = None  # the flags of the def's names, made when a flag is first read
     todo = [(stmt, None, None) for stmt in reversed(body)]
@@ -202,6 +228,16 @@ def _facts(node, module: str | None, is_pkg: bool) -> _Facts:
     while todo:
         n, parent, _ = pop()
         t = type(n)
+        if id(n) in compared:
+            # a class only compared (`type(t) in (torch.Tensor, nn.Parameter)`,
+            # `isinstance(m, nn.Module)`): nothing is made of it
+            continue
+        if t is ast.Compare:
+            if all(type(op) in _COMPARE_OPS for op in n.ops):
+                for x in (n.left, *n.comparators):
+                    _mark_compared(x, compared)
+        elif t is ast.Call and type(n.func) is ast.Name and n.func.id in _TYPE_TESTS and len(n.args) == 2:
+            _mark_compared(n.args[1], compared)
         if t is ast.Name:
             if id(n) not in roots:
                 f.names.add(n.id)  # (a name read whole: the root of a chain is read by the chain)
@@ -268,8 +304,10 @@ def _facts(node, module: str | None, is_pkg: bool) -> _Facts:
                     continue
                 f.imports[a.asname or a.name] = (base, a.name)
                 f.imported.append((base, a.name))
+        skip = getattr(n, "annotation", None) or getattr(n, "returns", None)  # (never evaluated)
         for child in ast.iter_child_nodes(n):
-            push((child, n, None))
+            if child is not skip:
+                push((child, n, None))
     for n in chains:
         if id(n) not in inner:
             d = dotted_name(n)
@@ -316,6 +354,7 @@ class SourceGate:
         self.attrs: set = set()  # attribute names the closure's code reads
         self.all_attrs = False
         self.classes: list = []  # the classes (ClassVal) in the closure
+        self.modules: list = []  # the project modules (ProjModVal) in it as values
         # requires-grad flags: a STRONG one given to project code, a WEAK one used, a
         # `**mapping` handed to code outside the project (see _flag)
         self.strong_in = self.weak = self.splat_out = False
@@ -358,6 +397,9 @@ class SourceGate:
             for cls in self.classes:
                 for x in (*cls.methods.values(), *cls.own.values(), *cls.attrs.values()):
                     self._push(x)
+            for mv in self.modules:
+                for x in list(mv.scope.vars.values()):
+                    self._push(x)
         new = names - self.attrs if not self.all_attrs else ()
         if new:
             self.attrs |= new
@@ -367,6 +409,11 @@ class SourceGate:
                         x = d.get(n)
                         if x is not None:
                             self._push(x)
+            for mv in self.modules:
+                for n in new:
+                    x = mv.scope.vars.get(n)
+                    if x is not None:
+                        self._push(x)
 
     def _class_members(self, cls):
         self.classes.append(cls)
@@ -390,9 +437,9 @@ class SourceGate:
             if v.is_module:
                 yield True
                 return
-            rg = v.lookup_attr("requires_grad")
-            if rg is not None and not (type(rg) is ConstVal and rg.value in _FALSE_LIKE):
-                yield True  # a class attribute `requires_grad = True` (`obj.requires_grad` reads it)
+            if _may_be_true(v.lookup_attr("requires_grad")) or any(
+                    "requires_grad" in d for c in (v.mro or (v,)) for d in (c.own, c.methods)):
+                yield True  # `requires_grad = True` in a class body, a property (`obj.requires_grad` reads it)
                 return
             for b in v.bases:
                 if isinstance(b, ModRef):
@@ -427,14 +474,16 @@ class SourceGate:
                     self._named({v.value})  # (a method name kept as data: `getattr(obj, NAME)`)
             return
         if t is InstanceVal:
-            rg = v.attrs.get("requires_grad")
-            if rg is not None and not (type(rg) is ConstVal and rg.value in _FALSE_LIKE):
-                yield True
+            if _may_be_true(v.attrs.get("requires_grad")):
+                yield True  # (`torch.ones(3, requires_grad=obj.requires_grad)` makes a source)
                 return
             yield v.cls
             yield from v.attrs.values()
             return
         if t is SeqVal:
+            if v.keys and "requires_grad" in v.keys:
+                yield True  # `dict(requires_grad=True)`, handed on as `**opts`
+                return
             yield from v.items
             if v.elts:
                 yield from v.elts
@@ -446,7 +495,10 @@ class SourceGate:
             if v.scope is None:
                 yield True
                 return
-            yield from list(v.scope.vars.values())
+            # a module as a value: its names are read as attributes, as a class's
+            self.modules.append(v)
+            attrs, every = self.attrs, self.all_attrs
+            yield from [x for n, x in v.scope.vars.items() if every or n in attrs]
             return
         if t is _ScopeItem:
             yield from list(v.scope.vars.values())
@@ -457,6 +509,9 @@ class SourceGate:
             if v.cls is not None:
                 yield v.cls
             yield from v.attrs.values()
+            return
+        if t is PartialVal and "requires_grad" in (v.kwargs or {}):
+            yield True  # functools.partial(torch.randn, 4, requires_grad=True)
             return
         parts = _PARTS.get(t)
         if parts is None:
@@ -657,6 +712,21 @@ _PARTS = {
     SuperVal: ("cls", "self_val"),
     ChildName: ("module",),
 }
+
+
+def _may_be_true(v, depth=0) -> bool:
+    """Can reading this attribute value give the constant True (a requires-grad flag
+    that makes a source)?"""
+    if v is None:
+        return False
+    t = type(v)
+    if t is ConstVal:
+        return v.value is True
+    if t is MaybeVal and depth < 4:
+        return any(_may_be_true(o, depth + 1) for o in v.options)
+    if t is FieldVal and depth < 4:
+        return _may_be_true(v.default, depth + 1) or v.factory is not None
+    return t is LazyImport
 
 
 def _values_in(x):
