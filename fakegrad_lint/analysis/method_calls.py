@@ -252,12 +252,17 @@ class MethodCallsMixin(LibraryMixin):
                 return UNKNOWN
             if name in ("items",):
                 if recv.keys is not None:
-                    return SeqVal(tuple(SeqVal((ConstVal(k), v), (ConstVal(k), v)) for k, v in zip(recv.keys, recv.elts)))
+                    # a dict with known keys: its (key, value) pairs, in order, each one known
+                    pairs = tuple(SeqVal((ConstVal(k), v), (ConstVal(k), v)) for k, v in zip(recv.keys, recv.elts))
+                    return SeqVal(pairs, pairs)
                 return SeqVal(tuple(SeqVal((UNKNOWN, v), (UNKNOWN, v)) for v in recv.items))
             if name == "copy":
                 return SeqVal(recv.items, recv.elts, recv.keys, recv.is_dict)  # a new object, the same items
             if name == "keys":
-                return SeqVal(tuple(ConstVal(k) for k in recv.keys)) if recv.keys is not None else UNKNOWN
+                if recv.keys is None:
+                    return UNKNOWN
+                keys = tuple(ConstVal(k) for k in recv.keys)
+                return SeqVal(keys, keys)
             if name == "values":
                 return SeqVal(recv.items, recv.elts if recv.keys is not None else None)
             if name == "__iter__":
