@@ -245,8 +245,7 @@ class DispatchMixin:
             return None
         if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
             return None  # forwarded through `*args`/`**kwargs` (a wrapper's plumbing)
-        fv = getattr(st, "fv", None)
-        name = getattr(getattr(fv, "node", None), "name", None)
+        name = getattr(st.stack[-1], "name", None) if st.stack else None  # the function doing the op
         called = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
         pairs = [(ex, val) for ex, val in zip(site.arg_exprs, site.arg_values) if ex is not None and val is not None]
         if name != "__call__" and called != name:
