@@ -17,7 +17,7 @@ from fakegrad_lint.analysis.context import CallSite
 from fakegrad_lint.analysis.heap import heap_field, heap_set
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import MAX_DEPTH, Crashed, Scope, YieldReached, _BlockExit
-from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, _arg_exprs, _dict_val, _interesting, _is_none_const,
+from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, _arg_exprs, _one_of, _dict_val, _interesting, _is_none_const,
     _is_tensorish)
 from fakegrad_lint.analysis.values import (UNKNOWN, AutogradApply, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal, ModeVal, DecoratorVal,
     ExportedProgramVal, FuncVal, GeneratorVal, GetterVal, InstanceVal, MaybeVal, MethodRef, ModRef, ModuleVal, PartialVal, ProjModVal, ReturnsVal, SeqVal, SingleDispatchVal, DispatchRegister, LibraryMethod,
@@ -757,7 +757,12 @@ class CallsMixin:
         if name in ("next", "anext") and args:
             if isinstance(args[0], GeneratorVal):
                 return self.gen_next(args[0], st, temporary=bool(e.args) and isinstance(e.args[0], ast.Call))
-            return self.iter_item(args[0], st)
+            first = _ordered_elements(args[0], "list", {})
+            if first is not None:
+                return first[0] if first else (args[1] if len(args) > 1 else UNKNOWN)  # the first element
+            item = self.iter_item(args[0], st)
+            # one element, not each of them in turn (`next(iter(d))`)
+            return _one_of(item)
         if name in ("iter", "aiter") and len(args) == 1 and isinstance(args[0], GeneratorVal):
             return args[0]  # a generator is its own iterator
         if name == "sum" and args:
@@ -784,7 +789,7 @@ def _ordered_elements(a, name, kwargs):
     """The elements ``list``/``tuple``/``sorted``/``reversed`` make of a sequence with known
     elements, or of a dict with known keys (its keys), in the order Python gives them
     (``sorted`` of constants only, without ``key=``/``reverse=``); None: not known."""
-    if not isinstance(a, SeqVal) or name not in ("list", "tuple", "sorted", "reversed") or kwargs:
+    if not isinstance(a, SeqVal) or name not in ("list", "tuple", "sorted", "reversed", "iter") or kwargs:
         return None
     if a.is_dict:
         if a.keys is None or a.elts is None:

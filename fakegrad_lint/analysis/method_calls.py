@@ -19,11 +19,11 @@ from fakegrad_lint.analysis.library_classes import LibraryMixin
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import (_disable_module_origins, _enable_module_origins, _fake_copy, _is_meta,
     _set_requires_grad, op_shape, shape_of, shape_read)
-from fakegrad_lint.analysis.valueops import argparse_kwargs, argparse_parse, const_data, _arg_exprs, _dict_val, _flatten, _kw_false, _kw_true, _operands, _values_of
+from fakegrad_lint.analysis.valueops import argparse_kwargs, argparse_parse, const_data, _arg_exprs, _dict_val, _flatten, _kw_false, _kw_true, _one_of, _operands, _values_of
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, DataFileVal, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal,
     ExitStackVal,
     ExportedProgramVal, FuncVal, GeneratorVal, HookHandle, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, PartialVal, Region,
-    SeqVal, SuperVal, TVal, WorkerVal)
+    SeqVal, SuperVal, TVal, WorkerVal, join_all)
 
 
 def _is_named_tuple(cls):
@@ -273,7 +273,8 @@ class MethodCallsMixin(LibraryMixin):
                     return args[1]
                 return got
             if name in ("get", "pop", "popitem", "__getitem__"):
-                return _values_of(recv)
+                # one of the values (a key not known, a set's arbitrary element), not each of them
+                return _one_of(join_all(recv.items)) if recv.items else UNKNOWN
             return UNKNOWN
         if isinstance(recv, PartialVal) and name == "__call__":
             return self.call_value(e, recv, args, kwargs, st)
