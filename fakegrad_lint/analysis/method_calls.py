@@ -248,16 +248,23 @@ class MethodCallsMixin(LibraryMixin):
                     else:
                         new_items.append(self.iter_item(a, st) if name == "extend" else a)
                 new_items.extend(kwargs.values())
-                self.mutate_container(e.func.value, recv, SeqVal(tuple(new_items), is_dict=recv.is_dict), st)
+                # a list of known elements appended to on this path keeps them known, in
+                # order (`mods.append(import_module(name))` over known names); a branch
+                # that appends is joined by the heap (elements known where paths agree)
+                elts = (recv.elts + (args[0],) if name == "append" and len(args) == 1 and not kwargs
+                        and recv.elts is not None and recv.keys is None and not recv.is_dict else None)
+                self.mutate_container(e.func.value, recv, SeqVal(tuple(new_items), elts, is_dict=recv.is_dict), st)
                 return UNKNOWN
             if name in ("items",):
                 if recv.keys is not None:
-                    return SeqVal(tuple(SeqVal((ConstVal(k), v), (ConstVal(k), v)) for k, v in zip(recv.keys, recv.elts)))
+                    pairs = tuple(SeqVal((ConstVal(k), v), (ConstVal(k), v)) for k, v in zip(recv.keys, recv.elts))
+                    return SeqVal(pairs, pairs)  # (a dict's known keys: its pairs in order)
                 return SeqVal(tuple(SeqVal((UNKNOWN, v), (UNKNOWN, v)) for v in recv.items))
             if name == "copy":
                 return SeqVal(recv.items, recv.elts, recv.keys, recv.is_dict)  # a new object, the same items
             if name == "keys":
-                return SeqVal(tuple(ConstVal(k) for k in recv.keys)) if recv.keys is not None else UNKNOWN
+                keys = tuple(ConstVal(k) for k in recv.keys) if recv.keys is not None else None
+                return SeqVal(keys, keys) if keys is not None else UNKNOWN
             if name == "values":
                 return SeqVal(recv.items, recv.elts if recv.keys is not None else None)
             if name == "__iter__":

@@ -463,6 +463,12 @@ class TorchCallsMixin:
             return WorkerVal("thread", (target, spread, kw))
         if q in N.SIMPLE_NAMESPACE:
             return self.simple_namespace(e, args, kwargs)
+        if q in N.SIGNATURE:
+            names = _parameter_names(args[0]) if len(args) == 1 and not kwargs else None
+            if names is None:
+                return UNKNOWN
+            params = SeqVal(tuple(UNKNOWN for _ in names), tuple(UNKNOWN for _ in names), tuple(names), is_dict=True)
+            return self.simple_namespace(e, [], {"parameters": params})
         if q in N.UNITTEST_MAIN:
             return self.unittest_main(e, args, kwargs, st)
         if q in N.UNITTEST_LOADERS:
@@ -556,6 +562,14 @@ class TorchCallsMixin:
         """A module built by a known constructor or factory: fake inside a region, meta
         on the meta device, else real with requires-grad parameters."""
         region = st.active_region()
+        last = q.rsplit(".", 1)[-1]
+        if region is not None and torch_layer and last in _MODULE_CONTAINERS and not st.may:
+            known = _known_children(last, args, kwargs)
+            if known and any(_holds_real(x) for _, x in known):
+                # a container has no parameters of its own: built inside a region from
+                # modules made before it, it holds those modules (real parameters stay
+                # real), as one built outside would
+                region = None
         if region is not None:
             # fake parameters: its outputs are fake of this mode, also after the block
             # (known for layers with parameters, model factories, and Sequentials of them)
@@ -573,7 +587,6 @@ class TorchCallsMixin:
             mod.meta = True
         if not torch_layer:
             return mod
-        last = q.rsplit(".", 1)[-1]
         mod.origin.param_names = _known_params(last, kwargs)
         mod.container = last in N.CONTAINER_MODULES
         mod.torch_class = last
@@ -594,6 +607,38 @@ class TorchCallsMixin:
         if mod.sequence and mod.origin is not None:
             mod.origin.owner = mod  # (freezing its parameters freezes its children's)
         return mod
+
+
+def _parameter_names(fn):
+    """The names of ``inspect.signature(fn).parameters``, in order, for a function
+    (a bound method: without its first), or None when not known (a decorator's wrapper:
+    whether it copied the signature with ``functools.wraps`` is not known)."""
+    bound = isinstance(fn, BoundMethod)
+    fv = fn.func if bound else fn
+    if not isinstance(fv, FuncVal) or fv.wrapped is not None or not isinstance(fv.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    a = fv.node.args
+    names = [x.arg for x in a.posonlyargs + a.args]
+    names += [a.vararg.arg] if a.vararg else []
+    names += [x.arg for x in a.kwonlyargs]
+    names += [a.kwarg.arg] if a.kwarg else []
+    if bound:
+        if not (a.posonlyargs + a.args):
+            return None
+        names = names[1:]
+    return names
+
+
+_MODULE_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+
+
+def _holds_real(mod, depth=0):
+    """Does a module hold real requires-grad parameters, its own or a submodule's
+    (an instance made inside a region whose ``self.adapter`` was made before it)?"""
+    if mod.real_rg():
+        return True
+    return depth < 4 and any(isinstance(v, ModuleVal) and v is not mod and _holds_real(v, depth + 1)
+                             for v in mod.attrs.values())
 
 
 def _real_copy(src, line, depth=0):
