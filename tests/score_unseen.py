@@ -11,6 +11,7 @@
     python tests/score_unseen.py --corpus vault4       # fixtures/vault4/*.py, fixtures/vault4_projects/*/ (sealed; the coordinator scores it)
     python tests/score_unseen.py --corpus probes2      # fixtures/probes2/*.py (adversarial hazards and safe look-alikes, sem5)
     python tests/score_unseen.py --corpus probes3      # fixtures/probes3/*.py (Python features around a region, an6)
+    python tests/score_unseen.py --corpus probes4      # fixtures/probes4/*.py (an8), fixtures/probes4_projects/*/ (project layouts, an9)
     python tests/score_unseen.py --cmd "python -m fakegrad_lint --output-format json"
     python tests/score_unseen.py --format json         # the score as JSON
 
@@ -65,6 +66,7 @@ CORPORA = {
     "probes2": ("probes2", "probes2_projects"),
     "probes_eco": ("probes_eco", "probes_eco_projects"),
     "probes3": ("probes3", "probes3_projects"),
+    "probes4": ("probes4", "probes4_projects"),
 }
 
 
