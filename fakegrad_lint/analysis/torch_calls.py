@@ -9,6 +9,7 @@ autograd sinks; and calling a module (its ``forward``).
 from __future__ import annotations
 
 import ast
+import dataclasses
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.calls import OpenKwargs
@@ -20,7 +21,7 @@ from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _flatten, _i
 from fakegrad_lint.analysis.valueops import json_loads, new_parser
 from fakegrad_lint.analysis.torch_values import layer_output_shape
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, DataFileVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
-    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, GetterVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal,
+    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, GetterVal, InstanceVal, LazyImport, MaybeVal, ModeVal, ModRef, ModuleVal,
     OptimizerVal, Origin, PartialVal, Region, ReturnsVal, SeqVal, TracedFn, TransformVal, TVal, WorkerVal)
 
 
@@ -161,9 +162,53 @@ class TorchCallsMixin:
             self._run_hooks(e, mod, args, out, st, children=False, keys=_POST_HOOKS)
             return out
         self._run_hooks(e, mod, args, None, st, own=False, keys=_PRE_HOOKS)  # the submodules' (their forwards run in it)
+        if isinstance(fwd, FuncVal) and not outside and fwd.node not in st.stack and not st.may \
+                and self._forward_calls_helper(fwd):
+            ran = self._forward_for_effects(fwd, mod, args, kwargs, st, site)
+        else:
+            ran = None
         res = self.torch_forward(e, mod, func_expr, args, kwargs, st)
+        if isinstance(ran, TVal) and isinstance(res, TVal) and res.shape is None and ran.shape is not None:
+            # (the sizes and element size its forward computed)
+            res = dataclasses.replace(res, shape=ran.shape, itemsize=res.itemsize or ran.itemsize)
         self._run_hooks(e, mod, args, res, st, keys=_POST_HOOKS)
         return res
+
+    def _forward_calls_helper(self, fwd):
+        """Does a forward call a function of the project by name (a helper of its module or
+        one it imports: ``rope_tables(...)``, ``scratch(shape)``)? Such a helper may keep
+        state of its module (a cache) that outlives the call."""
+        memo = self._helper_memo
+        if memo is None:
+            memo = self._helper_memo = {}
+        hit = memo.get(fwd.node)
+        if hit is None:
+            hit = False
+            for n in ast.walk(fwd.node):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+                    v = fwd.scope.lookup(n.func.id) if fwd.scope is not None else None
+                    if isinstance(v, (FuncVal, LazyImport)):
+                        hit = True
+                        break
+            memo[fwd.node] = hit
+        return hit
+
+    _helper_memo = None
+
+    def _forward_for_effects(self, fwd, mod, args, kwargs, st, site):
+        """Inside a region, the forward of a module of the project runs for what it leaves
+        behind in other objects (a module-level cache it fills with fake tensors, read
+        back later by a real step), as at run time; its value is the module call's (an op
+        on the module, ``torch_forward``) and the leaks it records are dropped (the call's
+        own op records the module's)."""
+        before = set(self.records)
+        try:
+            return self.call_function(fwd, [mod] + list(args), kwargs, st, site=site)
+        except Crashed:
+            return None
+        finally:
+            for key in [k for k in self.records if k not in before]:
+                del self.records[key]
 
     @staticmethod
     def _sequence_with_code(mod):
