@@ -213,7 +213,9 @@ class DispatchMixin:
                 rec.fix_plan = self._fix_plan(node, expr, value, origin, region, st)
                 if rec.fix_plan is not None and region.file is not None and not self._in_main(
                         rec.fix_plan.func_node if rec.fix_plan.placement == "function" else region.with_node):
-                    rec.fix_plan = None  # the block (or function) to edit is in another module
+                    # the block (or function) to edit is in another module: kept for the project
+                    # fix pass only (analysis/fix_plans.py, ``_plan_where_it_lands``)
+                    rec.fix_plan = self._plan_where_it_lands(rec.fix_plan, region)
             if _rg_unknown(origin):
                 # a module whose parameters may not require grad: a possible leak until a
                 # sink proves they do (``sink``); no fix for a module of unknown class

@@ -169,14 +169,19 @@ class FixPlansMixin:
         fix pass (``PLAN_IN_OTHER_MODULES``, ``fakegrad_lint.fix.projects``), in the project
         module whose code opened the region (every caller of that region is fixed by it);
         the plan then names that module (``path``, ``module_tree``)."""
-        if region.with_node is None:
-            return None
         plan = self._fix_plan(node, expr, value, origin, region, st)
-        if plan is None:
+        if plan is None or (region.with_node is None and plan.placement != "function"):
             return None
+        return self._plan_where_it_lands(plan, region)
+
+    def _plan_where_it_lands(self, plan, region):
+        """``plan`` if its edit lands in the linted file; for the project fix pass
+        (``PLAN_IN_OTHER_MODULES``) also when it lands in another project module (the block
+        that opened the region, or the function whose code leaks there), naming that module
+        (``path``, ``module_tree``); else None."""
         if plan.placement == "function":
             at = plan.func_node
-        elif plan.placement == "region" and plan.with_node is region.with_node:
+        elif plan.placement == "region" and plan.with_node is region.with_node and region.with_node is not None:
             at = region.with_node
             if self._in_main(at):
                 return plan
