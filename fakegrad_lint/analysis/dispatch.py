@@ -212,7 +212,7 @@ class DispatchMixin:
             else:
                 rec.fix_plan = self._fix_plan(node, expr, value, origin, region, st)
                 if rec.fix_plan is not None and region.file is not None and not self._in_main(
-                        rec.fix_plan.func_node if rec.fix_plan.placement == "function" else region.with_node):
+                        self._landing(rec.fix_plan, region)):
                     # the block (or function) to edit is in another module: kept for the project
                     # fix pass only (analysis/fix_plans.py, ``_plan_where_it_lands``)
                     rec.fix_plan = self._plan_where_it_lands(rec.fix_plan, region)

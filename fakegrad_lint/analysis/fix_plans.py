@@ -174,6 +174,17 @@ class FixPlansMixin:
             return None
         return self._plan_where_it_lands(plan, region)
 
+    @staticmethod
+    def _landing(plan, region):
+        """The block or function ``plan``'s edit lands in: the function of a function
+        placement, the function traced by ``make_fx`` (``traced-*``, whose region is the
+        tracer's call, maybe in another module), else the region's block."""
+        if plan.placement == "function":
+            return plan.func_node
+        if plan.kind.startswith("traced-") and plan.with_node is not None:
+            return plan.with_node
+        return region.with_node
+
     def _plan_where_it_lands(self, plan, region):
         """``plan`` if its edit lands in the linted file; for the project fix pass
         (``PLAN_IN_OTHER_MODULES``) also when it lands in another project module (the block
