@@ -143,6 +143,14 @@ class FixPlansMixin:
         .detach().requires_grad_()``. The real operand is computed as before (same values,
         same shapes); the backward that follows stops at the fake leaf, so no FakeTensor
         reaches a real ``.grad``."""
+        if isinstance(expr, (ast.List, ast.Tuple)) and isinstance(value, SeqVal) and \
+                len(expr.elts) == len(value.items) and fake_ex is not None:
+            # `torch.cat([pos, neg])` with `neg` the leaked fake: the one real element is converted
+            real = [(e, v) for e, v in zip(expr.elts, value.items)
+                    if isinstance(v, TVal) and not isinstance(v, SeqVal) and v.real_rg()]
+            if len(real) == 1 and not any(e is fake_ex for e, _ in real):
+                return self._leaked_fix_plan(node, real[0][0], real[0][1], fake_ex)
+            return None
         plan = super()._leaked_fix_plan(node, expr, value, fake_ex)
         if plan is not None or fake_ex is None or expr is None or dotted_name(fake_ex) is None:
             return plan
