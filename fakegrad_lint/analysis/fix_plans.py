@@ -177,6 +177,8 @@ class FixPlansMixin:
         fix pass (``PLAN_IN_OTHER_MODULES``, ``fakegrad_lint.fix.projects``), in the project
         module whose code opened the region (every caller of that region is fixed by it);
         the plan then names that module (``path``, ``module_tree``)."""
+        if region.with_node is None and st.active_region() is not region:
+            return None  # a fake that leaked out of its region: no mode is active where it is mixed
         plan = self._fix_plan(node, expr, value, origin, region, st)
         if plan is None or (region.with_node is None and plan.placement != "function"):
             return None
