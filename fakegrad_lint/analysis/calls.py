@@ -17,7 +17,7 @@ from fakegrad_lint.analysis.context import CallSite
 from fakegrad_lint.analysis.heap import heap_field, heap_set
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import MAX_DEPTH, Crashed, Scope, YieldReached, _BlockExit
-from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, _arg_exprs, _dict_val, _interesting, _is_none_const,
+from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, _arg_exprs, _one_of, _dict_val, _interesting, _is_none_const,
     _is_tensorish)
 from fakegrad_lint.analysis.values import (UNKNOWN, AutogradApply, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal, ModeVal, DecoratorVal,
     ExportedProgramVal, FuncVal, GeneratorVal, GetterVal, InstanceVal, MaybeVal, MethodRef, ModRef, ModuleVal, PartialVal, ProjModVal, ReturnsVal, SeqVal, SingleDispatchVal, DispatchRegister, LibraryMethod,
@@ -682,6 +682,9 @@ class CallsMixin:
             if not args:
                 return SeqVal(())
             a = args[0]
+            elts = _ordered_elements(a, name, kwargs)
+            if elts is not None:
+                return SeqVal(elts, elts)  # `sorted(PLANS)`, `list(d)`: known elements, in Python's order
             if isinstance(a, SeqVal) and not a.is_dict:
                 return SeqVal(a.items, a.elts if name in ("list", "tuple") else None)
             return SeqVal((self.iter_item(a, st),))
@@ -754,7 +757,12 @@ class CallsMixin:
         if name in ("next", "anext") and args:
             if isinstance(args[0], GeneratorVal):
                 return self.gen_next(args[0], st, temporary=bool(e.args) and isinstance(e.args[0], ast.Call))
-            return self.iter_item(args[0], st)
+            first = _ordered_elements(args[0], "list", {})
+            if first is not None:
+                return first[0] if first else (args[1] if len(args) > 1 else UNKNOWN)  # the first element
+            item = self.iter_item(args[0], st)
+            # one element, not each of them in turn (`next(iter(d))`)
+            return _one_of(item)
         if name in ("iter", "aiter") and len(args) == 1 and isinstance(args[0], GeneratorVal):
             return args[0]  # a generator is its own iterator
         if name == "sum" and args:
@@ -777,6 +785,32 @@ class CallsMixin:
 SMALL_BODY_NODES = 60
 MAX_EXACT_YIELDS = 16  # a generator's yields kept as a known sequence up to this many
 # calls whose result is a configuration known exactly (the names as called: `p.parse_args(argv)`)
+def _ordered_elements(a, name, kwargs):
+    """The elements ``list``/``tuple``/``sorted``/``reversed`` make of a sequence with known
+    elements, or of a dict with known keys (its keys), in the order Python gives them
+    (``sorted`` of constants only, without ``key=``/``reverse=``); None: not known."""
+    if not isinstance(a, SeqVal) or name not in ("list", "tuple", "sorted", "reversed", "iter") or kwargs:
+        return None
+    if a.is_dict:
+        if a.keys is None or a.elts is None:
+            return None
+        elts = tuple(ConstVal(k) for k in a.keys)
+    elif a.elts is not None and a.keys is None:
+        elts = tuple(a.elts)
+    else:
+        return None
+    if name == "reversed":
+        return elts[::-1]
+    if name == "sorted":
+        if not all(isinstance(x, ConstVal) for x in elts):
+            return None
+        try:
+            return tuple(sorted(elts, key=lambda c: c.value))
+        except TypeError:
+            return None  # (mixed types: Python raises)
+    return elts
+
+
 CONFIG_MAKERS = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args", "loads"})
 CONFIG_READERS = frozenset({"json.load"})  # (a project data file: project_link.open_data_file)
 

@@ -204,6 +204,8 @@ class DispatchMixin:
                 else "parameter" if origin.kind in ("module", "parameter")
                 else "container" if isinstance(value, SeqVal) else "tensor"
             )
+            if entry is None:
+                rec.handover = self._handover(node, origin, region, st)
             if entry is not None:
                 rec.file, rec.entry = self.ctx, entry
                 # code of another module: a plan only where the edit lands in a file the
@@ -230,6 +232,38 @@ class DispatchMixin:
         if crash and not may:
             raise Crashed()
         return rec
+
+    def _handover(self, node, origin, region, st):
+        """(call, argument expression) where the linted file hands the real value over to
+        the function that does the op, its innermost call site: a call made by the code that
+        entered the region (``helper(weights)``, ``scorer.score(emb.table)`` in the ``with``
+        block), or a call of an object whose ``__call__`` runs the op on what it holds
+        (``teacher(x)``, a model-like wrapper called anywhere in the region), when the
+        arguments (the receiver, the called object) carry the value. None: the op is not in
+        a called function, or the value does not come in through that call."""
+        if not st.sites:
+            return None
+        site = st.sites[-1]
+        call = site.call
+        if call is node or not isinstance(call, ast.Call) or not self._in_main(call):
+            return None
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return None  # forwarded through `*args`/`**kwargs` (a wrapper's plumbing)
+        name = getattr(st.stack[-1], "name", None) if st.stack else None  # the function doing the op
+        called = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+        pairs = [(ex, val) for ex, val in zip(site.arg_exprs, site.arg_values) if ex is not None and val is not None]
+        if name != "__call__" and called != name:
+            return None  # not a call of the function by its name (`map(fn, xs)`, an alias)
+        if site.caller is not region.func_node or region.with_node is None:
+            # not called by the region's own code: only an object called like a model
+            pairs = [(ex, val) for ex, val in pairs if ex is call.func and isinstance(val, _values.InstanceVal)]
+        for ex, val in pairs:
+            if origin in val.real_rg():
+                return call, ex  # the value itself (`helper(x)`, `scorer.score(emb.table)`)
+        for ex, val in pairs:
+            if _carries([val], origin):
+                return call, ex  # a container or an object holding it (`helper(weights)`, `teacher(x)`)
+        return None
 
     def _real_grads(self, v, inputs):
         """A backward outside any region through real values: their leaves (those in
