@@ -32,6 +32,7 @@ _MISSING = object()
 JOURNAL: list = [None]
 
 _SEQ_FIELDS = ("items", "elts", "keys", "is_dict")
+_SEQ_KEYS = tuple((f, ("<field>", f)) for f in _SEQ_FIELDS)  # (field, its journal key)
 
 
 def heap_set(owner, key, value):
@@ -70,14 +71,18 @@ class Branch:
                 self.outer.extend(self.entries)
             return False
         changes = {}
-        for owner, key, old in self.entries:
+        entries = self.entries
+        if not entries:  # (most branches write no object)
+            self.changes = changes
+            return False
+        for owner, key, old in entries:
             k = (id(owner), key)
             if k not in changes:
                 changes[k] = [owner, key, old, None]
-        for k, c in changes.items():
+        for c in changes.values():
             c[3] = _read(c[0], c[1])
         # undone last write first: the slot gets the value it had before the branch
-        for owner, key, old in reversed(self.entries):
+        for owner, key, old in reversed(entries):
             _write(owner, key, old)
         self.changes = changes
         return False
@@ -197,12 +202,18 @@ def _falls_back(owner, key):
 def _merge_seq(seq, slots, paths):
     """A list or dict changed on some paths: the items of every path (those not on all
     of them as may values), its keys and elements only where every path agrees."""
+    sid = id(seq)
+    # each field's value before the branches (what a path that did not write it left)
+    fields = []
+    for f, fk in _SEQ_KEYS:
+        k = (sid, fk)
+        fields.append((f, k, slots[k][2] if k in slots else getattr(seq, f)))
     states = []
     for changes in paths:
         state = {}
-        for f in _SEQ_FIELDS:
-            k = (id(seq), ("<field>", f))
-            state[f] = changes[k][3] if k in changes else (slots[k][2] if k in slots else getattr(seq, f))
+        for f, k, old in fields:
+            c = changes.get(k)
+            state[f] = old if c is None else c[3]
         states.append(state)
     first = states[0]
     if all(all(s[f] is first[f] or s[f] == first[f] for f in _SEQ_FIELDS) for s in states[1:]):
@@ -232,7 +243,7 @@ def _merge_seq(seq, slots, paths):
         everywhere, some = [], []
         # membership by identity through id sets (the items are alive in the states):
         # the same lists as the pairwise `is` scans, without their n² per merge
-        common = set.intersection(*({id(y) for y in o["items"]} for o in states))
+        common = set(map(id, states[0]["items"])).intersection(*(map(id, o["items"]) for o in states[1:]))
         seen_everywhere, seen_some = set(), set()
         for s in states:
             for x in s["items"]:
