@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import weakref
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _contains_yield
@@ -31,6 +32,13 @@ class OpenKwargs(dict):
     (``f(**opts)``): a keyword missing here may still be passed."""
 
 
+# facts of one def node (a pure function of its subtree), kept as long as the node
+# lives: an imported project module's tree serves every linted file of the process
+# (analysis/roots.load), so its defs are walked once, not once per importing file
+_SMALL: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # def node -> small enough to always run
+_CONFIG: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # def node -> builds a configuration
+
+
 class CallsMixin:
     """Calls of every kind of callee; functions run with bound arguments."""
 
@@ -46,12 +54,15 @@ class CallsMixin:
         memo = self.__dict__.setdefault("_small_defs", {})
         v = memo.get(node)
         if v is None:
-            n = 0
-            for _ in ast.walk(node):
-                n += 1
-                if n > SMALL_BODY_NODES:
-                    break
-            v = memo[node] = n <= SMALL_BODY_NODES and not isinstance(node, ast.Lambda)
+            v = _SMALL.get(node)  # (a project module's def: its tree is the process's)
+            if v is None:
+                n = 0
+                for _ in ast.walk(node):
+                    n += 1
+                    if n > SMALL_BODY_NODES:
+                        break
+                v = _SMALL[node] = n <= SMALL_BODY_NODES and not isinstance(node, ast.Lambda)
+            memo[node] = v
         return v
 
     def _makes_config(self, node):
@@ -62,11 +73,14 @@ class CallsMixin:
         memo = self.__dict__.setdefault("_config_defs", {})
         v = memo.get(node)
         if v is None:
-            v = memo[node] = any(
-                isinstance(n, ast.Call) and isinstance(n.func, (ast.Attribute, ast.Name))
-                and ((n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id) in CONFIG_MAKERS
-                     or dotted_name(n.func) in CONFIG_READERS)
-                for n in ast.walk(node))
+            v = _CONFIG.get(node)
+            if v is None:
+                v = _CONFIG[node] = any(
+                    isinstance(n, ast.Call) and isinstance(n.func, (ast.Attribute, ast.Name))
+                    and ((n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id) in CONFIG_MAKERS
+                         or dotted_name(n.func) in CONFIG_READERS)
+                    for n in ast.walk(node))
+            memo[node] = v
         return v
 
     def call_forced(self, node, callee, args, kwargs, st):
