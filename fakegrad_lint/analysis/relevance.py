@@ -197,7 +197,13 @@ class RelevanceMixin:
 
         gate = SourceGate(self)
         for fv, cls in runs:
-            if gate.add(fv if fv is not None else cls):
+            if fv is None:
+                # a test runner runs every method it finds (setUpClass, setUp, test_*...)
+                ms = [m for c in (cls.mro or (cls,)) for m in (*c.own.values(), *c.methods.values())]
+                if gate.add(cls) or any(gate.add(m) for m in ms):
+                    return True
+                continue
+            if gate.add(fv):
                 return True
             if fv is not None and cls is not None and not self._is_static(fv) and gate.add(self._instance_for(cls)):
                 return True

@@ -35,6 +35,10 @@ _SOURCE_PARTS = _SOURCE_ATTRS | {"nn"}
 # names that read names computed at run time: any value of the module may be reached
 _DYNAMIC = frozenset({"globals", "vars", "eval", "exec", "__import__", "import_module", "locals"})
 _FALSE_LIKE = (False, None)
+# methods a framework calls by itself (test runners, pytest, Lightning-style hooks)
+_IMPLICIT = frozenset({"setUp", "tearDown", "setUpClass", "tearDownClass", "asyncSetUp", "asyncTearDown",
+                       "setup_method", "teardown_method", "setup_class", "teardown_class", "setup", "teardown",
+                       "forward", "run", "main"})
 # calls that read an attribute by a name given as data (the argument: the name)
 _BY_NAME = frozenset({"getattr", "hasattr", "setattr", "delattr", "attrgetter", "methodcaller"})
 # names that list an object's members
@@ -420,7 +424,7 @@ class SourceGate:
         attrs, every = self.attrs, self.all_attrs
         for d in (cls.methods, cls.own, cls.attrs):
             for n, x in d.items():
-                if every or n in attrs or (n.startswith("__") and n.endswith("__")):
+                if every or n in attrs or (n.startswith("__") and n.endswith("__")) or n in _IMPLICIT:
                     yield x
 
     # ---- the edges of each kind of value: a value to visit, or True (a source)
