@@ -143,6 +143,8 @@ class DispatchMixin:
             fake_ex = next((ex for v, ex in flat if ex is not None and id(v) not in whole and isinstance(v, TVal)
                             and id(ex) not in starred
                             and v.fake_mode() is mode and dotted_name(ex)), None)
+            if fake_ex is None:
+                fake_ex = _fake_root(flat, whole, starred, mode, st)
         if mode is not None:
             allow = st.allow_of(mode)
             # every link known: the region is entered on this path, what it allows is
@@ -214,8 +216,10 @@ class DispatchMixin:
             else:
                 rec.fix_plan = self._fix_plan(node, expr, value, origin, region, st)
                 if rec.fix_plan is not None and region.file is not None and not self._in_main(
-                        rec.fix_plan.func_node if rec.fix_plan.placement == "function" else region.with_node):
-                    rec.fix_plan = None  # the block (or function) to edit is in another module
+                        self._landing(rec.fix_plan, region)):
+                    # the block (or function) to edit is in another module: kept for the project
+                    # fix pass only (analysis/fix_plans.py, ``_plan_where_it_lands``)
+                    rec.fix_plan = self._plan_where_it_lands(rec.fix_plan, region)
             if _rg_unknown(origin):
                 # a module whose parameters may not require grad: a possible leak until a
                 # sink proves they do (``sink``); no fix for a module of unknown class
@@ -356,3 +360,29 @@ class DispatchMixin:
                 heap_field(rec.origin, "fake_grad", True)  # (its .grad is the fake from here on)
             rec.sinks.append((desc, node.lineno))
             rec.sink_sites.append((desc, node, self.ctx if self.ctx is not self.main else None))
+
+
+def _fake_root(flat, whole, starred, mode, st):
+    """The name of a leaked fake tensor under a method chain of an operand (``negs`` of
+    ``q @ negs.t()``): that name's value is a fake tensor of the same mode, so its
+    ``.fake_mode`` is the op's (None when no operand is such a chain)."""
+    for v, ex in flat:
+        if ex is None or id(ex) in starred or not isinstance(v, TVal) or v.fake_mode() is not mode:
+            continue
+        if id(v) in whole:
+            # an element of a list or tuple display (`torch.cat([pos, neg])`): the element's name
+            seq = whole[id(v)]
+            if isinstance(ex, (ast.List, ast.Tuple)) and len(ex.elts) == len(seq.items):
+                elt = next((e for e, item in zip(ex.elts, seq.items) if item is v), None)
+                if elt is not None and isinstance(elt, ast.Name):
+                    return elt
+            continue
+        root = ex
+        while isinstance(root, (ast.Call, ast.Attribute)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        if root is not ex and isinstance(root, ast.Name):
+            base = st.scope.lookup(root.id)
+            if isinstance(base, TVal) and not isinstance(base, SeqVal) and base.proven_fake() and \
+                    base.fake_mode() is mode:
+                return root
+    return None
