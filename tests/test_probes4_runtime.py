@@ -12,4 +12,4 @@ from test_unseen_runtime import corpus_runtime_tests  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-globals().update(corpus_runtime_tests("probes4", min_files=0, min_projects=20))
+globals().update(corpus_runtime_tests("probes4", min_files=40, min_projects=20))

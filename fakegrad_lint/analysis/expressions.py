@@ -17,7 +17,7 @@ from fakegrad_lint.analysis.code_text import _BUILTINS
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import op_shape, shape_value
 from fakegrad_lint.analysis.state import STEP_BUDGET, UNROLL_DEPTH, UNROLL_MAX, Scope, YieldReached
-from fakegrad_lint.analysis.valueops import (concat_seqs, const_tuple, _NONCONST, _compare, _dict_val, _fold_strings, _FormattedPart,
+from fakegrad_lint.analysis.valueops import (concat_seqs, const_tuple, _NONCONST, _one_of, _compare, _dict_val, _fold_strings, _FormattedPart,
     _is_tensorish, _truth, known_iteration)
 from fakegrad_lint.analysis.values import (is_enum_member, UNKNOWN, BoundMethod, ClassVal, ConstVal, ExportedProgramVal, FieldVal,
     FuncVal, GeneratorVal, InstanceVal, LazyImport, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, AutogradApply, ProjModVal, SeqVal, SuperVal,
@@ -385,7 +385,9 @@ class ExpressionsMixin:
                     return obj.elts[idx.value]
                 except IndexError:
                     return UNKNOWN
-            return self.iter_item(obj)
+            # an element not known by position: ONE of the items (`sorted(d, key=len)[0]`
+            # picks one key, never each of them in turn as a loop would)
+            return _one_of(self.iter_item(obj))
         if isinstance(obj, ModuleVal):
             child = _child_at(obj, idx)
             if child is not None:

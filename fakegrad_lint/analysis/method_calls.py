@@ -19,11 +19,11 @@ from fakegrad_lint.analysis.library_classes import LibraryMixin
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import (_disable_module_origins, _enable_module_origins, _fake_copy, _is_meta,
     _set_requires_grad, op_shape, shape_of, shape_read)
-from fakegrad_lint.analysis.valueops import argparse_kwargs, argparse_parse, const_data, _arg_exprs, _dict_val, _flatten, _kw_false, _kw_true, _operands, _values_of
+from fakegrad_lint.analysis.valueops import argparse_kwargs, argparse_parse, const_data, _arg_exprs, _dict_val, _flatten, _kw_false, _kw_true, _one_of, _operands, _values_of
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, DataFileVal, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal,
     ExitStackVal,
     ExportedProgramVal, FuncVal, GeneratorVal, HookHandle, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, PartialVal, Region,
-    SeqVal, SuperVal, TVal, WorkerVal, join)
+    SeqVal, SuperVal, TVal, WorkerVal, join, join_all)
 
 
 def _is_named_tuple(cls):
@@ -263,14 +263,17 @@ class MethodCallsMixin(LibraryMixin):
                 return UNKNOWN
             if name in ("items",):
                 if recv.keys is not None:
+                    # a dict with known keys: its (key, value) pairs, in order, each one known
                     pairs = tuple(SeqVal((ConstVal(k), v), (ConstVal(k), v)) for k, v in zip(recv.keys, recv.elts))
-                    return SeqVal(pairs, pairs)  # (a dict's known keys: its pairs in order)
+                    return SeqVal(pairs, pairs)
                 return SeqVal(tuple(SeqVal((UNKNOWN, v), (UNKNOWN, v)) for v in recv.items))
             if name == "copy":
                 return SeqVal(recv.items, recv.elts, recv.keys, recv.is_dict)  # a new object, the same items
             if name == "keys":
-                keys = tuple(ConstVal(k) for k in recv.keys) if recv.keys is not None else None
-                return SeqVal(keys, keys) if keys is not None else UNKNOWN
+                if recv.keys is None:
+                    return UNKNOWN
+                keys = tuple(ConstVal(k) for k in recv.keys)
+                return SeqVal(keys, keys)
             if name == "values":
                 return SeqVal(recv.items, recv.elts if recv.keys is not None else None)
             if name == "__iter__":
@@ -281,7 +284,8 @@ class MethodCallsMixin(LibraryMixin):
                     return args[1]
                 return got
             if name in ("get", "pop", "popitem", "__getitem__"):
-                return _values_of(recv)
+                # one of the values (a key not known, a set's arbitrary element), not each of them
+                return _one_of(join_all(recv.items)) if recv.items else UNKNOWN
             return UNKNOWN
         if isinstance(recv, PartialVal) and name == "__call__":
             return self.call_value(e, recv, args, kwargs, st)
