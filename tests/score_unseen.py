@@ -12,7 +12,7 @@
     python tests/score_unseen.py --corpus vault5       # fixtures/vault5/*.py, fixtures/vault5_projects/*/ (sealed; the coordinator scores it)
     python tests/score_unseen.py --corpus probes2      # fixtures/probes2/*.py (adversarial hazards and safe look-alikes, sem5)
     python tests/score_unseen.py --corpus probes3      # fixtures/probes3/*.py (Python features around a region, an6)
-    python tests/score_unseen.py --corpus probes4      # fixtures/probes4/*.py (torch and Python semantics near vault4's misses, an8)
+    python tests/score_unseen.py --corpus probes4      # fixtures/probes4/*.py (an8), fixtures/probes4_projects/*/ (project layouts, an9)
     python tests/score_unseen.py --cmd "python -m fakegrad_lint --output-format json"
     python tests/score_unseen.py --format json         # the score as JSON
 

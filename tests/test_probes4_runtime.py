@@ -1,6 +1,6 @@
-"""Runtime agreement of the probes4 corpus (``fixtures/probes4/*.py``, an8): torch and Python
-semantics near vault4's misses, each hazard with its safe look-alike, labelled by running them.
-"""
+"""Runtime agreement of the probes4 corpus: ``fixtures/probes4/*.py`` (single files, an8) and
+``fixtures/probes4_projects/*/`` (project layouts no other corpus has, each hazard with a safe
+look-alike, an9), labelled by running them (the checks of ``tests/test_unseen_runtime.py``)."""
 
 from __future__ import annotations
 
@@ -12,4 +12,4 @@ from test_unseen_runtime import corpus_runtime_tests  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-globals().update(corpus_runtime_tests("probes4", min_files=40, min_projects=0))
+globals().update(corpus_runtime_tests("probes4", min_files=40, min_projects=20))

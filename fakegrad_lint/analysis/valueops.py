@@ -660,3 +660,13 @@ def const_tuple(v):
     except TypeError:
         return None
     return out
+
+
+def known_iteration(v):
+    """What iterating ``v`` gives, in order, when Python's elements are known (a list or
+    tuple of known elements, a dict's known keys); None: not known."""
+    if not isinstance(v, SeqVal):
+        return None
+    if v.is_dict:
+        return [ConstVal(k) for k in v.keys] if v.keys is not None and v.elts is not None else None
+    return list(v.elts) if v.elts is not None and v.keys is None else None
