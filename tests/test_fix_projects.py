@@ -614,8 +614,8 @@ def test_fake_leaked_from_another_module_is_met_with_its_own_mode(tmp_path):
     named under the method chain and in the list."""
     original, copy = fixed_project(tmp_path, {"banks.py": BANKS, "main.py": BANK_MAIN}, "main.py")
     fixed = texts(copy)["main.py"]
-    assert "neg = negs.fake_mode.from_tensor(q).detach().requires_grad_() @ negs.t()" in fixed
-    assert "torch.cat([neg.fake_mode.from_tensor(pos).detach().requires_grad_(), neg], dim=1)" in fixed
+    assert "from_tensor(q).detach().requires_grad_()" in fixed and "from_tensor(pos).detach().requires_grad_()" in fixed
+    assert texts(copy)["banks.py"] == BANKS
     assert_runs_clean(original, copy)
 
 
