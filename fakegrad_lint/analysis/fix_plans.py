@@ -180,7 +180,8 @@ class FixPlansMixin:
         if region.with_node is None and st.active_region() is not region:
             return None  # a fake that leaked out of its region: no mode is active where it is mixed
         plan = self._fix_plan(node, expr, value, origin, region, st)
-        if plan is None or (region.with_node is None and plan.placement != "function"):
+        if plan is None or (region.with_node is None and plan.placement != "function"
+                            and not plan.kind.startswith("traced-")):
             return None
         return self._plan_where_it_lands(plan, region)
 
@@ -202,8 +203,9 @@ class FixPlansMixin:
         (``path``, ``module_tree``); else None."""
         if plan.placement == "function":
             at = plan.func_node
-        elif plan.placement == "region" and plan.with_node is region.with_node and region.with_node is not None:
-            at = region.with_node
+        elif (plan.kind.startswith("traced-") and plan.with_node is not None) or \
+                (plan.placement == "region" and plan.with_node is region.with_node and region.with_node is not None):
+            at = self._landing(plan, region)
             if self._in_main(at):
                 return plan
         else:
