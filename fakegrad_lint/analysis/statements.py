@@ -350,6 +350,15 @@ class StatementsMixin:
     def _exec_nonlocal(self, s, st):
         st.scope.nonlocal_names.update(s.names)
 
+    def _exec_delete(self, s, st):
+        """``del d[k]`` of a list or dict: the object loses the element (see
+        ``remove_from_container``); other targets keep what they hold."""
+        for t in s.targets:
+            if isinstance(t, ast.Subscript):
+                obj = self.eval(t.value, st)
+                if isinstance(obj, SeqVal):
+                    self.remove_from_container(t.value, obj, "del", [self.eval(t.slice, st)], st)
+
     def _exec_assert(self, s, st):
         self.eval(s.test, st)
 
@@ -750,5 +759,6 @@ STATEMENT_METHODS = {
     ast.Global: "_exec_global",
     ast.Nonlocal: "_exec_nonlocal",
     ast.Assert: "_exec_assert",
+    ast.Delete: "_exec_delete",
     **({ast.Match: "_exec_match"} if hasattr(ast, "Match") else {}),
 }

@@ -103,6 +103,9 @@ def _build_fix(leak, source: str) -> Fix | None:
         reason = modules.leaked_refusal(leak, plan)
         if reason is not None:
             raise NoFix(reason)
+        guarded = _operand_mode_guard(leak, plan, source)
+        if guarded is not None:
+            return guarded
         nodes = _Nodes(source)
         fix = _leaked_fix(plan, nodes)
         real = probes.real_reads(plan.module_tree, plan.grad_reads)
@@ -126,6 +129,9 @@ def _build_fix(leak, source: str) -> Fix | None:
     if plan.kind.startswith(("traced-", "op-")):
         if "symbolic" in (leak.mode or ""):
             plan = replace(plan, static_shapes=True)
+        guarded = _operand_mode_guard(leak, plan, source)
+        if guarded is not None:
+            return guarded
         try:
             fix = traced.build(plan, _Nodes(source), _leaked_fix)
         except traced.NotTracedOnly as exc:
@@ -185,6 +191,11 @@ def _build_fix(leak, source: str) -> Fix | None:
         from fakegrad_lint.fix.helpers import grad_read_copy  # a copy whose gradients the code reads
 
         plan = grad_read_copy(plan, w, _following(plan.module_tree, w), leak) or plan
+    if plan.kind == "module" and modules.runs_threads(plan.module_tree):
+        # `functional_call` swaps the fakes into the module object itself, where another thread
+        # running the same module sees them (FakeTensorDeviceMismatchError, another thread's
+        # mode): a fake copy of the module per run of the region
+        plan = replace(plan, kind="module-copy", uses=modules.call_receivers(plan.uses, plan.value))
     nodes = _Nodes(source)
     pos = nodes.pos
     taken = nodes.taken(w)
@@ -549,8 +560,10 @@ def _reads_grads_in_region_only(leak, plan, w) -> bool:
     roots = modules.grad_read_roots(following, plan.value, modules.made_in(w.body))
     loads = modules.module_loads(following, plan.value, 0)
     # after the block the module is only read for those gradients (no real step that
-    # would make real ones: those reads must stay on the real module)
-    return roots is not None and loads is not None and {id(n) for n in loads} <= {id(n) for n in roots}
+    # would make real ones: those reads must stay on the real module), or no gradient is
+    # read there at all (`sum(p.numel() for p in model.parameters())`: the real module,
+    # whose gradients nothing after the block reads)
+    return roots is not None and loads is not None and (not roots or {id(n) for n in loads} <= {id(n) for n in roots})
 
 
 def _first_use_stmt(w, nodes):
@@ -669,6 +682,26 @@ def _functional_call(call, module, state, torch_name, pos, taken=frozenset()) ->
                 new_call = f"{torch_name}.func.functional_call(\n" + "".join(
                     f"{inner}{part},\n" for part in parts) + indent + ")"
     return new_call
+
+
+def _operand_mode_guard(leak, plan, source: str) -> Fix | None:
+    """None when the file proves the operand of ``plan``'s ``x.fake_mode`` a FakeTensor at
+    every execution of the statement (``fix/operand_mode.py``); else the conversion with
+    the mode found at run time right above the statement, which keeps the real value
+    wherever the operand is real (NoFix when that cannot be built)."""
+    from fakegrad_lint.fix import operand_mode
+    from fakegrad_lint.fix.helpers import DETECT, build_function_fix
+
+    why = operand_mode.unproved(plan, leak)
+    if why is None:
+        return None
+    guarded, detect = operand_mode.guarded_plan(plan)
+    if isinstance(guarded.func_node, ast.Lambda):
+        raise NoFix(f"{why}, and the op is in a lambda's body (no statement to find the mode in)")
+    try:
+        return build_function_fix(leak, source, plan=guarded, detect=detect or DETECT, why=why)
+    except NoFix as exc:
+        raise NoFix(f"{why}; {exc}") from None
 
 
 def _leaked_fix(plan, nodes, grad_reads=()) -> Fix | None:

@@ -42,13 +42,20 @@ _BLOCKS = ("body", "orelse", "finalbody")
 DETECT = "_guards.detect_fake_mode()"
 
 
-def build_function_fix(leak, source: str) -> Fix:
+def build_function_fix(leak, source: str, plan=None, detect: str = DETECT, why: str | None = None) -> Fix:
+    """``plan`` (default ``leak.fix``) converted in its function with the mode found at run
+    time by ``torch.<detect>``; ``why``: the fix stands for a mode taken from an operand
+    that the file does not prove fake (``fix/operand_mode.py``), said in its message."""
     from fakegrad_lint.fix import builders as B
 
-    plan = leak.fix
+    plan = leak.fix if plan is None else plan
     func = plan.func_node
     if not plan.uses:
         raise B.NoFix("the function has no statement to convert the value in")
+    if plan.kind == "module" and not isinstance(func, ast.Module):
+        # the function reads the gradients the region makes (`p.grad` over `model.parameters()`):
+        # it runs a fake copy and those reads go to the copy (`grad_read_copy`)
+        plan = grad_read_copy(plan, _Block(func.body), [], leak) or plan
     paths = [_path(func, u) for u in plan.uses]
     if any(p is None for p in paths):
         raise B.NoFix("a use of the value is not in a statement of the function (a lambda, a default)")
@@ -81,10 +88,10 @@ def build_function_fix(leak, source: str) -> Fix:
     unit = nodes.file.indent
     lines = []
     existing = _existing(block[:index], pos)
-    mode = existing.get(f"{torch_name}.{DETECT}")
+    mode = existing.get(f"{torch_name}.{detect}")
     if mode is None:
         mode = B._unique("fake_mode", taken)
-        lines.append(f"{mode} = {torch_name}.{DETECT}")
+        lines.append(f"{mode} = {torch_name}.{detect}")
     taken = taken | {mode}
     base = re.sub(r"\W+", "_", value.rsplit(".", 1)[-1]).strip("_") or "value"
     base = base.lower() if base.isupper() else base
@@ -101,12 +108,13 @@ def build_function_fix(leak, source: str) -> Fix:
         what = f"Convert `{value}`"
     elif kind == "module":
         pairs = f"[*{value}.named_parameters(), *{value}.named_buffers()]"
-        rhs = f"{{}} if {mode} is None else {{name: {mode}.from_tensor(t) for name, t in {pairs}}}"
+        static = ", static_shapes=True" if plan.static_shapes else ""
+        rhs = f"{{}} if {mode} is None else {{name: {mode}.from_tensor(t{static}) for name, t in {pairs}}}"
         state = existing.get(rhs) or B._unique(f"{base}_fake_state", taken)
         if rhs not in existing:
             stmt_text = f"{state} = {rhs}"
             if len(indent) + len(stmt_text) > B._Layout(pos).limit:
-                stmt_text = (f"{state} = {{}} if {mode} is None else {{\n{indent}{unit}name: {mode}.from_tensor(t)"
+                stmt_text = (f"{state} = {{}} if {mode} is None else {{\n{indent}{unit}name: {mode}.from_tensor(t{static})"
                              f"\n{indent}{unit}for name, t in {pairs}\n{indent}}}")
             lines.append(stmt_text)
         for call in uses:
@@ -139,10 +147,14 @@ def build_function_fix(leak, source: str) -> Fix:
         ops.add_import(module, obj)
 
     where = ("in " if isinstance(func, ast.Module) else "inside ") + _fname(func)
-    message = (f"{what} {where}, with the mode active when it runs (`torch._guards.detect_fake_mode()`: "
-               f"outside a fake region it keeps the real value, so every caller keeps working)")
+    if why is not None:
+        message = (f"{what} {where}, with the mode found when it runs (`torch.{detect}`: where the "
+                   f"operand is real it keeps the real value; {why})")
+    else:
+        message = (f"{what} {where}, with the mode active when it runs (`torch._guards.detect_fake_mode()`: "
+                   f"outside a fake region it keeps the real value, so every caller keeps working)")
     probed = []
-    read = _grad_read(plan, kind, value, probed)
+    read = None if plan.grad_redirect and kind == "module-copy" else _grad_read(plan, kind, value, probed)
     if read is not None:
         return Fix(f"{message} (not applied: line {read} reads the real gradient of `{value}`)",
                    Applicability.DISPLAY_ONLY, ops.edits())

@@ -192,6 +192,33 @@ def uses_own_methods(stmts, module: str, calls) -> bool:
     return False
 
 
+_THREAD_MODULES = ("threading", "_thread", "concurrent.futures", "multiprocessing.pool", "multiprocessing.dummy")
+
+
+def runs_threads(tree) -> bool:
+    """Does the file import a thread API (``threading``, ``concurrent.futures``, a thread
+    pool)? ``torch.func.functional_call`` swaps its tensors into the module object for the
+    call's duration, visible to every thread that runs the module meanwhile; a fake copy
+    of the module per region is not shared."""
+    for node in ast.walk(tree):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names] if isinstance(node, ast.ImportFrom) \
+            else []
+        if any(n == m or n.startswith(m + ".") for n in names for m in _THREAD_MODULES):
+            return True
+    return False
+
+
+def call_receivers(calls, module: str) -> list:
+    """The expressions that name ``module`` in its calls (``model`` of ``model(x)`` and of
+    ``model.forward(x)``)."""
+    out = []
+    for call in calls:
+        func = call.func
+        out.append(func if dotted_name(func) == module or not isinstance(func, ast.Attribute) else func.value)
+    return out
+
+
 def leaked_refusal(leak, plan) -> str | None:
     """Why a leaked fake mixed with a real value (FGL003) gets no fix, or None. Under a
     strict mode every other real input of the op raises too: converting the module's
