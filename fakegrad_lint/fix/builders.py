@@ -693,6 +693,8 @@ def _operand_mode_guard(leak, plan, source: str) -> Fix | None:
     why = operand_mode.unproved(plan, leak)
     if why is None:
         return None
+    if operand_mode.bound_in_statement(plan):
+        raise NoFix(f"{why}, and it is bound inside the op's statement (no statement above to find the mode in)")
     guarded, detect = operand_mode.guarded_plan(plan)
     if isinstance(guarded.func_node, ast.Lambda):
         raise NoFix(f"{why}, and the op is in a lambda's body (no statement to find the mode in)")

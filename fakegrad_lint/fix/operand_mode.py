@@ -62,6 +62,8 @@ def unproved(plan, leak) -> str | None:
     name = operand(plan)
     if not plan.mode_name.endswith(".fake_mode"):
         return "the mode is not an operand's"
+    if getattr(plan, "mode_from_root", False):
+        return f"the fake operand is computed at the op from `{name}`, which is not proved fake itself"
     if plan.kind.startswith("traced-"):
         fn = plan.with_node
         fname = _function_name(tree, fn)
@@ -105,6 +107,30 @@ def guarded_plan(plan):
     detect = f"_guards.detect_fake_mode([{operand(plan)}])" if plan.kind.startswith("leaked-") else None
     return replace(plan, kind=kind, placement="function", func_node=func, with_node=None, mode_name=None,
                    uses=list(plan.uses)), detect
+
+
+def bound_in_statement(plan) -> bool:
+    """Is the operand's root name bound inside the op's own statement (a comprehension or
+    lambda variable, a walrus)? A mode found above the statement would not see that value."""
+    root = operand(plan).split(".", 1)[0].split("[", 1)[0]
+    use = plan.uses[0]
+    tree = plan.module_tree
+    stmt = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and not isinstance(node, _SCOPES) and any(n is use for n in ast.walk(node)):
+            if stmt is None or any(n is node for n in ast.walk(stmt)):
+                stmt = node
+    if stmt is None:
+        return True
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.comprehension) and any(isinstance(t, ast.Name) and t.id == root
+                                                       for t in ast.walk(node.target)):
+            return True
+        if isinstance(node, ast.NamedExpr) and node.target.id == root:
+            return True
+        if isinstance(node, ast.Lambda) and root in _params(node):
+            return True
+    return False
 
 
 # -- helpers ----------------------------------------------------------------------------
