@@ -88,6 +88,10 @@ def unproved(plan, leak) -> str | None:
         return f"`{name}` is declared `global` or `nonlocal`: other code may rebind it"
     withs = [n for n in _own_nodes(scope) if isinstance(n, (ast.With, ast.AsyncWith)) and n.lineno == leak.mode_line]
     binds = [n for n in _own_nodes(scope) if _binds(n, name)]
+    if scope is tree and len(binds) == 1 and _runs_once(tree, binds[0]) and _runs_once(tree, use):
+        # module code outside any loop: the one binding and the op each run once, as the
+        # analysis followed them (it proved the value fake there)
+        return None
     if not withs or not binds:
         return f"`{name}` is not bound in the fake region's block"
     inside = {id(n) for w in withs for stmt in w.body for n in ast.walk(stmt)}
@@ -134,6 +138,23 @@ def bound_in_statement(plan) -> bool:
 
 
 # -- helpers ----------------------------------------------------------------------------
+
+
+def _runs_once(tree, node) -> bool:
+    """Does ``node`` sit in module code outside any loop, function or comprehension (it
+    runs at most once)?"""
+    def path(parent):
+        if parent is node:
+            return []
+        for child in ast.iter_child_nodes(parent):
+            sub = path(child)
+            if sub is not None:
+                return [parent, *sub]
+        return None
+
+    chain = path(tree) or []
+    return bool(chain) and not any(isinstance(n, (ast.For, ast.AsyncFor, ast.While, *_FUNCS, ast.ListComp, ast.SetComp,
+                                                  ast.DictComp, ast.GeneratorExp)) for n in chain)
 
 
 def _function_name(tree, fn) -> str | None:
