@@ -74,3 +74,25 @@ def test_markdown_has_a_row_per_tree():
     assert len(md) == 4
     assert md[2].startswith("| torch | 1 | 10 |") and md[2].endswith("| 3.50 | - | 0.50 | 7.0 |")
     assert md[3].startswith("| ao |") and md[3].endswith("| - | - | - |")
+
+
+def test_analyzer_import_is_timed_apart(tmp_path):
+    """The analyzer's modules are imported before the clock starts (a first file would
+    otherwise carry them as its analysis), and the import is reported on its own."""
+    import subprocess
+
+    hazard = ROOT / "fixtures" / "hazard_autograd_backward.py"
+    out = tmp_path / "r.json"
+    code = ("import sys, json; sys.path.insert(0, sys.argv[1]); import stages; "
+            "from fakegrad_lint.rules import DEFAULT_CODES; "
+            "assert 'fakegrad_lint.analysis.interpreter' not in sys.modules; "
+            "r = stages.profile([sys.argv[2]], DEFAULT_CODES, fake_only=True); "
+            "json.dump(r, open(sys.argv[3], 'w'))")
+    subprocess.run([sys.executable, "-c", code, str(ROOT / "bench"), str(hazard), str(out)], check=True, cwd=ROOT)
+    import json
+
+    res = json.loads(out.read_text())
+    assert res["imports_seconds"] > 0
+    assert abs(res["total_seconds"] - sum(s["seconds"] for s in res["stages"].values())) < 0.01
+    row = stages.markdown({"/a/x": res}).splitlines()[2].split(" | ")
+    assert f"{res['imports_seconds']:.2f}" in row

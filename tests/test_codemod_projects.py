@@ -22,7 +22,9 @@ if str(TESTS_DIR) not in sys.path:
 
 from markers import FIXTURES_DIR  # noqa: E402
 from regen_golden import BASE_ARGS, cli  # noqa: E402
-from test_fix_projects import TRAIN, UTILS, UTILS_FIXED, WEIGHT_PROJECT, texts, write_project  # noqa: E402
+from test_fix_projects import (  # noqa: E402
+    BUDGET, BUDGET_MAIN, CALLBACK_MAIN, CALLBACKS, TRAIN, UTILS, UTILS_FIXED, WEIGHT_PROJECT, texts, write_project,
+)
 
 PROJECTS = sorted(p.parent for p in (FIXTURES_DIR / "projects").glob("*/project.json"))
 
@@ -51,6 +53,21 @@ def test_codemod_writes_the_safe_helper_fix(tmp_path):
     assert cli(*BASE_ARGS, "--fix", ".", cwd=reference).returncode == 0
     assert codemod(".", cwd=root).returncode == 0
     assert texts(root) == texts(reference) and texts(root) != WEIGHT_PROJECT
+
+
+@pytest.mark.parametrize("files, edited", [
+    ({"callbacks.py": CALLBACKS, "main.py": CALLBACK_MAIN}, "callbacks.py"),  # a hook's region
+    ({"estimate.py": BUDGET, "main.py": BUDGET_MAIN}, "estimate.py"),  # a context-manager class's
+], ids=["hook", "context-manager-class"])
+def test_codemod_lands_the_edit_where_the_region_is(tmp_path, files, edited):
+    """The mode is entered by another module's hook or context-manager class: the codemod
+    edits that module, exactly as ``fakegrad-lint --fix --unsafe-fixes .``."""
+    root = write_project(tmp_path / "codemod", files, "main.py")
+    reference = write_project(tmp_path / "cli", files, "main.py")
+    assert cli(*BASE_ARGS, "--fix", "--unsafe-fixes", ".", cwd=reference).returncode in (0, 1)
+    assert codemod("--unsafe-fixes", ".", cwd=root).returncode == 0
+    assert texts(root) == texts(reference)
+    assert texts(root)[edited] != files[edited] and texts(root)["main.py"] == files["main.py"]
 
 
 @pytest.mark.slow  # every fixture project through libcst.tool and the CLI

@@ -52,8 +52,8 @@ def fixit_findings(proc, base: Path) -> dict:
     return out
 
 
-def cli_findings(root: Path) -> set:
-    proc = cli(*BASE_ARGS, "--output-format", "json", ".", cwd=root)
+def cli_findings(root: Path, *args: str) -> set:
+    proc = cli(*BASE_ARGS, *args, "--output-format", "json", ".", cwd=root)
     assert proc.returncode in (0, 1), proc.stderr
     return {(str(Path(d["filename"]).resolve()), d["location"]["row"], d["location"]["column"] - 1, d["code"])
             for d in json.loads(proc.stdout)}
@@ -85,6 +85,18 @@ def test_fixit_never_writes_an_unsafe_helper_fix(tmp_path):
     root = with_config(write_project(tmp_path / "p", {"utils.py": UTILS, "train.py": TRAIN}, "train.py"))
     proc = fixit("fix", "--automatic", ".", cwd=root)
     assert "has autofix" not in proc.stdout and "FGL001" in proc.stdout
+    assert texts(root) == {"train.py": TRAIN, "utils.py": UTILS}
+
+
+def test_fixit_lint_check_and_fix_report_the_same_findings(tmp_path):
+    """One data model: ``fixit lint``, ``fakegrad-lint check`` and what ``fakegrad-lint --fix``
+    reports as left (the unsafe helper fix is not applied) are the same findings, the one
+    at the helper's line included."""
+    root = with_config(write_project(tmp_path / "p", {"utils.py": UTILS, "train.py": TRAIN}, "train.py"))
+    found = set(fixit_findings(fixit("lint", ".", cwd=root), root))
+    checked = cli_findings(root)
+    assert {Path(k[0]).name for k in checked} == {"train.py", "utils.py"}
+    assert found == checked == cli_findings(root, "--fix")
     assert texts(root) == {"train.py": TRAIN, "utils.py": UTILS}
 
 

@@ -234,7 +234,7 @@ def step(net):
 step = torch.enable_grad()(step)
 net = nn.Linear(2, 2)
 with torch.no_grad(), FakeTensorMode(allow_non_fake_inputs=True):
-    step(net)
+    step(net)  # FGL001
 """,
     "no_grad_called_on_function": """
 def step(net):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import weakref
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _contains_yield
@@ -17,7 +18,7 @@ from fakegrad_lint.analysis.context import CallSite
 from fakegrad_lint.analysis.heap import heap_field, heap_set
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import MAX_DEPTH, Crashed, Scope, YieldReached, _BlockExit
-from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, _arg_exprs, _dict_val, _interesting, _is_none_const,
+from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, known_iteration as _known_iteration, _arg_exprs, _one_of, _dict_val, _interesting, _is_none_const,
     _is_tensorish)
 from fakegrad_lint.analysis.values import (UNKNOWN, AutogradApply, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal, ModeVal, DecoratorVal,
     ExportedProgramVal, FuncVal, GeneratorVal, GetterVal, InstanceVal, MaybeVal, MethodRef, ModRef, ModuleVal, PartialVal, ProjModVal, ReturnsVal, SeqVal, SingleDispatchVal, DispatchRegister, LibraryMethod,
@@ -29,6 +30,13 @@ _CALLEE = object()  # call_value's default: the call's own callee expression
 class OpenKwargs(dict):
     """The known keywords of a call that also spreads a mapping of unknown keys
     (``f(**opts)``): a keyword missing here may still be passed."""
+
+
+# facts of one def node (a pure function of its subtree), kept as long as the node
+# lives: an imported project module's tree serves every linted file of the process
+# (analysis/roots.load), so its defs are walked once, not once per importing file
+_SMALL: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # def node -> small enough to always run
+_CONFIG: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # def node -> builds a configuration
 
 
 class CallsMixin:
@@ -46,12 +54,15 @@ class CallsMixin:
         memo = self.__dict__.setdefault("_small_defs", {})
         v = memo.get(node)
         if v is None:
-            n = 0
-            for _ in ast.walk(node):
-                n += 1
-                if n > SMALL_BODY_NODES:
-                    break
-            v = memo[node] = n <= SMALL_BODY_NODES and not isinstance(node, ast.Lambda)
+            v = _SMALL.get(node)  # (a project module's def: its tree is the process's)
+            if v is None:
+                n = 0
+                for _ in ast.walk(node):
+                    n += 1
+                    if n > SMALL_BODY_NODES:
+                        break
+                v = _SMALL[node] = n <= SMALL_BODY_NODES and not isinstance(node, ast.Lambda)
+            memo[node] = v
         return v
 
     def _makes_config(self, node):
@@ -62,11 +73,14 @@ class CallsMixin:
         memo = self.__dict__.setdefault("_config_defs", {})
         v = memo.get(node)
         if v is None:
-            v = memo[node] = any(
-                isinstance(n, ast.Call) and isinstance(n.func, (ast.Attribute, ast.Name))
-                and ((n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id) in CONFIG_MAKERS
-                     or dotted_name(n.func) in CONFIG_READERS)
-                for n in ast.walk(node))
+            v = _CONFIG.get(node)
+            if v is None:
+                v = _CONFIG[node] = any(
+                    isinstance(n, ast.Call) and isinstance(n.func, (ast.Attribute, ast.Name))
+                    and ((n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id) in CONFIG_MAKERS
+                         or dotted_name(n.func) in CONFIG_READERS)
+                    for n in ast.walk(node))
+            memo[node] = v
         return v
 
     def call_forced(self, node, callee, args, kwargs, st):
@@ -566,6 +580,10 @@ class CallsMixin:
                 return False if isinstance(x, (TVal, ModuleVal, ConstVal)) else None
             if q in N.OBJECT_TYPES:
                 return True
+            if q in N.GENERATOR_TYPES:
+                if isinstance(x, GeneratorVal):
+                    return True
+                return False if isinstance(x, (TVal, ModuleVal, ConstVal, FuncVal, ClassVal)) else None
             return None
         if isinstance(c, ClassVal):
             cls = x.cls if isinstance(x, (InstanceVal, ModuleVal)) else None
@@ -627,6 +645,17 @@ class CallsMixin:
             return item if elts is not None and len(elts) == 1 else out
         if kind == "accumulate" and len(args) == 1:
             return SeqVal((items[0],))
+        known = [_known_iteration(a) for a in args]
+        if kind == "zip" and args and not kwargs and all(k is not None for k in known):
+            # over containers of known elements: Python's tuples, in order, as many as the shortest
+            rows = tuple(SeqVal(tuple(r), tuple(r)) for r in zip(*known))
+            return SeqVal(rows, rows)
+        if kind == "enumerate" and len(args) == 1 and known[0] is not None and (
+                not kwargs or (set(kwargs) == {"start"} and isinstance(kwargs["start"], ConstVal)
+                               and type(kwargs["start"].value) is int)):
+            start = kwargs["start"].value if kwargs else 0
+            rows = tuple(_pair(ConstVal(start + i), x) for i, x in enumerate(known[0]))
+            return SeqVal(rows, rows)
         if kind in ("zip", "product"):
             elts = tuple(items)
             return SeqVal((SeqVal(elts, elts),))
@@ -659,6 +688,8 @@ class CallsMixin:
     def call_builtin(self, e, name, args, kwargs, st):
         if name == "vars" and len(args) == 1 and not kwargs and isinstance(args[0], InstanceVal):
             return self.attribute(e, args[0], "__dict__", st)  # an instance's attributes as a dict
+        if name == "vars" and len(args) == 1 and not kwargs and isinstance(args[0], ProjModVal):
+            return self.module_namespace(args[0])  # a project module's globals, as a dict
         if name == "len" and len(args) == 1 and isinstance(args[0], TVal) and args[0].shape:
             return ConstVal(args[0].shape[0])  # len(t): its first size
         if name in N.PURE_BUILTINS and args and not kwargs and all(isinstance(a, ConstVal) for a in args):
@@ -682,6 +713,13 @@ class CallsMixin:
             if not args:
                 return SeqVal(())
             a = args[0]
+            if name == "sorted" and len(args) == 1 and (not kwargs or set(kwargs) == {"reverse"}):
+                ordered = _sorted_known(_known_iteration(a), kwargs.get("reverse", ConstVal(False)))
+                if ordered is not None:
+                    return SeqVal(ordered, ordered)
+            elts = _ordered_elements(a, name, kwargs)
+            if elts is not None:
+                return SeqVal(elts, elts)  # `sorted(PLANS)`, `list(d)`: known elements, in Python's order
             if isinstance(a, SeqVal) and not a.is_dict:
                 return SeqVal(a.items, a.elts if name in ("list", "tuple") else None)
             return SeqVal((self.iter_item(a, st),))
@@ -754,7 +792,12 @@ class CallsMixin:
         if name in ("next", "anext") and args:
             if isinstance(args[0], GeneratorVal):
                 return self.gen_next(args[0], st, temporary=bool(e.args) and isinstance(e.args[0], ast.Call))
-            return self.iter_item(args[0], st)
+            first = _ordered_elements(args[0], "list", {})
+            if first is not None:
+                return first[0] if first else (args[1] if len(args) > 1 else UNKNOWN)  # the first element
+            item = self.iter_item(args[0], st)
+            # one element, not each of them in turn (`next(iter(d))`)
+            return _one_of(item)
         if name in ("iter", "aiter") and len(args) == 1 and isinstance(args[0], GeneratorVal):
             return args[0]  # a generator is its own iterator
         if name == "sum" and args:
@@ -777,6 +820,32 @@ class CallsMixin:
 SMALL_BODY_NODES = 60
 MAX_EXACT_YIELDS = 16  # a generator's yields kept as a known sequence up to this many
 # calls whose result is a configuration known exactly (the names as called: `p.parse_args(argv)`)
+def _ordered_elements(a, name, kwargs):
+    """The elements ``list``/``tuple``/``sorted``/``reversed`` make of a sequence with known
+    elements, or of a dict with known keys (its keys), in the order Python gives them
+    (``sorted`` of constants only, without ``key=``/``reverse=``); None: not known."""
+    if not isinstance(a, SeqVal) or name not in ("list", "tuple", "sorted", "reversed", "iter") or kwargs:
+        return None
+    if a.is_dict:
+        if a.keys is None or a.elts is None:
+            return None
+        elts = tuple(ConstVal(k) for k in a.keys)
+    elif a.elts is not None and a.keys is None:
+        elts = tuple(a.elts)
+    else:
+        return None
+    if name == "reversed":
+        return elts[::-1]
+    if name == "sorted":
+        if not all(isinstance(x, ConstVal) for x in elts):
+            return None
+        try:
+            return tuple(sorted(elts, key=lambda c: c.value))
+        except TypeError:
+            return None  # (mixed types: Python raises)
+    return elts
+
+
 CONFIG_MAKERS = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args", "loads"})
 CONFIG_READERS = frozenset({"json.load"})  # (a project data file: project_link.open_data_file)
 
@@ -789,6 +858,32 @@ def _all_bases_known(cls):
 
 def _pair(a, b):
     return SeqVal((a, b), (a, b))
+
+
+def _sort_key(v):
+    """The key ``sorted`` compares a known element by: a str or number constant, or a
+    tuple's first element when that is one (None: not known)."""
+    if isinstance(v, SeqVal) and not v.is_dict and v.keys is None and v.elts:
+        v = v.elts[0]
+    if isinstance(v, ConstVal) and type(v.value) in (str, int, float, bool):
+        return v.value
+    return None
+
+
+def _sorted_known(elems, reverse):
+    """``sorted`` of known elements when Python's order is known: every key known,
+    distinct (ties would compare the rest) and of one kind (str, or numbers); else None."""
+    if elems is None or not isinstance(reverse, ConstVal) or type(reverse.value) is not bool:
+        return None
+    keys = [_sort_key(x) for x in elems]
+    if any(k is None for k in keys) or len(set(keys)) != len(keys):
+        return None
+    if len({type(k) is str for k in keys}) > 1:
+        return None
+    order = sorted(range(len(elems)), key=lambda i: keys[i], reverse=reverse.value)
+    return tuple(elems[i] for i in order)
+
+
 
 
 def _value_key(v, depth=0):

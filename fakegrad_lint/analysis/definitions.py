@@ -15,6 +15,7 @@ import copy
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.state import Crashed, Scope, YieldReached, _BlockExit
 from fakegrad_lint.analysis.torch_values import _forward_uses_fakes, _is_nn_module_class
+from fakegrad_lint.analysis.valueops import _dict_val
 from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, CtxVal, DispatchRegister, FieldVal,
     FuncVal, InstanceVal, ModRef, ModuleVal, Origin, PartialVal, SeqVal, SingleDispatchVal, _same_const, is_enum_member,
     join_all)
@@ -179,6 +180,7 @@ class DefinitionsMixin:
         cls_scope = Scope(parent=st.scope, module=st.scope.module, func_node=st.scope.func_node)
         cst = st.child(cls_scope)
         cst.depth = st.depth
+        complete = True
         for i, item in enumerate(node.body):
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 fv = self.make_function(item, cst, cls=cv)
@@ -193,7 +195,13 @@ class DefinitionsMixin:
             try:
                 self.exec_stmt(item, cst)
             except (Crashed, _BlockExit, YieldReached):
+                complete = False
                 break
+        # the namespace the class body made, as a metaclass's `__new__(mcls, name, bases, ns)`
+        # receives it: a dict of the names it bound (unknown when the body did not run to its end)
+        ns = _dict_val(["__module__", "__qualname__"] + list(cls_scope.vars),
+                       [UNKNOWN, ConstVal(node.name)]
+                       + list(cls_scope.vars.values())) if complete else UNKNOWN
         for name, v in cls_scope.vars.items():
             if name in cv.own:
                 continue
@@ -209,7 +217,7 @@ class DefinitionsMixin:
         if meta is None:
             meta = next((b.meta for b in bases if isinstance(b, ClassVal) and b.meta is not None), None)
         if isinstance(meta, ClassVal):
-            cv = self.run_metaclass(meta, cv, node, bases, st)
+            cv = self.run_metaclass(meta, cv, node, bases, st, ns)
         hook = next((c.own["__init_subclass__"] for c in cv.mro[1:] if "__init_subclass__" in c.own), None)
         if isinstance(hook, FuncVal):
             # a base's __init_subclass__ runs on the new class (implicitly a class method)
@@ -227,12 +235,12 @@ class DefinitionsMixin:
             out = self.apply_decorator(dec, out, st)  # `cls = register("name")(cls)`
         return out
 
-    def run_metaclass(self, meta, cv, node, bases, st):
+    def run_metaclass(self, meta, cv, node, bases, st, ns=UNKNOWN):
         """A metaclass of the file makes the class: its ``__new__(mcls, name, bases, ns)``
         runs (``super().__new__(...)`` there is the class the body made) and then its
         ``__init__`` (a registry filled by a metaclass)."""
         cv.meta = meta
-        args = [ConstVal(node.name), SeqVal(bases, bases), UNKNOWN]
+        args = [ConstVal(node.name), SeqVal(bases, bases), ns]
         new = meta.lookup_method("__new__")
         if new is not None:
             prev, self._meta_new = getattr(self, "_meta_new", None), cv

@@ -143,6 +143,8 @@ class DispatchMixin:
             fake_ex = next((ex for v, ex in flat if ex is not None and id(v) not in whole and isinstance(v, TVal)
                             and id(ex) not in starred
                             and v.fake_mode() is mode and dotted_name(ex)), None)
+            if fake_ex is None:
+                fake_ex = _fake_root(flat, whole, starred, mode, st)
         if mode is not None:
             allow = st.allow_of(mode)
             # every link known: the region is entered on this path, what it allows is
@@ -202,6 +204,8 @@ class DispatchMixin:
                 else "parameter" if origin.kind in ("module", "parameter")
                 else "container" if isinstance(value, SeqVal) else "tensor"
             )
+            if entry is None:
+                rec.handover = self._handover(node, origin, region, st)
             if entry is not None:
                 rec.file, rec.entry = self.ctx, entry
                 # code of another module: a plan only where the edit lands in a file the
@@ -212,8 +216,10 @@ class DispatchMixin:
             else:
                 rec.fix_plan = self._fix_plan(node, expr, value, origin, region, st)
                 if rec.fix_plan is not None and region.file is not None and not self._in_main(
-                        rec.fix_plan.func_node if rec.fix_plan.placement == "function" else region.with_node):
-                    rec.fix_plan = None  # the block (or function) to edit is in another module
+                        self._landing(rec.fix_plan, region)):
+                    # the block (or function) to edit is in another module: kept for the project
+                    # fix pass only (analysis/fix_plans.py, ``_plan_where_it_lands``)
+                    rec.fix_plan = self._plan_where_it_lands(rec.fix_plan, region)
             if _rg_unknown(origin):
                 # a module whose parameters may not require grad: a possible leak until a
                 # sink proves they do (``sink``); no fix for a module of unknown class
@@ -226,6 +232,38 @@ class DispatchMixin:
         if crash and not may:
             raise Crashed()
         return rec
+
+    def _handover(self, node, origin, region, st):
+        """(call, argument expression) where the linted file hands the real value over to
+        the function that does the op, its innermost call site: a call made by the code that
+        entered the region (``helper(weights)``, ``scorer.score(emb.table)`` in the ``with``
+        block), or a call of an object whose ``__call__`` runs the op on what it holds
+        (``teacher(x)``, a model-like wrapper called anywhere in the region), when the
+        arguments (the receiver, the called object) carry the value. None: the op is not in
+        a called function, or the value does not come in through that call."""
+        if not st.sites:
+            return None
+        site = st.sites[-1]
+        call = site.call
+        if call is node or not isinstance(call, ast.Call) or not self._in_main(call):
+            return None
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return None  # forwarded through `*args`/`**kwargs` (a wrapper's plumbing)
+        name = getattr(st.stack[-1], "name", None) if st.stack else None  # the function doing the op
+        called = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+        pairs = [(ex, val) for ex, val in zip(site.arg_exprs, site.arg_values) if ex is not None and val is not None]
+        if name != "__call__" and called != name:
+            return None  # not a call of the function by its name (`map(fn, xs)`, an alias)
+        if site.caller is not region.func_node or region.with_node is None:
+            # not called by the region's own code: only an object called like a model
+            pairs = [(ex, val) for ex, val in pairs if ex is call.func and isinstance(val, _values.InstanceVal)]
+        for ex, val in pairs:
+            if origin in val.real_rg():
+                return call, ex  # the value itself (`helper(x)`, `scorer.score(emb.table)`)
+        for ex, val in pairs:
+            if _carries([val], origin):
+                return call, ex  # a container or an object holding it (`helper(weights)`, `teacher(x)`)
+        return None
 
     def _real_grads(self, v, inputs):
         """A backward outside any region through real values: their leaves (those in
@@ -321,3 +359,29 @@ class DispatchMixin:
                 heap_field(rec.origin, "fake_grad", True)  # (its .grad is the fake from here on)
             rec.sinks.append((desc, node.lineno))
             rec.sink_sites.append((desc, node, self.ctx if self.ctx is not self.main else None))
+
+
+def _fake_root(flat, whole, starred, mode, st):
+    """The name of a leaked fake tensor under a method chain of an operand (``negs`` of
+    ``q @ negs.t()``): that name's value is a fake tensor of the same mode, so its
+    ``.fake_mode`` is the op's (None when no operand is such a chain)."""
+    for v, ex in flat:
+        if ex is None or id(ex) in starred or not isinstance(v, TVal) or v.fake_mode() is not mode:
+            continue
+        if id(v) in whole:
+            # an element of a list or tuple display (`torch.cat([pos, neg])`): the element's name
+            seq = whole[id(v)]
+            if isinstance(ex, (ast.List, ast.Tuple)) and len(ex.elts) == len(seq.items):
+                elt = next((e for e, item in zip(ex.elts, seq.items) if item is v), None)
+                if elt is not None and isinstance(elt, ast.Name):
+                    return elt
+            continue
+        root = ex
+        while isinstance(root, (ast.Call, ast.Attribute)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        if root is not ex and isinstance(root, ast.Name):
+            base = st.scope.lookup(root.id)
+            if isinstance(base, TVal) and not isinstance(base, SeqVal) and base.proven_fake() and \
+                    base.fake_mode() is mode:
+                return root
+    return None

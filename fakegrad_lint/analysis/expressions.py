@@ -16,9 +16,9 @@ from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _BUILTINS
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import op_shape, shape_value
-from fakegrad_lint.analysis.state import STEP_BUDGET, Scope, YieldReached
-from fakegrad_lint.analysis.valueops import (concat_seqs, const_tuple, _NONCONST, _compare, _dict_val, _fold_strings, _FormattedPart,
-    _is_tensorish, _truth)
+from fakegrad_lint.analysis.state import STEP_BUDGET, UNROLL_DEPTH, UNROLL_MAX, Scope, YieldReached
+from fakegrad_lint.analysis.valueops import (concat_seqs, const_tuple, _NONCONST, _one_of, _compare, _dict_val, _fold_strings, _FormattedPart,
+    _is_tensorish, _truth, known_iteration)
 from fakegrad_lint.analysis.values import (is_enum_member, UNKNOWN, BoundMethod, ClassVal, ConstVal, ExportedProgramVal, FieldVal,
     FuncVal, GeneratorVal, InstanceVal, LazyImport, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, AutogradApply, ProjModVal, SeqVal, SuperVal,
     DispatchRegister, PartialVal, SingleDispatchVal,
@@ -227,6 +227,8 @@ class ExpressionsMixin:
                 it = self.eval(e.generators[0].iter, cst)
                 self.note_loop_module(e.generators[0], e.generators[0].iter, it, cst)
                 elems = self.known_elements(it)
+                if elems is None and e.generators[0].ifs:
+                    elems = self._kept_elements(e.generators[0], it, cst)
                 if elems is not None:
                     return self._comprehension_each(e, elems, cst)
                 return self._comprehension_joined(e, cst, it)
@@ -237,6 +239,23 @@ class ExpressionsMixin:
                 # enters (`[stack.enter_context(cm) for cm in cms]`) stays entered, as in
                 # Python (a generator expression runs where it is consumed)
                 st.ctx = cst.ctx.but(may=st.may)
+
+    def _kept_elements(self, gen, it, cst):
+        """More known elements than a loop unrolls, whose ``if`` keeps only a few (a test
+        runner's ``[f for n, f in vars(mod).items() if n.startswith("test_")]``): those,
+        when every test is known on every element; else None."""
+        elems = known_iteration(it)
+        if elems is None or len(elems) > 8 * UNROLL_MAX or self._unroll_depth >= UNROLL_DEPTH:
+            return None
+        kept = []
+        for x in elems:
+            self.assign(gen.target, x, cst, None)
+            truths = [_truth(self.eval(cond, cst)) for cond in gen.ifs]
+            if None in truths:
+                return None
+            if all(truths):
+                kept.append(x)
+        return kept if len(kept) <= UNROLL_MAX else None
 
     def _comprehension_each(self, e, elems, cst):
         """A comprehension over known elements: its element evaluated once per element,
@@ -366,7 +385,9 @@ class ExpressionsMixin:
                     return obj.elts[idx.value]
                 except IndexError:
                     return UNKNOWN
-            return self.iter_item(obj)
+            # an element not known by position: ONE of the items (`sorted(d, key=len)[0]`
+            # picks one key, never each of them in turn as a loop would)
+            return _one_of(self.iter_item(obj))
         if isinstance(obj, ModuleVal):
             child = _child_at(obj, idx)
             if child is not None:
@@ -543,6 +564,10 @@ class ExpressionsMixin:
             if attr in N.MODE_METHOD_NAMES:
                 return MethodRef(obj, attr)  # (`self.addCleanup(mode.__exit__, None, None, None)`)
             return UNKNOWN
+        if isinstance(obj, FuncVal) and attr == "__name__" and obj.wrapped is None:
+            # a def's name (registries keyed by `fn.__name__`); a wrapper's may be copied by
+            # functools.wraps or not: unknown
+            return ConstVal(obj.node.name if isinstance(obj.node, (ast.FunctionDef, ast.AsyncFunctionDef)) else "<lambda>")
         return UNKNOWN
 
 

@@ -99,7 +99,37 @@ class FactsMixin:
             prev = best.get(key)
             if prev is None or order[verdict] > order[prev.verdict]:
                 best[key] = leak
+            handed = self._handover_leak(rec, leak) if rec.handover is not None and rec.file is None else None
+            if handed is not None:
+                hkey = (handed.start, route, handed.value)
+                prev = best.get(hkey)
+                if prev is None or order[verdict] > order[prev.verdict]:
+                    best[hkey] = handed
         return sorted(best.values(), key=lambda l: l.start)
+
+    def _handover_leak(self, rec, leak):
+        """The same leak reported also where the linted file's call hands the real value to
+        the function that does the op (``helper(weights)``, ``scorer.score(emb.table)``,
+        ``teacher(x)`` running ``__call__``), with that call in its chain; no fix of its own
+        (the op's finding carries it)."""
+        call, expr = rec.handover
+        start = self._main_pos.char_pos(call.lineno, call.col_offset)
+        if start == leak.start:
+            return None
+        end = self._main_pos.char_pos(call.end_lineno, call.end_col_offset)
+        callee = dotted_name(call.func) or self._main_text(call.func)
+        step = Step("call", f"the real value `{self._main_text(expr)}` is handed to `{callee}` here", None, start, end)
+        at = next((i for i, x in enumerate(leak.trace) if x.kind == "leak"), len(leak.trace))
+        trace = tuple(leak.trace[:at]) + (step,) + tuple(leak.trace[at:])
+        from fakegrad_lint.analysis.leaks import FixPlan
+
+        value = self._main_text(expr)
+        why = f"`{callee}` does the op on line {leak.start[0]}, reported there (with a fix when one is proved)"
+        fix = FixPlan(kind="none", value=value, with_node=None, item_index=-1, mode_name=None, uses=[],
+                      module_tree=self.tree, reason=why)
+        return Leak(verdict=leak.verdict, route=leak.route, start=start, end=end, value=value,
+                    value_kind=leak.value_kind, mode=leak.mode, mode_line=leak.mode_line, sink=leak.sink,
+                    sink_line=leak.sink_line, fix=fix, trace=trace, mode_path=leak.mode_path, sink_path=leak.sink_path)
 
     def _in_main(self, block):
         """Is this ``with`` (or the body of a region entered without one) in the linted file?"""

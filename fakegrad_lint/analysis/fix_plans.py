@@ -193,6 +193,14 @@ class FixPlansMixin:
             if plan is not None:
                 plan.mode_from_root = True
             return plan
+        if isinstance(expr, (ast.List, ast.Tuple)) and isinstance(value, SeqVal) and \
+                len(expr.elts) == len(value.items) and fake_ex is not None:
+            # `torch.cat([pos, neg])` with `neg` the leaked fake: the one real element is converted
+            real = [(e, v) for e, v in zip(expr.elts, value.items)
+                    if isinstance(v, TVal) and not isinstance(v, SeqVal) and v.real_rg()]
+            if len(real) == 1 and not any(e is fake_ex for e, _ in real):
+                return self._leaked_fix_plan(node, real[0][0], real[0][1], fake_ex)
+            return None
         plan = super()._leaked_fix_plan(node, expr, value, fake_ex)
         if plan is not None or fake_ex is None or expr is None or dotted_name(fake_ex) is None:
             return plan
@@ -219,14 +227,32 @@ class FixPlansMixin:
         fix pass (``PLAN_IN_OTHER_MODULES``, ``fakegrad_lint.fix.projects``), in the project
         module whose code opened the region (every caller of that region is fixed by it);
         the plan then names that module (``path``, ``module_tree``)."""
-        if region.with_node is None:
-            return None
+        if region.with_node is None and st.active_region() is not region:
+            return None  # a fake that leaked out of its region: no mode is active where it is mixed
         plan = self._fix_plan(node, expr, value, origin, region, st)
-        if plan is None:
+        if plan is None or (region.with_node is None and plan.placement != "function"):
             return None
+        return self._plan_where_it_lands(plan, region)
+
+    @staticmethod
+    def _landing(plan, region):
+        """The block or function ``plan``'s edit lands in: the function of a function
+        placement, the function traced by ``make_fx`` (``traced-*``, whose region is the
+        tracer's call, maybe in another module), else the region's block."""
+        if plan.placement == "function":
+            return plan.func_node
+        if plan.kind.startswith("traced-") and plan.with_node is not None:
+            return plan.with_node
+        return region.with_node
+
+    def _plan_where_it_lands(self, plan, region):
+        """``plan`` if its edit lands in the linted file; for the project fix pass
+        (``PLAN_IN_OTHER_MODULES``) also when it lands in another project module (the block
+        that opened the region, or the function whose code leaks there), naming that module
+        (``path``, ``module_tree``); else None."""
         if plan.placement == "function":
             at = plan.func_node
-        elif plan.placement == "region" and plan.with_node is region.with_node:
+        elif plan.placement == "region" and plan.with_node is region.with_node and region.with_node is not None:
             at = region.with_node
             if self._in_main(at):
                 return plan

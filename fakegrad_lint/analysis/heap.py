@@ -25,6 +25,8 @@ never reports. Pure data: nothing here walks the AST.
 
 from __future__ import annotations
 
+from itertools import compress
+
 from fakegrad_lint.analysis.values import UNKNOWN, ClassVal, InstanceVal, ModeVal, ModuleVal, Origin, SeqVal, join
 
 _MISSING = object()
@@ -32,6 +34,7 @@ _MISSING = object()
 JOURNAL: list = [None]
 
 _SEQ_FIELDS = ("items", "elts", "keys", "is_dict")
+_SEQ_KEYS = tuple((f, ("<field>", f)) for f in _SEQ_FIELDS)  # (field, its journal key)
 
 
 def heap_set(owner, key, value):
@@ -70,14 +73,18 @@ class Branch:
                 self.outer.extend(self.entries)
             return False
         changes = {}
-        for owner, key, old in self.entries:
+        entries = self.entries
+        if not entries:  # (most branches write no object)
+            self.changes = changes
+            return False
+        for owner, key, old in entries:
             k = (id(owner), key)
             if k not in changes:
                 changes[k] = [owner, key, old, None]
-        for k, c in changes.items():
+        for c in changes.values():
             c[3] = _read(c[0], c[1])
         # undone last write first: the slot gets the value it had before the branch
-        for owner, key, old in reversed(self.entries):
+        for owner, key, old in reversed(entries):
             _write(owner, key, old)
         self.changes = changes
         return False
@@ -197,12 +204,18 @@ def _falls_back(owner, key):
 def _merge_seq(seq, slots, paths):
     """A list or dict changed on some paths: the items of every path (those not on all
     of them as may values), its keys and elements only where every path agrees."""
+    sid = id(seq)
+    # each field's value before the branches (what a path that did not write it left)
+    fields = []
+    for f, fk in _SEQ_KEYS:
+        k = (sid, fk)
+        fields.append((f, k, slots[k][2] if k in slots else getattr(seq, f)))
     states = []
     for changes in paths:
         state = {}
-        for f in _SEQ_FIELDS:
-            k = (id(seq), ("<field>", f))
-            state[f] = changes[k][3] if k in changes else (slots[k][2] if k in slots else getattr(seq, f))
+        for f, k, old in fields:
+            c = changes.get(k)
+            state[f] = old if c is None else c[3]
         states.append(state)
     first = states[0]
     if all(all(s[f] is first[f] or s[f] == first[f] for f in _SEQ_FIELDS) for s in states[1:]):
@@ -229,22 +242,59 @@ def _merge_seq(seq, slots, paths):
         elts = tuple(elts)
         new = {"items": elts, "elts": elts, "keys": keys, "is_dict": first["is_dict"]}
     else:
-        everywhere, some = [], []
-        # membership by identity through id sets (the items are alive in the states):
-        # the same lists as the pairwise `is` scans, without their n² per merge
-        common = set.intersection(*({id(y) for y in o["items"]} for o in states))
-        seen_everywhere, seen_some = set(), set()
-        for s in states:
-            for x in s["items"]:
-                i = id(x)
-                if i in common:
-                    if i not in seen_everywhere:
-                        seen_everywhere.add(i)
-                        everywhere.append(x)
-                elif i not in seen_some:
-                    seen_some.add(i)
-                    some.append(x)
+        everywhere, some = _split_items([st["items"] for st in states])
         items = tuple(everywhere) + tuple(join(UNKNOWN, x) for x in some)
         new = {"items": items, "elts": None, "keys": None, "is_dict": any(s["is_dict"] for s in states)}
     for f in _SEQ_FIELDS:
         heap_field(seq, f, new[f])
+
+
+def _split_items(seqs):
+    """The items of every path (by identity: the items are alive in the states), each
+    once, in the order a walk of the paths in turn meets them: (those on every path,
+    those on some only). An item on every path is on the first, so the first path's
+    order is theirs; the C-level passes (``map``, ``compress``) leave to Python only
+    the items some paths lack (a registry filled under unknown tests is merged at
+    every ``if``: thunder's ~140 items per merge)."""
+    first = seqs[0]
+    ids0 = list(map(id, first))
+    common = set(ids0).intersection(*(map(id, o) for o in seqs[1:]))
+    if len(common) == len(ids0):  # (no item twice on the first path, all of it everywhere)
+        everywhere = list(first)
+    elif len(set(ids0)) == len(ids0):
+        everywhere = list(compress(first, map(common.__contains__, ids0)))
+    else:
+        everywhere, seen = [], set()
+        for x in first:
+            i = id(x)
+            if i in common and i not in seen:
+                seen.add(i)
+                everywhere.append(x)
+    some, seen_some = [], set()
+    for o in seqs:
+        ids = list(map(id, o)) if o is not first else ids0
+        if len(common) == len(ids) and (o is first or len(set(ids)) == len(ids)):
+            continue  # every item of this path is everywhere
+        for x, i in zip(o, ids):
+            if i not in common and i not in seen_some:
+                seen_some.add(i)
+                some.append(x)
+    return everywhere, some
+
+
+def _split_items_reference(seqs):
+    """What :func:`_split_items` gives, item by item (the definition it is tested against)."""
+    everywhere, some = [], []
+    common = set.intersection(*({id(y) for y in o} for o in seqs))
+    seen_everywhere, seen_some = set(), set()
+    for o in seqs:
+        for x in o:
+            i = id(x)
+            if i in common:
+                if i not in seen_everywhere:
+                    seen_everywhere.add(i)
+                    everywhere.append(x)
+            elif i not in seen_some:
+                seen_some.add(i)
+                some.append(x)
+    return everywhere, some

@@ -19,11 +19,11 @@ from fakegrad_lint.analysis.library_classes import LibraryMixin
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import (_disable_module_origins, _enable_module_origins, _fake_copy, _is_meta,
     _set_requires_grad, op_shape, shape_of, shape_read)
-from fakegrad_lint.analysis.valueops import argparse_kwargs, argparse_parse, const_data, _arg_exprs, _dict_val, _flatten, _kw_false, _kw_true, _operands, _values_of
+from fakegrad_lint.analysis.valueops import argparse_kwargs, argparse_parse, const_data, _arg_exprs, _dict_val, _flatten, _kw_false, _kw_true, _one_of, _operands, _values_of
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, DataFileVal, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal,
     ExitStackVal,
     ExportedProgramVal, FuncVal, GeneratorVal, HookHandle, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, PartialVal, Region,
-    SeqVal, SuperVal, TVal, WorkerVal)
+    SeqVal, SuperVal, TVal, WorkerVal, join, join_all)
 
 
 def _is_named_tuple(cls):
@@ -60,6 +60,10 @@ def _device_type_of(dev):
     if isinstance(dev, CtxVal) and dev.kind == "meta_device":
         return "meta"
     return None
+
+
+# methods that take elements out of a list, dict or set
+_REMOVALS = frozenset({"clear", "pop", "popitem", "remove", "discard"})
 
 
 class MethodCallsMixin(LibraryMixin):
@@ -240,6 +244,8 @@ class MethodCallsMixin(LibraryMixin):
                 default = args[1] if len(args) > 1 else ConstVal(None)
                 self.mutate_container(e.func.value, recv, _dict_val(list(recv.keys) + [args[0].value], list(recv.elts) + [default]), st)
                 return default
+            if name in _REMOVALS:
+                return self.remove_from_container(e.func.value, recv, name, args, st)
             if name in ("append", "add", "insert", "extend", "update", "setdefault"):
                 new_items = list(recv.items)
                 for a in args:
@@ -248,16 +254,26 @@ class MethodCallsMixin(LibraryMixin):
                     else:
                         new_items.append(self.iter_item(a, st) if name == "extend" else a)
                 new_items.extend(kwargs.values())
-                self.mutate_container(e.func.value, recv, SeqVal(tuple(new_items), is_dict=recv.is_dict), st)
+                # a list of known elements appended to on this path keeps them known, in
+                # order (`mods.append(import_module(name))` over known names); a branch
+                # that appends is joined by the heap (elements known where paths agree)
+                elts = (recv.elts + (args[0],) if name == "append" and len(args) == 1 and not kwargs
+                        and recv.elts is not None and recv.keys is None and not recv.is_dict else None)
+                self.mutate_container(e.func.value, recv, SeqVal(tuple(new_items), elts, is_dict=recv.is_dict), st)
                 return UNKNOWN
             if name in ("items",):
                 if recv.keys is not None:
-                    return SeqVal(tuple(SeqVal((ConstVal(k), v), (ConstVal(k), v)) for k, v in zip(recv.keys, recv.elts)))
+                    # a dict with known keys: its (key, value) pairs, in order, each one known
+                    pairs = tuple(SeqVal((ConstVal(k), v), (ConstVal(k), v)) for k, v in zip(recv.keys, recv.elts))
+                    return SeqVal(pairs, pairs)
                 return SeqVal(tuple(SeqVal((UNKNOWN, v), (UNKNOWN, v)) for v in recv.items))
             if name == "copy":
                 return SeqVal(recv.items, recv.elts, recv.keys, recv.is_dict)  # a new object, the same items
             if name == "keys":
-                return SeqVal(tuple(ConstVal(k) for k in recv.keys)) if recv.keys is not None else UNKNOWN
+                if recv.keys is None:
+                    return UNKNOWN
+                keys = tuple(ConstVal(k) for k in recv.keys)
+                return SeqVal(keys, keys)
             if name == "values":
                 return SeqVal(recv.items, recv.elts if recv.keys is not None else None)
             if name == "__iter__":
@@ -268,7 +284,8 @@ class MethodCallsMixin(LibraryMixin):
                     return args[1]
                 return got
             if name in ("get", "pop", "popitem", "__getitem__"):
-                return _values_of(recv)
+                # one of the values (a key not known, a set's arbitrary element), not each of them
+                return _one_of(join_all(recv.items)) if recv.items else UNKNOWN
             return UNKNOWN
         if isinstance(recv, PartialVal) and name == "__call__":
             return self.call_value(e, recv, args, kwargs, st)
@@ -296,6 +313,28 @@ class MethodCallsMixin(LibraryMixin):
         if isinstance(recv, InstanceVal) and name in ("__enter__", "__exit__"):
             return UNKNOWN
         return UNKNOWN
+
+    def remove_from_container(self, expr, recv, name, args, st):
+        """``d.clear()``, ``d.pop(k)``, ``xs.remove(v)``, ``del d[k]`` (``name`` "del"): the
+        object itself changes (every name holding it sees it). A known key of a dict with
+        known keys goes; ``clear`` empties it; any other removal leaves its items as may
+        values (which of them are still there is not known). Returns what ``pop`` gives."""
+        got = UNKNOWN
+        if name == "clear":
+            new = SeqVal((), (), () if recv.is_dict else None, is_dict=recv.is_dict)
+        elif name in ("pop", "del") and recv.is_dict and recv.keys is not None and recv.elts is not None \
+                and args and isinstance(args[0], ConstVal) and recv.lookup(args[0].value) is not None:
+            at = [i for i, k in enumerate(recv.keys) if k == args[0].value and type(k) is type(args[0].value)][0]
+            got = recv.elts[at]
+            keys = recv.keys[:at] + recv.keys[at + 1:]
+            elts = recv.elts[:at] + recv.elts[at + 1:]
+            new = SeqVal(elts, elts, keys, is_dict=True)
+        else:
+            if name == "pop":
+                got = _values_of(recv) if recv.is_dict else self.iter_item(recv)
+            new = SeqVal(tuple(join(UNKNOWN, x) for x in recv.items), is_dict=recv.is_dict)
+        self.mutate_container(expr, recv, new, st)
+        return got
 
     def worker_method(self, e, w, name, args, kwargs, st):
         """Thread pools and threads: the function runs where it is started, in a thread

@@ -17,7 +17,22 @@ from fakegrad_lint.analysis import values as _values
 from fakegrad_lint.analysis.project import hot_names_of
 from fakegrad_lint.analysis.state import MAX_DEPTH, Crashed, Scope, State, YieldReached, _BlockExit
 from fakegrad_lint.analysis.summaries import summarize
-from fakegrad_lint.analysis.values import UNKNOWN, ClassVal, ConstVal, DataFileVal, FuncVal, LazyImport, ModRef, ProjModVal
+from fakegrad_lint.analysis.values import UNKNOWN, ClassVal, ConstVal, DataFileVal, FuncVal, LazyImport, ModRef, ProjModVal, SeqVal
+
+
+# a module body that binds names Python sees only at run time
+_DYNAMIC_NAMESPACE = re.compile(r"\bglobals\(\)|\bsetattr\(|\bsys\.modules\b|\b__dict__\b|\bvars\(\)")
+# top-level statements that bind the same names on every path
+_STRAIGHT_STATEMENTS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Assign,
+                        ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Pass)
+
+
+def _is_main_guard(s):
+    """``if __name__ == "__main__":`` (not taken in an imported module)."""
+    t = s.test if isinstance(s, ast.If) else None
+    return (isinstance(t, ast.Compare) and isinstance(t.left, ast.Name) and t.left.id == "__name__"
+            and len(t.comparators) == 1 and isinstance(t.comparators[0], ast.Constant)
+            and t.comparators[0].value == "__main__" and isinstance(t.ops[0], ast.Eq))
 
 
 DATA_SUFFIXES = (".json",)  # project data files read as configuration (what json.load parses)
@@ -27,6 +42,32 @@ class ProjectLinkMixin:
     """Imports of project modules: run them once, bind their names lazily."""
 
     _importer_st = None  # the state of the import statement that runs a module's body now
+    _complete_modules = None  # paths of the project modules whose body ran to its end
+
+    def module_namespace(self, mv):
+        """``vars(mod)`` of a project module: its globals as a dict with known keys, in
+        Python's order (the module attributes the import system sets first, then each
+        name as its body first bound it), when its body ran to its end and writes no
+        name Python binds at run time (``globals()[...]``, ``setattr``, ``del``,
+        ``sys.modules``); else unknown."""
+        mf = mv.mf
+        if mf is None or mv is self.main or self._complete_modules is None or mf.path not in self._complete_modules:
+            return UNKNOWN
+        if _DYNAMIC_NAMESPACE.search(mf.source) or not all(
+                isinstance(x, _STRAIGHT_STATEMENTS) or _is_main_guard(x) for x in mf.tree.body):
+            return UNKNOWN  # (a name bound on some paths only: whether it is there is not known)
+        keys = ["__name__", "__doc__", "__package__", "__loader__", "__spec__"] + (["__path__"] if mv.is_pkg else [])
+        keys += ["__file__", "__cached__", "__builtins__"]
+        if any(isinstance(x, ast.AnnAssign) for x in mf.tree.body):
+            keys.append("__annotations__")
+        names = dict.fromkeys(keys)
+        for k in mv.scope.vars:
+            if not isinstance(k, str) or not k.isidentifier():
+                return UNKNOWN
+            names.setdefault(k, None)
+        keys = tuple(names)
+        elts = tuple(self._force(mv.scope.vars[k]) if k in mv.scope.vars else UNKNOWN for k in keys)
+        return SeqVal(elts, elts, keys, is_dict=True)
 
     def _switch(self, ctx):
         """Run the code of ``ctx`` (a ProjModVal) from now on: positions and
@@ -102,6 +143,11 @@ class ProjectLinkMixin:
                     self.exec_stmt(stmt, st)
                 except (Crashed, _BlockExit, YieldReached):
                     break
+            else:
+                if not self.exhausted and not st.may:
+                    if self._complete_modules is None:
+                        self._complete_modules = set()
+                    self._complete_modules.add(path)  # its body ran to its end on a known path
             mv.loaded = dict(scope.vars)
             if importer is not None and st.regions and not st.may:
                 # a mode its body entered and did not leave (`_MODE.__enter__()` at import

@@ -99,6 +99,11 @@ class Scope:
             self.vars[name] = value
 
 
+# the context outside every region: one shared value (a context is immutable, and
+# nothing compares contexts by identity), not one per State made
+_NO_CONTEXT = DispatchContext()
+
+
 class State:
     """Where the interpreter is: the scope, the dispatch context (one immutable
     value, ``ctx``) and the call stack."""
@@ -107,7 +112,7 @@ class State:
 
     def __init__(self, scope):
         self.scope = scope
-        self.ctx = DispatchContext()
+        self.ctx = _NO_CONTEXT
         self.returns: list = []
         self.depth = 0
         self.stack: tuple = ()
@@ -118,11 +123,16 @@ class State:
         self.yield_regions = None  # a plain generator's run: the regions active at each yield
 
     def child(self, scope):
-        c = State(scope)
+        # (every slot set once: this runs for every call the analysis follows)
+        c = _new_state(State)
+        c.scope = scope
         c.ctx = self.ctx
+        c.returns = []
         c.depth = self.depth + 1
         c.stack = self.stack
+        c.self_val = None
         c.sites = self.sites
+        c.cur = c.fv = c.yield_regions = None
         return c
 
     # the fields of the context, read (and replaced) by name
@@ -143,3 +153,6 @@ class State:
 
     def allow_of(self, mode):
         return self.ctx.allow_of(mode)
+
+
+_new_state = object.__new__

@@ -9,6 +9,7 @@ autograd sinks; and calling a module (its ``forward``).
 from __future__ import annotations
 
 import ast
+import dataclasses
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.calls import OpenKwargs
@@ -20,7 +21,7 @@ from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _flatten, _i
 from fakegrad_lint.analysis.valueops import json_loads, new_parser
 from fakegrad_lint.analysis.torch_values import layer_output_shape
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, DataFileVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
-    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, GetterVal, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal,
+    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, GetterVal, InstanceVal, LazyImport, MaybeVal, ModeVal, ModRef, ModuleVal,
     OptimizerVal, Origin, PartialVal, Region, ReturnsVal, SeqVal, TracedFn, TransformVal, TVal, WorkerVal)
 
 
@@ -161,9 +162,53 @@ class TorchCallsMixin:
             self._run_hooks(e, mod, args, out, st, children=False, keys=_POST_HOOKS)
             return out
         self._run_hooks(e, mod, args, None, st, own=False, keys=_PRE_HOOKS)  # the submodules' (their forwards run in it)
+        if isinstance(fwd, FuncVal) and not outside and fwd.node not in st.stack and not st.may \
+                and self._forward_calls_helper(fwd):
+            ran = self._forward_for_effects(fwd, mod, args, kwargs, st, site)
+        else:
+            ran = None
         res = self.torch_forward(e, mod, func_expr, args, kwargs, st)
+        if isinstance(ran, TVal) and isinstance(res, TVal) and res.shape is None and ran.shape is not None:
+            # (the sizes and element size its forward computed)
+            res = dataclasses.replace(res, shape=ran.shape, itemsize=res.itemsize or ran.itemsize)
         self._run_hooks(e, mod, args, res, st, keys=_POST_HOOKS)
         return res
+
+    def _forward_calls_helper(self, fwd):
+        """Does a forward call a function of the project by name (a helper of its module or
+        one it imports: ``rope_tables(...)``, ``scratch(shape)``)? Such a helper may keep
+        state of its module (a cache) that outlives the call."""
+        memo = self._helper_memo
+        if memo is None:
+            memo = self._helper_memo = {}
+        hit = memo.get(fwd.node)
+        if hit is None:
+            hit = False
+            for n in ast.walk(fwd.node):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+                    v = fwd.scope.lookup(n.func.id) if fwd.scope is not None else None
+                    if isinstance(v, (FuncVal, LazyImport)):
+                        hit = True
+                        break
+            memo[fwd.node] = hit
+        return hit
+
+    _helper_memo = None
+
+    def _forward_for_effects(self, fwd, mod, args, kwargs, st, site):
+        """Inside a region, the forward of a module of the project runs for what it leaves
+        behind in other objects (a module-level cache it fills with fake tensors, read
+        back later by a real step), as at run time; its value is the module call's (an op
+        on the module, ``torch_forward``) and the leaks it records are dropped (the call's
+        own op records the module's)."""
+        before = set(self.records)
+        try:
+            return self.call_function(fwd, [mod] + list(args), kwargs, st, site=site)
+        except Crashed:
+            return None
+        finally:
+            for key in [k for k in self.records if k not in before]:
+                del self.records[key]
 
     @staticmethod
     def _sequence_with_code(mod):
@@ -463,6 +508,12 @@ class TorchCallsMixin:
             return WorkerVal("thread", (target, spread, kw))
         if q in N.SIMPLE_NAMESPACE:
             return self.simple_namespace(e, args, kwargs)
+        if q in N.SIGNATURE:
+            names = _parameter_names(args[0]) if len(args) == 1 and not kwargs else None
+            if names is None:
+                return UNKNOWN
+            params = SeqVal(tuple(UNKNOWN for _ in names), tuple(UNKNOWN for _ in names), tuple(names), is_dict=True)
+            return self.simple_namespace(e, [], {"parameters": params})
         if q in N.UNITTEST_MAIN:
             return self.unittest_main(e, args, kwargs, st)
         if q in N.UNITTEST_LOADERS:
@@ -556,6 +607,14 @@ class TorchCallsMixin:
         """A module built by a known constructor or factory: fake inside a region, meta
         on the meta device, else real with requires-grad parameters."""
         region = st.active_region()
+        last = q.rsplit(".", 1)[-1]
+        if region is not None and torch_layer and last in _MODULE_CONTAINERS and not st.may:
+            known = _known_children(last, args, kwargs)
+            if known and any(_holds_real(x) for _, x in known):
+                # a container has no parameters of its own: built inside a region from
+                # modules made before it, it holds those modules (real parameters stay
+                # real), as one built outside would
+                region = None
         if region is not None:
             # fake parameters: its outputs are fake of this mode, also after the block
             # (known for layers with parameters, model factories, and Sequentials of them)
@@ -573,7 +632,6 @@ class TorchCallsMixin:
             mod.meta = True
         if not torch_layer:
             return mod
-        last = q.rsplit(".", 1)[-1]
         mod.origin.param_names = _known_params(last, kwargs)
         mod.container = last in N.CONTAINER_MODULES
         mod.torch_class = last
@@ -594,6 +652,38 @@ class TorchCallsMixin:
         if mod.sequence and mod.origin is not None:
             mod.origin.owner = mod  # (freezing its parameters freezes its children's)
         return mod
+
+
+def _parameter_names(fn):
+    """The names of ``inspect.signature(fn).parameters``, in order, for a function
+    (a bound method: without its first), or None when not known (a decorator's wrapper:
+    whether it copied the signature with ``functools.wraps`` is not known)."""
+    bound = isinstance(fn, BoundMethod)
+    fv = fn.func if bound else fn
+    if not isinstance(fv, FuncVal) or fv.wrapped is not None or not isinstance(fv.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    a = fv.node.args
+    names = [x.arg for x in a.posonlyargs + a.args]
+    names += [a.vararg.arg] if a.vararg else []
+    names += [x.arg for x in a.kwonlyargs]
+    names += [a.kwarg.arg] if a.kwarg else []
+    if bound:
+        if not (a.posonlyargs + a.args):
+            return None
+        names = names[1:]
+    return names
+
+
+_MODULE_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+
+
+def _holds_real(mod, depth=0):
+    """Does a module hold real requires-grad parameters, its own or a submodule's
+    (an instance made inside a region whose ``self.adapter`` was made before it)?"""
+    if mod.real_rg():
+        return True
+    return depth < 4 and any(isinstance(v, ModuleVal) and v is not mod and _holds_real(v, depth + 1)
+                             for v in mod.attrs.values())
 
 
 def _real_copy(src, line, depth=0):

@@ -381,6 +381,9 @@ SINGLEDISPATCHMETHOD = frozenset({"functools.singledispatchmethod"})
 DATACLASS = frozenset({"dataclasses.dataclass"})
 # types.SimpleNamespace(**kw), argparse.Namespace(**kw): an object whose attributes are its keywords
 SIMPLE_NAMESPACE = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
+# inspect.signature(fn) of a function of the file or project: its `.parameters` (a
+# mapping from each parameter's name, in order; a fixture runner reads them)
+SIGNATURE = frozenset({"inspect.signature"})
 # builtins and str methods that are pure functions of constants: folded by Python itself
 PURE_BUILTINS = {"int": int, "float": float, "bool": bool, "str": str, "len": len}
 PURE_STR_METHODS = frozenset({"lower", "upper", "casefold", "strip", "lstrip", "rstrip", "startswith", "endswith",
@@ -450,6 +453,9 @@ PYTHON_TYPES = {"builtins.int": int, "builtins.float": float, "builtins.str": st
 MAPPING_TYPES = frozenset({"builtins.dict", "collections.abc.Mapping", "collections.abc.MutableMapping",
                            "typing.Mapping", "typing.MutableMapping", "typing.Dict", "collections.OrderedDict"})
 OBJECT_TYPES = frozenset({"builtins.object", "typing.Any"})
+# generator types: a generator object is one; a tensor, module, constant, function or
+# instance of a class of the project is not (a pytest-like runner tells fixtures apart)
+GENERATOR_TYPES = frozenset({"types.GeneratorType", "collections.abc.Generator", "typing.Generator"})
 ARGUMENT_PARSER = frozenset({"argparse.ArgumentParser"})
 ARGPARSE_PARSE = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
 # environment reads with a default: the program's default configuration is taken to be

@@ -14,7 +14,7 @@ import ast
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
     ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, GeneratorVal, InstanceVal, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal,
-    OptimizerVal, PartialVal, SeqVal, TracedFn, TransformVal, TVal, is_enum_member, union_all)
+    OptimizerVal, PartialVal, SeqVal, TracedFn, TransformVal, TVal, is_enum_member, join_all, union_all)
 
 
 def _const_kw(call, name, default=None):
@@ -142,6 +142,14 @@ def _is_module_value(v):
         opts = [o for o in v.options if not _is_none_const(o)]
         return bool(opts) and all(isinstance(o, ModuleVal) for o in opts)
     return isinstance(v, ModuleVal)
+
+
+def _one_of(v):
+    """An each-of value (the items of a container, all used) read as a single pick: one of
+    them (`sorted(d, key=len)[0]`, `next(iter(d))`, `set(d).pop()`), never each in turn."""
+    if isinstance(v, MaybeVal) and v.each:
+        return join_all(v.options)
+    return v
 
 
 def _values_of(seq):
@@ -652,3 +660,13 @@ def const_tuple(v):
     except TypeError:
         return None
     return out
+
+
+def known_iteration(v):
+    """What iterating ``v`` gives, in order, when Python's elements are known (a list or
+    tuple of known elements, a dict's known keys); None: not known."""
+    if not isinstance(v, SeqVal):
+        return None
+    if v.is_dict:
+        return [ConstVal(k) for k in v.keys] if v.keys is not None and v.elts is not None else None
+    return list(v.elts) if v.elts is not None and v.keys is None else None

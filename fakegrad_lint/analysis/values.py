@@ -123,6 +123,9 @@ class LeakRecord:
     # ``rg_proof``: (description, node) of the backward that proves it
     rg_unproved: bool = False
     rg_proof: object = None
+    # the call of the linted file that handed the real value to the function doing the op
+    # (its innermost call site whose arguments or receiver carry it): (call node, argument expr)
+    handover: object = None
 
 
 @dataclass(eq=False)

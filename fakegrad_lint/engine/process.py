@@ -201,8 +201,20 @@ def _dispatch(result: FileResult, src: SourceKind, codes: frozenset[str], option
     else:
         from fakegrad_lint.fix import apply as fixes
 
-        outcome = fixes.fix_text(text, lint, unsafe=options.unsafe_fixes, max_iterations=options.max_fix_iterations)
+        last_foreign: list = []  # the helper-line findings of the last lint (of the text left)
+
+        def lint_keeping_foreign(t: str) -> list[Finding]:
+            if mode != "fix" or type(src) is not PythonSource:
+                return lint(t)
+            last_foreign[:] = []
+            return lint(t, foreign=last_foreign)
+
+        outcome = fixes.fix_text(text, lint_keeping_foreign, unsafe=options.unsafe_fixes,
+                                 max_iterations=options.max_fix_iterations)
         findings = [] if mode == "fix-only" else list(outcome.remaining)
+        # placed at the helpers' lines after the project pass, as `check` places them
+        # (fix/projects.py, ``place_helper_findings``): one set of findings for both
+        result.foreign = list(last_foreign)
         fixed = len(outcome.applied)
         new = outcome.text
         if outcome.changed:

@@ -649,8 +649,10 @@ def _reads_grads_in_region_only(leak, plan, w) -> bool:
     roots = modules.grad_read_roots(following, plan.value, modules.made_in(w.body))
     loads = modules.module_loads(following, plan.value, 0)
     # after the block the module is only read for those gradients (no real step that
-    # would make real ones: those reads must stay on the real module)
-    return roots is not None and loads is not None and {id(n) for n in loads} <= {id(n) for n in roots}
+    # would make real ones: those reads must stay on the real module), or no gradient is
+    # read there at all (`sum(p.numel() for p in model.parameters())`: the real module,
+    # whose gradients nothing after the block reads)
+    return roots is not None and loads is not None and (not roots or {id(n) for n in loads} <= {id(n) for n in roots})
 
 
 def _first_use_stmt(w, nodes):

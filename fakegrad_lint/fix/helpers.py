@@ -52,6 +52,10 @@ def build_function_fix(leak, source: str, plan=None, detect: str = DETECT, why: 
     func = plan.func_node
     if not plan.uses:
         raise B.NoFix("the function has no statement to convert the value in")
+    if plan.kind == "module" and not isinstance(func, ast.Module):
+        # the function reads the gradients the region makes (`p.grad` over `model.parameters()`):
+        # it runs a fake copy and those reads go to the copy (`grad_read_copy`)
+        plan = grad_read_copy(plan, _Block(func.body), [], leak) or plan
     paths = [_path(func, u) for u in plan.uses]
     if any(p is None for p in paths):
         raise B.NoFix("a use of the value is not in a statement of the function (a lambda, a default)")
@@ -150,7 +154,7 @@ def build_function_fix(leak, source: str, plan=None, detect: str = DETECT, why: 
         message = (f"{what} {where}, with the mode active when it runs (`torch._guards.detect_fake_mode()`: "
                    f"outside a fake region it keeps the real value, so every caller keeps working)")
     probed = []
-    read = _grad_read(plan, kind, value, probed)
+    read = None if plan.grad_redirect and kind == "module-copy" else _grad_read(plan, kind, value, probed)
     if read is not None:
         return Fix(f"{message} (not applied: line {read} reads the real gradient of `{value}`)",
                    Applicability.DISPLAY_ONLY, ops.edits())

@@ -37,7 +37,7 @@ from contextlib import contextmanager
 
 from fakegrad_lint.findings import HELPER_OF, Finding, applies
 
-__all__ = ["fix_across_modules", "cross_module_fixes", "offer_across_modules"]
+__all__ = ["fix_across_modules", "cross_module_fixes", "offer_across_modules", "place_helper_findings"]
 
 
 @contextmanager
@@ -123,13 +123,14 @@ class _Project:
         with _overlay(self.changed(extra)):
             return check_source(text, self.results[path].path, fixes=False, deps=deps)
 
-    def reported(self, path: str) -> list[Finding]:
-        """What the CLI reports for ``path`` now (its codes, ``# noqa`` applied)."""
+    def reported(self, path: str, foreign: list | None = None) -> list[Finding]:
+        """What the CLI reports for ``path`` now (its codes, ``# noqa`` applied); ``foreign``
+        receives its findings at the lines of helpers in other modules (as in ``check``)."""
         from fakegrad_lint.engine.lint import lint_source
 
         with _overlay(self.changed()):
             name = self.results[path].path
-            return lint_source(self.texts[path], name, self.codes_for(name), fixes=False)
+            return lint_source(self.texts[path], name, self.codes_for(name), fixes=False, foreign=foreign)
 
     def readers(self, helper: str) -> list[str]:
         """The run's files whose analysis reads ``helper`` (by the deps of their lint)."""
@@ -345,6 +346,25 @@ def fix_across_modules(run, codes_for, options, paths=()) -> None:
     every file of the run (a helper the prefilter stopped has no result of its own)."""
     if options.mode not in ("fix", "fix-only", "diff"):
         return
+    try:
+        _fix_across_modules(run, codes_for, options, paths)
+    finally:
+        if options.mode == "fix":
+            place_helper_findings(run, codes_for, paths)
+
+
+def place_helper_findings(run, codes_for, paths) -> None:
+    """``--fix``: the findings left at the lines of helpers in other modules of the run
+    (each file's fix loop and this pass keep those of the text they leave, in
+    ``FileResult.foreign``) are placed there as ``check`` places them
+    (``engine.process._place_foreign``: the helper's codes and ``# noqa``, once per line and
+    code), so ``check`` and ``--fix`` report, count and show the same findings."""
+    from fakegrad_lint.engine.process import _place_foreign
+
+    _place_foreign(run, [str(p) for p in paths] or [r.path for r in run.results], codes_for)
+
+
+def _fix_across_modules(run, codes_for, options, paths=()) -> None:
     candidates = _candidates(run.results)
     if not candidates:
         return
@@ -369,7 +389,7 @@ def fix_across_modules(run, codes_for, options, paths=()) -> None:
         if not progress:
             break
     if applied:
-        _finish(project, applied, options, why)
+        _finish(project, applied, options, why, candidates)
     for path, reasons in why.items():
         result = project.results[path]
         if reasons and path not in applied:
@@ -384,7 +404,7 @@ def _explained(f: Finding, reasons: dict) -> Finding:
     return f if why is None or f.fix is not None else replace(f, no_fix=why)
 
 
-def _finish(project: _Project, applied: dict, options, why: dict) -> None:
+def _finish(project: _Project, applied: dict, options, why: dict, candidates=()) -> None:
     from fakegrad_lint.sources.sourcefile import SourceError, write_atomic
 
     changed = project.changed()
@@ -410,12 +430,16 @@ def _finish(project: _Project, applied: dict, options, why: dict) -> None:
             project.texts[path] = sf.text
             continue
         result.fixed_text = text
-    for path in set(changed) | set(applied):
+    # the files whose findings the edits can change: those edited, those fixed, and every
+    # other file whose region is elsewhere (a helper's edit fixes each of its callers)
+    for path in set(changed) | set(applied) | {p for p in candidates if p in project.results}:
         result = project.results[path]
         result.fixed += applied.get(path, 0)
         if options.mode != "fix-only":
+            foreign: list = []
             try:
-                result.findings = [_explained(f, why.get(path, {})) for f in project.reported(path)]
+                result.findings = [_explained(f, why.get(path, {})) for f in project.reported(path, foreign)]
+                result.foreign = foreign
             except Exception:  # noqa: BLE001 - keep what the per-file loop reported
                 pass
         if result.findings:
