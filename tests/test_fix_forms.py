@@ -423,6 +423,103 @@ INVALID = {
         main()
         """,
     ),
+    # the leaked fake is computed at the op (`protos.t()`) in a function also called with
+    # real data: the real operand is converted with the mode found at run time from `protos`
+    "leaked_fake_computed_at_the_op_in_a_function_called_twice": (
+        """
+        def build_prototypes(n, dim):
+            with FakeTensorMode(allow_non_fake_inputs=True):
+                protos = torch.randn(n, dim)
+            return protos
+
+
+        def score(net, protos, query):
+            z = net(query)
+            return z @ protos.t()
+
+
+        net = nn.Linear(6, 4)
+        print(tuple(score(net, torch.randn(3, 4), torch.randn(5, 6)).shape))
+        protos = build_prototypes(3, 4)
+        logits = score(net, protos, torch.randn(5, 6))
+        logits.sum().backward()
+        print(tuple(logits.shape))
+        """,
+        """
+        def build_prototypes(n, dim):
+            with FakeTensorMode(allow_non_fake_inputs=True):
+                protos = torch.randn(n, dim)
+            return protos
+
+
+        def score(net, protos, query):
+            z = net(query)
+            fake_mode = torch._guards.detect_fake_mode([protos])
+            z_fake = z if fake_mode is None else fake_mode.from_tensor(z).detach().requires_grad_()
+            return z_fake @ protos.t()
+
+
+        net = nn.Linear(6, 4)
+        print(tuple(score(net, torch.randn(3, 4), torch.randn(5, 6)).shape))
+        protos = build_prototypes(3, 4)
+        logits = score(net, protos, torch.randn(5, 6))
+        logits.sum().backward()
+        print(tuple(logits.shape))
+        """,
+    ),
+    # `torch.func.grad` gradients written to `p.grad` by a helper called right after the
+    # region: the call gets a fake copy of the module (the memoized fakes the region used)
+    "func_grad_written_by_a_helper_after_the_region": (
+        """
+        from torch.func import functional_call, grad
+
+
+        def loss_fn(params, model, x):
+            return functional_call(model, params, (x,)).pow(2).mean()
+
+
+        def apply_grads(model, grads):
+            for name, p in model.named_parameters():
+                p.grad = grads[name]
+
+
+        model = nn.Linear(4, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        params = dict(model.named_parameters())
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            grads = grad(loss_fn)(params, model, torch.randn(8, 4))
+            print(sorted((k, tuple(v.shape)) for k, v in grads.items()))
+        apply_grads(model, grads)
+        opt.step()
+        """,
+        """
+        from torch.func import functional_call, grad
+        import copy
+
+
+        def loss_fn(params, model, x):
+            return functional_call(model, params, (x,)).pow(2).mean()
+
+
+        def apply_grads(model, grads):
+            for name, p in model.named_parameters():
+                p.grad = grads[name]
+
+
+        model = nn.Linear(4, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        params = dict(model.named_parameters())
+        with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
+            params_fake = {k: (fake_mode.from_tensor(v) if isinstance(v, torch.Tensor) else v) for k, v in params.items()}
+            grads = grad(loss_fn)(params_fake, model, torch.randn(8, 4))
+            print(sorted((k, tuple(v.shape)) for k, v in grads.items()))
+        model_fake = copy.deepcopy(
+            model, {id(t): fake_mode.from_tensor(t) for t in [*model.parameters(), *model.buffers()]}
+        )
+        apply_grads(model_fake, grads)
+        opt.step()
+        """,
+    ),
 }
 
 # name -> (look-alike left untouched, the no-fix reason it reports or None when no finding)
