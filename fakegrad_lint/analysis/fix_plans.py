@@ -83,6 +83,8 @@ def _chain_root_name(expr):
     """``protos`` of ``protos.t()``, ``bank.mean(0)[None]``: the plain name a chain of
     attributes, calls and subscripts starts from (None: another expression)."""
     while isinstance(expr, (ast.Attribute, ast.Call, ast.Subscript)):
+        if isinstance(expr, ast.Call) and not isinstance(expr.func, ast.Attribute):
+            return None  # `causal_mask(n)`: what a function returns is not its name's
         expr = expr.func if isinstance(expr, ast.Call) else expr.value
     return expr if isinstance(expr, ast.Name) else None
 
