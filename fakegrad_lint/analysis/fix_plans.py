@@ -110,10 +110,12 @@ def _other_operand(node, expr, imported):
     else:
         return None
     for c in cands:
-        if c is expr or any(n is expr for n in ast.walk(c)) or isinstance(c, ast.Starred):
-            continue
+        if c is expr or any(n is expr for n in ast.walk(c)) or isinstance(c, ast.Starred) or \
+                dotted_name(c) is not None:
+            continue  # (a named operand that held the fake is the analysis' own `fake_ex`)
         root = _chain_root_name(c)
-        if root is not None and root.id not in imported and root.id != dotted_name(expr):
+        if root is not None and root.id not in imported and root.id not in ("self", "cls") and \
+                root.id != dotted_name(expr):
             return c
     return None
 

@@ -88,9 +88,10 @@ def unproved(plan, leak) -> str | None:
         return f"`{name}` is declared `global` or `nonlocal`: other code may rebind it"
     withs = [n for n in _own_nodes(scope) if isinstance(n, (ast.With, ast.AsyncWith)) and n.lineno == leak.mode_line]
     binds = [n for n in _own_nodes(scope) if _binds(n, name)]
-    if scope is tree and len(binds) == 1 and _runs_once(tree, binds[0]) and _runs_once(tree, use):
-        # module code outside any loop: the one binding and the op each run once, as the
-        # analysis followed them (it proved the value fake there)
+    if len(binds) == 1 and _runs_once(scope, binds[0]) and _runs_once(scope, use) and _scope_runs_once(tree, scope):
+        # code outside any loop of the module, or of a function called once from there (`main()`):
+        # the one binding and the op each run once, as the analysis followed them (it proved
+        # the value fake there)
         return None
     if not withs or not binds:
         return f"`{name}` is not bound in the fake region's block"
@@ -152,9 +153,23 @@ def _runs_once(tree, node) -> bool:
                 return [parent, *sub]
         return None
 
-    chain = path(tree) or []
-    return bool(chain) and not any(isinstance(n, (ast.For, ast.AsyncFor, ast.While, *_FUNCS, ast.ListComp, ast.SetComp,
+    chain = (path(tree) or [])[1:]
+    return path(tree) is not None and not any(isinstance(n, (ast.For, ast.AsyncFor, ast.While, *_FUNCS, ast.ListComp, ast.SetComp,
                                                   ast.DictComp, ast.GeneratorExp)) for n in chain)
+
+
+def _scope_runs_once(tree, scope) -> bool:
+    """The module, or a plain function called exactly once (and read nowhere else) by
+    module code outside any loop."""
+    if scope is tree:
+        return True
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or _in_class_body(tree, scope):
+        return False
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+             and n.func.id == scope.name]
+    return len(calls) == 1 and len(_reads(tree, scope.name)) == 1 and _runs_once(tree, calls[0]) and \
+        not any(s is scope for s in ast.walk(tree) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and s is not scope and any(n is scope for n in ast.walk(s)))
 
 
 def _function_name(tree, fn) -> str | None:
