@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from fakegrad_lint.analysis import callgraph, interpreter, project
+from fakegrad_lint.analysis import callgraph, interpreter, project, relevance
 from fakegrad_lint.analysis.roots import Project
 
 
@@ -137,6 +137,7 @@ def standalone_units(monkeypatch, path):
         return orig(self, fv, self_val)
 
     monkeypatch.setattr(interpreter.Interpreter, "_run_standalone", spy)
+    monkeypatch.setattr(relevance, "SOURCE_GATE", False)  # (which units are relevant; the source gate: test_relevance_sources)
     with open(path) as fh:
         src = fh.read()
     interpreter.Interpreter(ast.parse(src), src, Project.for_file(path), path).run()

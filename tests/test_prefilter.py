@@ -167,7 +167,7 @@ def test_annotation_only_units_are_not_analysed_alone(monkeypatch):
     while one that calls FakeTensorMode is, and so are its callers."""
     import ast
 
-    from fakegrad_lint.analysis import interpreter
+    from fakegrad_lint.analysis import interpreter, relevance
 
     src = (
         "from torch._subclasses.fake_tensor import FakeTensorMode\n"
@@ -191,6 +191,7 @@ def test_annotation_only_units_are_not_analysed_alone(monkeypatch):
         return orig(self, fv, self_val)
 
     monkeypatch.setattr(interpreter.Interpreter, "_run_standalone", spy)
+    monkeypatch.setattr(relevance, "SOURCE_GATE", False)  # (which units are relevant; the source gate: test_relevance_sources)
     interpreter.Interpreter(ast.parse(src), src).run()
     assert ran == ["opens", "caller_of_opens"]
 

@@ -44,6 +44,8 @@ from fakegrad_lint.engine.lint import check_source
 FIXTURES = sorted((Path(__file__).resolve().parents[1] / "fixtures").glob("*.py"))
 HAZARD_CODES = {"FGL001", "FGL002", "FGL003"}
 MARK = "# <-- op"
+# the call that hands the real value to the function doing the op (reported there too)
+HANDOVER = "# <-- handed over"
 
 PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 
@@ -140,7 +142,7 @@ def hazard_program(imp: str, source: str, entry: str, allow: bool, route: str, s
         body = [f"y = {use(name, module)}.sum()  {MARK}"]
     elif route == "helper":
         defs = ["def helper(t):", f"    return {use('t', module)}.sum()  {MARK}", ""]
-        body = [f"y = helper({name})"]
+        body = [f"y = helper({name})  {HANDOVER}"]
     elif route == "container":
         body = [f"y = {use('box[0]', module)}.sum()  {MARK}"]
         src_lines = src_lines + [f"box = [{name}]"]
@@ -158,7 +160,7 @@ def hazard_program(imp: str, source: str, entry: str, allow: bool, route: str, s
             "",
         ]
         src_lines = src_lines + [f"holder = Holder({name})"]
-        body = ["y = holder.run()"]
+        body = [f"y = holder.run()  {HANDOVER}"]
     elif route == "leaked_mix":
         # a fake made in the region meets the real value after it (FGL003)
         body = ["f = torch.randn(4, 3)"]
@@ -189,6 +191,9 @@ def _sink_lines(sink: str, source: str, inside: bool | None) -> list[str]:
 
 def expected_hazard(text: str, allow: bool, sink: str, route: str = "") -> set[tuple[str, int]]:
     row = next(i for i, line in enumerate(text.splitlines(), start=1) if MARK in line)
+    handed = [i for i, line in enumerate(text.splitlines(), start=1) if HANDOVER in line]
+    if handed:
+        return {(code, r) for code, _ in expected_hazard(text.replace(HANDOVER, ""), allow, sink, route) for r in (row, *handed)}
     if route == "leaked_mix":
         # a fake leaked from a strict mode raises when it meets the real value
         if not allow:

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from fakegrad_lint.analysis import analyze, interpreter
+from fakegrad_lint.analysis import analyze, interpreter, relevance
 from fakegrad_lint.analysis.leaks import Verdict
 
 
@@ -23,6 +23,7 @@ def standalone_units(monkeypatch, src):
         return orig(self, fv, self_val)
 
     monkeypatch.setattr(interpreter.Interpreter, "_run_standalone", spy)
+    monkeypatch.setattr(relevance, "SOURCE_GATE", False)  # (which units are relevant; the source gate: test_relevance_sources)
     interpreter.Interpreter(ast.parse(src), src).run()
     return ran
 

@@ -181,7 +181,7 @@ class CallsMixin:
         cst = st.child(scope)
         cst.stack = st.stack + (node,)
         if site is not None:
-            cst.sites = st.sites + (CallSite(st.scope.func_node, *site),)
+            cst.sites = st.sites + (CallSite(st.scope.func_node, *site, st.regions),)
         cst.fv = fv
         self.bind_args(fv, args, kwargs, scope)
         if fv.grad_off:

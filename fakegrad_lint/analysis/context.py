@@ -53,3 +53,4 @@ class CallSite(NamedTuple):
     call: object  # the ast.Call
     arg_exprs: list  # the argument expressions, aligned with ``arg_values`` (None: not an expression)
     arg_values: list
+    regions: tuple = ()  # the regions active in the caller when it made the call

@@ -235,28 +235,29 @@ class DispatchMixin:
 
     def _handover(self, node, origin, region, st):
         """(call, argument expression) where the linted file hands the real value over to
-        the function that does the op, its innermost call site: a call made by the code that
-        entered the region (``helper(weights)``, ``scorer.score(emb.table)`` in the ``with``
-        block), or a call of an object whose ``__call__`` runs the op on what it holds
-        (``teacher(x)``, a model-like wrapper called anywhere in the region), when the
-        arguments (the receiver, the called object) carry the value. None: the op is not in
-        a called function, or the value does not come in through that call."""
-        if not st.sites:
+        the function that does the op: its innermost call site, made while the region was
+        already active (``penalty(weights)`` or ``scorer.score(emb.table)`` in the ``with``
+        block, ``teacher(x)`` in a helper the block calls), when one of its arguments (the
+        receiver of a method, the object called through ``__call__``) carries the value.
+        None: the op is not in a called function, the function opened the region itself,
+        the value does not come in through that call, or the call is plumbing (``*args``
+        forwarding, ``map(fn, xs)``, an alias of the function)."""
+        if not st.sites or not st.stack:
             return None
         site = st.sites[-1]
         call = site.call
         if call is node or not isinstance(call, ast.Call) or not self._in_main(call):
             return None
+        func = st.stack[-1]  # the function doing the op
+        if not any(r is region for r in site.regions):
+            return None  # the region was entered during the call (by the function, a decorator's context)
         if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
             return None  # forwarded through `*args`/`**kwargs` (a wrapper's plumbing)
-        name = getattr(st.stack[-1], "name", None) if st.stack else None  # the function doing the op
+        name = getattr(func, "name", None)
         called = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
-        pairs = [(ex, val) for ex, val in zip(site.arg_exprs, site.arg_values) if ex is not None and val is not None]
         if name != "__call__" and called != name:
             return None  # not a call of the function by its name (`map(fn, xs)`, an alias)
-        if site.caller is not region.func_node or region.with_node is None:
-            # not called by the region's own code: only an object called like a model
-            pairs = [(ex, val) for ex, val in pairs if ex is call.func and isinstance(val, _values.InstanceVal)]
+        pairs = [(ex, val) for ex, val in zip(site.arg_exprs, site.arg_values) if ex is not None and val is not None]
         for ex, val in pairs:
             if origin in val.real_rg():
                 return call, ex  # the value itself (`helper(x)`, `scorer.score(emb.table)`)

@@ -241,7 +241,7 @@ class FactsMixin:
             site = next((x for x in reversed(st.sites) if x.caller is region.func_node), None)
             if site is None:
                 return None
-            _, call, exprs, values = site
+            call, exprs, values = site.call, site.arg_exprs, site.arg_values
             kind = None
             for ex, val in zip(exprs, values):
                 if ex is not None and origin in val.real_rg() and not isinstance(val, (ModuleVal, MaybeVal)):

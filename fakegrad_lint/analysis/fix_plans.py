@@ -357,7 +357,7 @@ class FixPlansMixin:
         site = next((x for x in reversed(st.sites) if x.caller is region.func_node), None)
         if site is None:
             return None
-        _, call, exprs, values = site
+        call, exprs, values = site.call, site.arg_exprs, site.arg_values
         if len(exprs) != len(values):
             return None  # the arguments are not the call's own (a `functools.partial` adds its bound ones)
         starred = {id(a.value) for a in getattr(call, "args", ()) if isinstance(a, ast.Starred)}

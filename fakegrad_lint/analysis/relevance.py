@@ -33,6 +33,11 @@ from fakegrad_lint.analysis.values import (ClassVal, CtxVal, FuncVal, MaybeVal, 
     TracedFn)
 
 
+# Leave out the standalone runs that cannot reach a real requires-grad value (every
+# default finding needs one): analysis/sources_gate.py
+SOURCE_GATE = True
+
+
 class RelevanceMixin:
     """Which code is worth running: standalone units, bodies that can matter."""
 
@@ -168,14 +173,41 @@ class RelevanceMixin:
             if fv in relevant and cls is not None and library_kind(cls) == "testcase" \
                     and fv.node.name.startswith("test") and not any(c is cls for c in cases):
                 cases.append(cls)
-        for cls in cases:
-            try:
-                self.run_tests(None, [cls], State(self.module_scope))
-            except (Crashed, YieldReached, _BlockExit):
-                pass
-        for fv, cls in units:
-            if fv in relevant and not any(c is cls for c in cases):
+        runs = [(None, cls) for cls in cases]
+        runs += [(fv, cls) for fv, cls in units if fv in relevant and not any(c is cls for c in cases)]
+        if SOURCE_GATE and runs and not self._can_reach_source(runs):
+            # no run can make a real requires-grad value (analysis/sources_gate.py), which
+            # every default finding needs. All of them or none: a run that cannot may
+            # still leave state (a global, the shared instance) to one that can, and one
+            # that can may leave a real value to one whose own code makes none
+            runs = []
+        for fv, cls in runs:
+            if fv is None:
+                try:
+                    self.run_tests(None, [cls], State(self.module_scope))
+                except (Crashed, YieldReached, _BlockExit):
+                    pass
+            else:
                 self._run_standalone(fv, self._instance_for(cls) if cls is not None else None)
+
+    def _can_reach_source(self, runs) -> bool:
+        """Can any of these runs (a standalone unit and the instance it runs on, or a
+        TestCase class run as a test runner runs it) reach a real requires-grad value?"""
+        from fakegrad_lint.analysis.sources_gate import SourceGate
+
+        gate = SourceGate(self)
+        for fv, cls in runs:
+            if fv is None:
+                # a test runner runs every method it finds (setUpClass, setUp, test_*...)
+                ms = [m for c in (cls.mro or (cls,)) for m in (*c.own.values(), *c.methods.values())]
+                if gate.add(cls) or any(gate.add(m) for m in ms):
+                    return True
+                continue
+            if gate.add(fv):
+                return True
+            if fv is not None and cls is not None and not self._is_static(fv) and gate.add(self._instance_for(cls)):
+                return True
+        return False
 
     def _reaches_region(self, val):
         """Can this value of the project open a region? A def or class bound at the top
