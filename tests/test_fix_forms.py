@@ -196,6 +196,330 @@ INVALID = {
         print(make_fx(f, tracing_mode="symbolic")(torch.randn(3, 4)).code.strip().splitlines()[0])
         """,
     ),
+    # a mode taken from an operand the file does not prove fake at every execution
+    # (fix/operand_mode.py): found at run time right above the statement, real value where
+    # the operand is real (with `x.fake_mode` both raised AttributeError on the real call)
+    "make_fx_closure_also_called_eagerly": (
+        """
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        net = nn.Linear(3, 3)
+
+
+        def build(model):
+            def f(x):
+                return model(x).relu()
+
+            return f
+
+
+        print(tuple(build(net)(torch.randn(2, 3)).shape))
+        gm = make_fx(build(net), tracing_mode="symbolic")(torch.randn(2, 3))
+        print(len(list(gm.graph.nodes)))
+        """,
+        """
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        net = nn.Linear(3, 3)
+
+
+        def build(model):
+            def f(x):
+                fake_mode = torch._guards.detect_fake_mode()
+                model_fake_state = {} if fake_mode is None else {
+                    name: fake_mode.from_tensor(t, static_shapes=True)
+                    for name, t in [*model.named_parameters(), *model.named_buffers()]
+                }
+                return torch.func.functional_call(model, model_fake_state, (x,)).relu()
+
+            return f
+
+
+        print(tuple(build(net)(torch.randn(2, 3)).shape))
+        gm = make_fx(build(net), tracing_mode="symbolic")(torch.randn(2, 3))
+        print(len(list(gm.graph.nodes)))
+        """,
+    ),
+    "make_fx_function_also_called_directly": (
+        """
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        net = nn.Linear(3, 3)
+
+
+        def f(x):
+            return net(x).relu()
+
+
+        print(tuple(f(torch.randn(2, 3)).shape))
+        gm = make_fx(f, tracing_mode="fake")(torch.randn(2, 3))
+        print(len(list(gm.graph.nodes)))
+        """,
+        """
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        net = nn.Linear(3, 3)
+
+
+        def f(x):
+            fake_mode = torch._guards.detect_fake_mode()
+            net_fake_state = {} if fake_mode is None else {
+                name: fake_mode.from_tensor(t)
+                for name, t in [*net.named_parameters(), *net.named_buffers()]
+            }
+            return torch.func.functional_call(net, net_fake_state, (x,)).relu()
+
+
+        print(tuple(f(torch.randn(2, 3)).shape))
+        gm = make_fx(f, tracing_mode="fake")(torch.randn(2, 3))
+        print(len(list(gm.graph.nodes)))
+        """,
+    ),
+    "leaked_fake_attribute_into_a_module_called_with_real_data": (
+        """
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = nn.Linear(4, 1)
+
+            def forward(self, x):
+                return self.net(x).squeeze(-1)
+
+
+        class Trainer:
+            def __init__(self):
+                self.head = Head()
+                self.samples = None
+
+            def warmup(self):
+                with FakeTensorMode(allow_non_fake_inputs=True):
+                    self.samples = torch.randn(3, 4)
+
+            def fake_score(self):
+                return self.head(self.samples)
+
+
+        tr = Trainer()
+        tr.warmup()
+        print(tuple(tr.head(torch.randn(3, 4)).shape))
+        score = tr.fake_score()
+        score.sum().backward()
+        print(tuple(score.shape))
+        """,
+        """
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = nn.Linear(4, 1)
+
+            def forward(self, x):
+                fake_mode = torch._guards.detect_fake_mode([x])
+                net_fake_state = {} if fake_mode is None else {
+                    name: fake_mode.from_tensor(t)
+                    for name, t in [*self.net.named_parameters(), *self.net.named_buffers()]
+                }
+                return torch.func.functional_call(
+                    self.net, net_fake_state, (x,),
+                ).squeeze(-1)
+
+
+        class Trainer:
+            def __init__(self):
+                self.head = Head()
+                self.samples = None
+
+            def warmup(self):
+                with FakeTensorMode(allow_non_fake_inputs=True):
+                    self.samples = torch.randn(3, 4)
+
+            def fake_score(self):
+                fake_mode = torch._guards.detect_fake_mode([self.samples])
+                head_fake_state = {} if fake_mode is None else {
+                    name: fake_mode.from_tensor(t)
+                    for name, t in [*self.head.named_parameters(), *self.head.named_buffers()]
+                }
+                return torch.func.functional_call(
+                    self.head, head_fake_state, (self.samples,),
+                )
+
+
+        tr = Trainer()
+        tr.warmup()
+        print(tuple(tr.head(torch.randn(3, 4)).shape))
+        score = tr.fake_score()
+        score.sum().backward()
+        print(tuple(score.shape))
+        """,
+    ),
+    # `functional_call` swaps the fakes into the shared module object, where the other thread
+    # sees them (it raised there and lost its result): a fake copy per run of the region
+    "module_called_in_threads": (
+        """
+        import threading
+
+        barrier = threading.Barrier(2, timeout=20)
+        RESULTS = {}
+
+
+        def meet(module, args):
+            barrier.wait()  # both threads are inside their region's call of the model
+
+
+        def probe(model, batch):
+            with FakeTensorMode(allow_non_fake_inputs=True):
+                x = torch.randn(batch, 4)
+                y = model(x)
+                y.sum().backward()
+                RESULTS[batch] = tuple(y.shape)
+
+
+        def main():
+            model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+            model[1].register_forward_pre_hook(meet)
+            threads = [threading.Thread(target=probe, args=(model, b)) for b in (1, 3)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            print(sorted(RESULTS.items()))
+
+
+        main()
+        """,
+        """
+        import threading
+        import copy
+
+        barrier = threading.Barrier(2, timeout=20)
+        RESULTS = {}
+
+
+        def meet(module, args):
+            barrier.wait()  # both threads are inside their region's call of the model
+
+
+        def probe(model, batch):
+            with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
+                x = torch.randn(batch, 4)
+                model_fake = copy.deepcopy(
+                    model, {id(t): fake_mode.from_tensor(t) for t in [*model.parameters(), *model.buffers()]}
+                )
+                y = model_fake(x)
+                y.sum().backward()
+                RESULTS[batch] = tuple(y.shape)
+
+
+        def main():
+            model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+            model[1].register_forward_pre_hook(meet)
+            threads = [threading.Thread(target=probe, args=(model, b)) for b in (1, 3)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            print(sorted(RESULTS.items()))
+
+
+        main()
+        """,
+    ),
+    # the leaked fake is computed at the op (`protos.t()`) in a function also called with
+    # real data: the real operand is converted with the mode found at run time from `protos`
+    "leaked_fake_computed_at_the_op_in_a_function_called_twice": (
+        """
+        def build_prototypes(n, dim):
+            with FakeTensorMode(allow_non_fake_inputs=True):
+                protos = torch.randn(n, dim)
+            return protos
+
+
+        def score(net, protos, query):
+            z = net(query)
+            return z @ protos.t()
+
+
+        net = nn.Linear(6, 4)
+        print(tuple(score(net, torch.randn(3, 4), torch.randn(5, 6)).shape))
+        protos = build_prototypes(3, 4)
+        logits = score(net, protos, torch.randn(5, 6))
+        logits.sum().backward()
+        print(tuple(logits.shape))
+        """,
+        """
+        def build_prototypes(n, dim):
+            with FakeTensorMode(allow_non_fake_inputs=True):
+                protos = torch.randn(n, dim)
+            return protos
+
+
+        def score(net, protos, query):
+            z = net(query)
+            fake_mode = torch._guards.detect_fake_mode([protos])
+            z_fake = z if fake_mode is None else fake_mode.from_tensor(z).detach().requires_grad_()
+            return z_fake @ protos.t()
+
+
+        net = nn.Linear(6, 4)
+        print(tuple(score(net, torch.randn(3, 4), torch.randn(5, 6)).shape))
+        protos = build_prototypes(3, 4)
+        logits = score(net, protos, torch.randn(5, 6))
+        logits.sum().backward()
+        print(tuple(logits.shape))
+        """,
+    ),
+    # `torch.func.grad` gradients written to `p.grad` by a helper called right after the
+    # region: the call gets a fake copy of the module (the memoized fakes the region used)
+    "func_grad_written_by_a_helper_after_the_region": (
+        """
+        from torch.func import functional_call, grad
+
+
+        def loss_fn(params, model, x):
+            return functional_call(model, params, (x,)).pow(2).mean()
+
+
+        def apply_grads(model, grads):
+            for name, p in model.named_parameters():
+                p.grad = grads[name]
+
+
+        model = nn.Linear(4, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        params = dict(model.named_parameters())
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            grads = grad(loss_fn)(params, model, torch.randn(8, 4))
+            print(sorted((k, tuple(v.shape)) for k, v in grads.items()))
+        apply_grads(model, grads)
+        opt.step()
+        """,
+        """
+        from torch.func import functional_call, grad
+        import copy
+
+
+        def loss_fn(params, model, x):
+            return functional_call(model, params, (x,)).pow(2).mean()
+
+
+        def apply_grads(model, grads):
+            for name, p in model.named_parameters():
+                p.grad = grads[name]
+
+
+        model = nn.Linear(4, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        params = dict(model.named_parameters())
+        with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
+            params_fake = {k: (fake_mode.from_tensor(v) if isinstance(v, torch.Tensor) else v) for k, v in params.items()}
+            grads = grad(loss_fn)(params_fake, model, torch.randn(8, 4))
+            print(sorted((k, tuple(v.shape)) for k, v in grads.items()))
+        model_fake = copy.deepcopy(
+            model, {id(t): fake_mode.from_tensor(t) for t in [*model.parameters(), *model.buffers()]}
+        )
+        apply_grads(model_fake, grads)
+        opt.step()
+        """,
+    ),
 }
 
 # name -> (look-alike left untouched, the no-fix reason it reports or None when no finding)
@@ -235,22 +559,6 @@ VALID = {
         print([p.grad.shape for p in model.parameters()])
         """,
         "reads the gradients of `model`'s parameters",
-    ),
-    "make_fx_function_also_called_directly": (
-        """
-        from torch.fx.experimental.proxy_tensor import make_fx
-
-        net = nn.Linear(3, 3)
-
-
-        def f(x):
-            return net(x).relu()
-
-
-        f(torch.randn(2, 3))
-        gm = make_fx(f, tracing_mode="fake")(torch.randn(2, 3))
-        """,
-        "`f` is also called directly",
     ),
     "make_fx_real_tracing": (
         """

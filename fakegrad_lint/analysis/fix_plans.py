@@ -79,6 +79,47 @@ def _param_paths(module, path: str, depth: int = 0):
             yield f"{path}.{name}"
 
 
+def _chain_root_name(expr):
+    """``protos`` of ``protos.t()``, ``bank.mean(0)[None]``: the plain name a chain of
+    attributes, calls and subscripts starts from (None: another expression)."""
+    while isinstance(expr, (ast.Attribute, ast.Call, ast.Subscript)):
+        if isinstance(expr, ast.Call) and not isinstance(expr.func, ast.Attribute):
+            return None  # `causal_mask(n)`: what a function returns is not its name's
+        expr = expr.func if isinstance(expr, ast.Call) else expr.value
+    return expr if isinstance(expr, ast.Name) else None
+
+
+def _imported_names(tree) -> set:
+    out = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name.split(".")[0]) for a in node.names)
+    return out
+
+
+def _other_operand(node, expr, imported):
+    """The operand of the op ``node`` other than the real ``expr`` that is computed from a
+    plain name (``protos.t()`` of ``z @ protos.t()``), not from an imported module; None
+    if there is none."""
+    if isinstance(node, ast.BinOp):
+        cands = [node.left, node.right]
+    elif isinstance(node, ast.Call):
+        cands = [*node.args, *(k.value for k in node.keywords if k.arg is not None)]
+        if isinstance(node.func, ast.Attribute):
+            cands.append(node.func.value)
+    else:
+        return None
+    for c in cands:
+        if c is expr or any(n is expr for n in ast.walk(c)) or isinstance(c, ast.Starred) or \
+                dotted_name(c) is not None:
+            continue  # (a named operand that held the fake is the analysis' own `fake_ex`)
+        root = _chain_root_name(c)
+        if root is not None and root.id not in imported and root.id not in ("self", "cls") and \
+                root.id != dotted_name(expr):
+            return c
+    return None
+
+
 class FixPlansMixin:
     """``_fix_plan`` with the call-site module copy and the in-function placement."""
 
@@ -143,6 +184,19 @@ class FixPlansMixin:
         .detach().requires_grad_()``. The real operand is computed as before (same values,
         same shapes); the backward that follows stops at the fake leaf, so no FakeTensor
         reaches a real ``.grad``."""
+        if fake_ex is None and expr is not None:
+            fake_ex = _other_operand(node, expr, _imported_names(self.tree))
+        if fake_ex is not None and dotted_name(fake_ex) is None:
+            # the fake operand is computed at the op (`protos.t()`): its mode is found at run
+            # time from the name it is computed from (``fix/operand_mode.py``); where that
+            # name is real, `detect_fake_mode` gives None and the real value is used
+            root = _chain_root_name(fake_ex)
+            if root is None:
+                return None
+            plan = self._leaked_fix_plan(node, expr, value, root)
+            if plan is not None:
+                plan.mode_from_root = True
+            return plan
         if isinstance(expr, (ast.List, ast.Tuple)) and isinstance(value, SeqVal) and \
                 len(expr.elts) == len(value.items) and fake_ex is not None:
             # `torch.cat([pos, neg])` with `neg` the leaked fake: the one real element is converted

@@ -54,6 +54,10 @@ class FixPlan:
     # parameters of the module, which `fake_mode.from_tensor` maps to the fakes its fixed call
     # holds (``fix/grads.py``: ``torch.autograd.grad(loss, [model.embed.weight])``)
     param_paths: frozenset = frozenset()
+    # ``mode_name`` is ``x.fake_mode`` of a name inside the fake operand (``protos`` of
+    # ``protos.t()``), not of the fake operand itself: the fix finds the mode at run time
+    # (``fix/operand_mode.py``)
+    mode_from_root: bool = False
 
 
 def describe_container(value, depth: int = 0):

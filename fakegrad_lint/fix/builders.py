@@ -525,7 +525,8 @@ def _redirect_grad_writes(plan, w, mode, ops, nodes) -> None:
                     if isinstance(t, ast.Attribute) and t.attr == "grad":
                         found.setdefault(node.lineno, []).append(t.value)
     missing = [ln for ln in plan.grad_writes if ln not in found]
-    if missing:
+    helper_calls = _helper_grad_writes(plan, stmts, missing, nodes, mode, ops) if missing else None
+    if missing and helper_calls is None:
         raise NoFix(f"line {missing[0]} writes the gradients computed in the region to a real tensor's `.grad` "
                     f"outside the code that runs right after the region")
     for targets in found.values():
@@ -534,6 +535,94 @@ def _redirect_grad_writes(plan, w, mode, ops, nodes) -> None:
             if text.startswith(f"{mode}.from_tensor("):
                 continue
             ops.replace(nodes.expr(target), f"{mode}.from_tensor({text})")
+
+
+def _helper_grad_writes(plan, stmts, lines, nodes, mode, ops):
+    """The writes of ``lines`` done by a helper of this file that the block, or the code
+    right after it, calls (``apply_grads(model, grads)`` whose ``p.grad = grads[name]``
+    runs over ``model.named_parameters()``, or ``set_grad(w, g)`` with ``w.grad = g``): at
+    that call the argument becomes the memoized fake copy (a module: ``copy.deepcopy``
+    over the ``from_tensor`` memo; a tensor: ``{mode}.from_tensor(w)``), so the helper,
+    left as it is for its other callers, writes to the fakes the region used. None when a
+    write is not one of those."""
+    defs = {d.name: d for d in plan.module_tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    edits = {}
+    for line in lines:
+        fn = next((d for d in defs.values() if d.lineno <= line <= d.end_lineno), None)
+        if fn is None:
+            return None
+        params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+        kinds = _written_params(fn, line, params)
+        if kinds is None:
+            return None
+        calls = [n for s in stmts for n in ast.walk(s) if isinstance(n, ast.Call) and
+                 isinstance(n.func, ast.Name) and n.func.id == fn.name]
+        if not calls:
+            return None
+        for call in calls:
+            if any(isinstance(a, ast.Starred) for a in call.args) or call.keywords:
+                return None
+            stmt = next(s for s in stmts if any(n is call for n in ast.walk(s)))
+            if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.If, ast.Try)):
+                return None  # (the copy goes above the call's own statement)
+            for index, kind in kinds.items():
+                if index >= len(call.args) or dotted_name(call.args[index]) is None:
+                    return None
+                edits[id(call.args[index])] = (call.args[index], kind, stmt)
+    names = _bound_imports(plan.module_tree, min(n.lineno for n, _, _ in edits.values()))
+    copy_name = names.get(("copy", None))
+    layout = _Layout(nodes.pos)
+    for arg, kind, stmt in edits.values():
+        text = dotted_name(arg)
+        if kind == "module":
+            if copy_name is None:
+                if _binds(plan.module_tree, "copy") or _binds(plan.module_tree, "id"):
+                    return None
+                copy_name = "copy"
+                ops.add_import("copy")
+            before = nodes.stmt(stmt)
+            taken = nodes.file.names_taken(before)
+            base = re.sub(r"\W+", "_", text.rsplit(".", 1)[-1]).strip("_") or "module"
+            fake = _unique(f"{base}_fake", taken)
+            indent = _indent_of(nodes.pos.lines[stmt.lineno - 1])
+            ops.insert_before(before, modules.wrapped(f"{fake} = ", modules.fake_copy(
+                f"{copy_name}.deepcopy", text, mode), indent, layout.unit, layout.limit), indent)
+            ops.replace(nodes.expr(arg), fake)
+        else:
+            ops.replace(nodes.expr(arg), f"{mode}.from_tensor({text})")
+    return list(edits)
+
+
+def _written_params(fn, line, params):
+    """``{index of a parameter of fn: "module" | "tensor"}`` for the ``.grad`` writes of
+    ``line`` in ``fn``: ``p.grad = ...`` with ``p`` the parameter itself (a tensor) or the
+    variable of a loop over ``param.parameters()`` / ``param.named_parameters()`` (a
+    module); None for any other write, or a parameter rebound in ``fn``."""
+    out = {}
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Assign) and node.lineno == line):
+            continue
+        for t in node.targets:
+            if not (isinstance(t, ast.Attribute) and t.attr == "grad" and isinstance(t.value, ast.Name)):
+                return None
+            root = t.value.id
+            if root in params:
+                out[params.index(root)] = "tensor"
+                continue
+            loop = next((f for f in ast.walk(fn) if isinstance(f, ast.For) and f.lineno < line <= f.end_lineno
+                         and any(isinstance(x, ast.Name) and x.id == root for x in ast.walk(f.target))), None)
+            it = loop.iter if loop is not None else None
+            if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and not it.args
+                    and it.func.attr in ("parameters", "named_parameters") and isinstance(it.func.value, ast.Name)
+                    and it.func.value.id in params):
+                return None
+            out[params.index(it.func.value.id)] = "module"
+    if not out:
+        return None
+    rebound = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if any(params[i] in rebound for i in out):
+        return None
+    return out
 
 
 def _scope_body(tree, w) -> list:
@@ -695,6 +784,8 @@ def _operand_mode_guard(leak, plan, source: str) -> Fix | None:
     why = operand_mode.unproved(plan, leak)
     if why is None:
         return None
+    if operand_mode.bound_in_statement(plan):
+        raise NoFix(f"{why}, and it is bound inside the op's statement (no statement above to find the mode in)")
     guarded, detect = operand_mode.guarded_plan(plan)
     if isinstance(guarded.func_node, ast.Lambda):
         raise NoFix(f"{why}, and the op is in a lambda's body (no statement to find the mode in)")

@@ -62,6 +62,8 @@ def unproved(plan, leak) -> str | None:
     name = operand(plan)
     if not plan.mode_name.endswith(".fake_mode"):
         return "the mode is not an operand's"
+    if getattr(plan, "mode_from_root", False):
+        return f"the fake operand is computed at the op from `{name}`, which is not proved fake itself"
     if plan.kind.startswith("traced-"):
         fn = plan.with_node
         fname = _function_name(tree, fn)
@@ -86,6 +88,11 @@ def unproved(plan, leak) -> str | None:
         return f"`{name}` is declared `global` or `nonlocal`: other code may rebind it"
     withs = [n for n in _own_nodes(scope) if isinstance(n, (ast.With, ast.AsyncWith)) and n.lineno == leak.mode_line]
     binds = [n for n in _own_nodes(scope) if _binds(n, name)]
+    if len(binds) == 1 and _runs_once(scope, binds[0]) and _runs_once(scope, use) and _scope_runs_once(tree, scope):
+        # code outside any loop of the module, or of a function called once from there (`main()`):
+        # the one binding and the op each run once, as the analysis followed them (it proved
+        # the value fake there)
+        return None
     if not withs or not binds:
         return f"`{name}` is not bound in the fake region's block"
     inside = {id(n) for w in withs for stmt in w.body for n in ast.walk(stmt)}
@@ -107,7 +114,62 @@ def guarded_plan(plan):
                    uses=list(plan.uses)), detect
 
 
+def bound_in_statement(plan) -> bool:
+    """Is the operand's root name bound inside the op's own statement (a comprehension or
+    lambda variable, a walrus)? A mode found above the statement would not see that value."""
+    root = operand(plan).split(".", 1)[0].split("[", 1)[0]
+    use = plan.uses[0]
+    tree = plan.module_tree
+    stmt = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and not isinstance(node, _SCOPES) and any(n is use for n in ast.walk(node)):
+            if stmt is None or any(n is node for n in ast.walk(stmt)):
+                stmt = node
+    if stmt is None:
+        return True
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.comprehension) and any(isinstance(t, ast.Name) and t.id == root
+                                                       for t in ast.walk(node.target)):
+            return True
+        if isinstance(node, ast.NamedExpr) and node.target.id == root:
+            return True
+        if isinstance(node, ast.Lambda) and root in _params(node):
+            return True
+    return False
+
+
 # -- helpers ----------------------------------------------------------------------------
+
+
+def _runs_once(tree, node) -> bool:
+    """Does ``node`` sit in module code outside any loop, function or comprehension (it
+    runs at most once)?"""
+    def path(parent):
+        if parent is node:
+            return []
+        for child in ast.iter_child_nodes(parent):
+            sub = path(child)
+            if sub is not None:
+                return [parent, *sub]
+        return None
+
+    chain = (path(tree) or [])[1:]
+    return path(tree) is not None and not any(isinstance(n, (ast.For, ast.AsyncFor, ast.While, *_FUNCS, ast.ListComp, ast.SetComp,
+                                                  ast.DictComp, ast.GeneratorExp)) for n in chain)
+
+
+def _scope_runs_once(tree, scope) -> bool:
+    """The module, or a plain function called exactly once (and read nowhere else) by
+    module code outside any loop."""
+    if scope is tree:
+        return True
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or _in_class_body(tree, scope):
+        return False
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+             and n.func.id == scope.name]
+    return len(calls) == 1 and len(_reads(tree, scope.name)) == 1 and _runs_once(tree, calls[0]) and \
+        not any(s is scope for s in ast.walk(tree) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and s is not scope and any(n is scope for n in ast.walk(s)))
 
 
 def _function_name(tree, fn) -> str | None:

@@ -12,9 +12,11 @@ input (the analysis proves which: ``x.fake_mode``):
 Measured on torch 2.13: the traced graph is the same (the fake copies are constants of
 the graph, as the real parameters were: same nodes, same code) under ``"fake"`` and
 ``"symbolic"``, with or without ``_allow_non_fake_inputs``; the real parameters get no
-FakeTensor ``.grad`` from a traced backward. Offered only when ``f`` is never called
-directly in the file (a direct call with real inputs has no ``fake_mode``): unsafe, as the
-graph's backward now differentiates the fake copies.
+FakeTensor ``.grad`` from a traced backward. ``x.fake_mode`` is written only where the
+file proves ``x`` fake at every run (``fix/operand_mode.py``: ``f`` read nowhere but as
+``make_fx``'s function); otherwise the builders find the mode at run time right above the
+statement (a direct call with real inputs keeps the real module): unsafe, as the graph's
+backward now differentiates the fake copies.
 
 The same conversion at the op serves a region whose ``with`` block is not where the
 leak is (a generator that yields inside its region, ``op-*`` plans, tried after the
