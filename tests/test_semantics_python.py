@@ -1265,6 +1265,21 @@ p = argparse.ArgumentParser()
 p.add_argument("--fake", action="store_true")
 run(p.parse_args().fake)
 """,
+    # ------------------------------------------ containers of frozen children
+    # (labels: run with tests/oracle.py; the frozen backbone's parameters do not require grad)
+    "container_in_region_of_frozen_backbone_and_fake_head": """
+def plan(backbone):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        model = nn.Sequential(backbone, nn.Linear(4, 2))
+        model(torch.randn(2, 3)).sum().backward()
+plan(nn.Sequential(nn.Linear(3, 4), nn.ReLU()).requires_grad_(False))
+""",
+    "container_of_frozen_backbone_and_real_head": """
+bb = nn.Sequential(nn.Linear(3, 4), nn.ReLU()).requires_grad_(False)
+model = nn.Sequential(bb, nn.Linear(4, 2))
+with FakeTensorMode(allow_non_fake_inputs=True):
+    model(torch.randn(2, 3)).sum().backward()  # FGL001
+""",
 }
 
 

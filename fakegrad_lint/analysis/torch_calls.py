@@ -740,6 +740,11 @@ def _adopt_children(mod, children):
     if mod.origin is not None:
         mod.origin.param_names = frozenset(k for k, c in children if c.origin is not None)
         mod.origin.owner = mod  # (its parameters are its children's: switching them switches those)
+        # children frozen before it was built (`Sequential(backbone.requires_grad_(False), head)`):
+        # those parts are off, and the container is off when every part with parameters is
+        mod.origin.frozen = {k for k, c in children if c.origin is not None and c.origin.disabled}
+        if mod.origin.param_names and mod.origin.frozen >= mod.origin.param_names:
+            mod.origin.disabled = True
 
 
 def _is_distribution_class(q):
