@@ -1274,6 +1274,38 @@ def plan(backbone):
         model(torch.randn(2, 3)).sum().backward()
 plan(nn.Sequential(nn.Linear(3, 4), nn.ReLU()).requires_grad_(False))
 """,
+    "module_frozen_in_its_init_held_by_a_module_built_in_region": """
+class Enc(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.requires_grad_(False)
+class Tuner(nn.Module):
+    def __init__(self, encoder):
+        super().__init__()
+        self.encoder = encoder
+        self.prompt = nn.Parameter(torch.randn(2, 4))
+    def forward(self, x):
+        return self.encoder.lin(x + self.prompt)
+def check(encoder):
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        tuner = Tuner(encoder)
+        tuner(torch.randn(2, 4)).sum().backward()
+check(Enc())
+""",
+    "module_frozen_in_its_init_then_a_part_unfrozen": """
+class Enc(nn.Module):
+    def forward(self, x):
+        return self.lin(x)
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.requires_grad_(False)
+enc = Enc()
+enc.lin.requires_grad_(True)
+with FakeTensorMode(allow_non_fake_inputs=True):
+    enc(torch.randn(2, 4)).sum().backward()  # FGL001
+""",
     "container_of_frozen_backbone_and_real_head": """
 bb = nn.Sequential(nn.Linear(3, 4), nn.ReLU()).requires_grad_(False)
 model = nn.Sequential(bb, nn.Linear(4, 2))

@@ -18,7 +18,7 @@ from fakegrad_lint.analysis.torch_values import _forward_uses_fakes, _is_nn_modu
 from fakegrad_lint.analysis.valueops import _dict_val
 from fakegrad_lint.analysis.values import (UNKNOWN, BoundMethod, ClassVal, ConstVal, CtxVal, DispatchRegister, FieldVal,
     FuncVal, InstanceVal, ModRef, ModuleVal, Origin, PartialVal, SeqVal, SingleDispatchVal, _same_const, is_enum_member,
-    join_all)
+    TVal, join_all)
 
 
 def _c3_mro(cv):
@@ -361,4 +361,24 @@ class DefinitionsMixin:
                 name = "module"
                 inst.origin = Origin(name, "module", getattr(node, "lineno", 0), owner=inst)
                 inst.meta = st.meta_device
+                if not cls.torch_base:
+                    _frozen_by_its_parts(inst)
         return inst
+
+
+def _frozen_by_its_parts(inst):
+    """A module of the file whose every part with parameters was frozen while it was built
+    (``self.requires_grad_(False)`` at the end of ``__init__``, which ran before the module
+    had an origin of its own; a frozen backbone held as an attribute) is frozen. Its module
+    parts become parts of it, so unfreezing one of them later unfreezes it again."""
+    parts = {k: v for k, v in inst.attrs.items()
+             if (isinstance(v, ModuleVal) and v.origin is not None) or (isinstance(v, TVal) and v.real_rg())}
+    origins = [o for v in parts.values() for o in (v.real_rg() if isinstance(v, TVal) else (v.origin,))]
+    if not origins or not all(o.disabled is True for o in origins):
+        return
+    for k, v in parts.items():
+        if isinstance(v, ModuleVal) and v.origin.parent is None:
+            v.origin.parent, v.origin.param = inst.origin, k
+    inst.origin.param_names = frozenset(parts)
+    inst.origin.frozen = set(parts)
+    inst.origin.disabled = True
