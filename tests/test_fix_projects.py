@@ -543,7 +543,11 @@ def test_function_traced_by_another_modules_make_fx_is_fixed_where_it_is(tmp_pat
     called over fake copies made by the tracer's mode, in the traced function itself."""
     original, copy = fixed_project(tmp_path, {"tracing.py": TRACING, "main.py": TRACED_MAIN}, "main.py")
     fixed = texts(copy)
-    assert fixed["tracing.py"] == TRACING and "x.fake_mode.from_tensor(t)" in fixed["main.py"]
+    # (the tracer's mode, found at run time: the traced function is also reachable
+    # outside the trace, so `x.fake_mode` is not proved: fix/operand_mode.py)
+    assert fixed["tracing.py"] == TRACING
+    step = fixed["main.py"].split("def step(x):", 1)[1].split("return", 1)[0]
+    assert "detect_fake_mode()" in step and ".from_tensor(t)" in step
     assert_runs_clean(original, copy)
 
 
