@@ -43,6 +43,7 @@ import ast
 from dataclasses import replace
 
 from fakegrad_lint.analysis.names import dotted_name
+from fakegrad_lint.fix.traced import _function_name
 
 __all__ = ["unproved", "guarded_plan"]
 
@@ -170,16 +171,6 @@ def _scope_runs_once(tree, scope) -> bool:
     return len(calls) == 1 and len(_reads(tree, scope.name)) == 1 and _runs_once(tree, calls[0]) and \
         not any(s is scope for s in ast.walk(tree) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
                 and s is not scope and any(n is scope for n in ast.walk(s)))
-
-
-def _function_name(tree, fn) -> str | None:
-    if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return fn.name
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and node.value is fn and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Name):
-            return node.targets[0].id
-    return None
 
 
 def _reads(tree, name: str) -> list:
