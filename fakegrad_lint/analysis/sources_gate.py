@@ -16,20 +16,20 @@ node), a superset: anything it cannot follow counts as a source.
 from __future__ import annotations
 
 import ast
+import os
 import weakref
 
+from fakegrad_lint.analysis import roots as R
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import _is_module_factory, _is_nn_module_class
-from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, AutogradApply, BoundMethod, ChildName, ClassVal,
-    ConstVal, CtxVal, DataFileVal, DecoratorVal, DispatchRegister, ExitStackVal, ExportedProgramVal, FieldVal, FuncVal,
+from fakegrad_lint.analysis.values import (UNKNOWN, AutogradApply, BoundMethod, ChildName, ClassVal,
+    ConstVal, CtxVal, DecoratorVal, DispatchRegister, ExitStackVal, ExportedProgramVal, FieldVal, FuncVal,
     GeneratorVal, GetterVal, HookHandle, InstanceVal, LazyImport, LibraryMethod, MaybeVal, MethodRef, ModeVal, ModRef,
     ModuleVal, OptimizerVal, PartialVal, ProjModVal, ReturnsVal, SeqVal, SingleDispatchVal, SuperVal, TracedFn,
     TransformVal, TVal, Value, WorkerVal)
 
-# attribute names whose use can make a real requires-grad value whatever they are read on
-_SOURCE_ATTRS = frozenset({"requires_grad_", "to_empty", "from_pretrained", "from_config", "create_model",
-                           "Parameter", "UninitializedParameter"})
+_SOURCE_ATTRS = N.SOURCE_ATTRS
 # words of a chain on a name the gate cannot resolve (a local): `m.nn.Linear`
 _SOURCE_PARTS = _SOURCE_ATTRS | {"nn"}
 # names that read names computed at run time: any value of the module may be reached
@@ -627,10 +627,6 @@ class SourceGate:
         file's own too); None when it never will (over the analysis' limits, or
         unreadable: an import of it binds an unknown value); True when it may still run
         (its body may make a source)."""
-        import os
-
-        from fakegrad_lint.analysis import roots as R
-
         interp = self.interp
         if interp.main_path is not None and os.path.abspath(path) == interp.main_path:
             return interp.main

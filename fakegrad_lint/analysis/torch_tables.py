@@ -585,6 +585,9 @@ MODULE_FACTORIES = (
     ("diffusers.", "loader"),
 )
 LOADER_METHODS = frozenset({"from_pretrained", "from_config"})
+# attribute names whose use can make a real requires-grad value whatever they are read on
+# (the source gate: analysis/sources_gate.py)
+SOURCE_ATTRS = frozenset({"requires_grad_", "to_empty", "create_model", "Parameter", "UninitializedParameter"}) | LOADER_METHODS
 
 # A mode allows non-fake inputs when the keyword is True: FGL001 (silent); a
 # strict mode crashes (FGL002). What a mode allows, by constructor keyword:
