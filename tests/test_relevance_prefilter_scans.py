@@ -99,3 +99,31 @@ def test_fgl_noqa_scan_same_answer_on_corpus():
         assert pf.may_have_fgl_noqa(text) == _slow(text), p
         hits += _slow(text)
     assert hits > 0  # the corpus holds such directives
+
+
+def test_lazy_text_summary_same_hot_names(tmp_path, monkeypatch):
+    # a module's hot names from the lazy text summary (only the statements that hold
+    # a name that can matter) equal those of the eager one, registrations and chains included
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "regs.py").write_text("MODES = {}\ndef register(name):\n    def deco(f):\n        MODES[name] = f\n        return f\n    return deco\n")
+    body = ["from torch._subclasses import FakeTensorMode\n", "from .regs import register, MODES\n",
+            "def opens():\n    with FakeTensorMode():\n        pass\n",
+            "@register('fake')\ndef uses():\n    return opens()\n", "REGISTRY = {}\n", "REGISTRY['x'] = uses\n",
+            "def later():\n    return helper()\n", "def helper():\n    return uses()\n",
+            "if True:\n    alias = later\n", "def cold():\n    return 1\n"]
+    body += [f"def filler_{i}(x):\n    y_{i} = x + {i}\n    return y_{i}\n" for i in range(200)]
+    mod = pkg / "big.py"
+    mod.write_text("".join(body))
+    monkeypatch.setattr(P, "CALL_GRAPH", False)
+    out = []
+    for lazy in (False, True):
+        monkeypatch.setattr(P, "LAZY_TEXT", lazy)
+        monkeypatch.setattr(P, "LAZY_TEXT_BYTES", 0)
+        P._summaries.pop(str(mod), None)
+        out.append(P.hot_names(str(mod), None, 0))
+        if lazy:
+            assert isinstance(P._summaries[str(mod)][1], P._LazyText)
+    assert out[0] == out[1]
+    assert {"opens", "uses", "helper", "later", "alias"} <= out[0] and "cold" not in out[0]
