@@ -19,4 +19,4 @@ from test_unseen_runtime import corpus_runtime_tests  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-globals().update(corpus_runtime_tests("vault6", min_files=20, min_projects=0))
+globals().update(corpus_runtime_tests("vault6", min_files=40, min_projects=8))
