@@ -471,6 +471,8 @@ class TorchCallsMixin:
             # checkpoint(fn, *args): the function runs on the arguments (its own keywords dropped)
             return self.call_value(e, first, list(args[1:]), {k: v for k, v in kwargs.items() if k not in N.CALL_THROUGH[q]},
                                    st, func_expr=e.args[0] if e.args else None)
+        if q in N.CALL_CHAIN_THROUGH:
+            return self.call_chain(e, q, args, kwargs, st)
         if q in N.SKIP_INIT:
             return self.call_value(e, first, list(args[1:]), kwargs, st, func_expr=None)
         if q in N.VJP and args:
@@ -557,6 +559,23 @@ class TorchCallsMixin:
             if not fakes and all(not v.may_fake for v in flat):
                 return ConstVal(None)
         return ModeVal(None, e.lineno, "detect_fake_mode()", e)
+
+    def call_chain(self, e, q, args, kwargs, st):
+        """``checkpoint_sequential(functions, segments, input)`` (CALL_CHAIN_THROUGH): each
+        module of the chain runs on the previous one's output, under the current modes;
+        a Sequential runs as ``functions(input)``, a list of modules one after another."""
+        at, in_at, in_kw, own = N.CALL_CHAIN_THROUGH[q]
+        chain = args[at] if len(args) > at else UNKNOWN
+        x = args[in_at] if len(args) > in_at else kwargs.get(in_kw, UNKNOWN)
+        expr = e.args[at] if len(e.args) > at else None
+        rest = {k: v for k, v in kwargs.items() if k not in own and k != in_kw}
+        if isinstance(chain, SeqVal) and chain.elts is not None:
+            for f in chain.elts:
+                x = self.call_value(e, f, [x], rest, st, func_expr=None)
+            return x
+        if isinstance(chain, ModuleVal):
+            return self.call_value(e, chain, [x], rest, st, func_expr=expr)
+        return UNKNOWN
 
     def stack_module_state(self, e, models, args, kwargs, st):
         """``torch.func.stack_module_state(models)``: (params, buffers), new leaves that

@@ -300,6 +300,7 @@ class FuncVal(Value):
     # `@my_contextmanager()`): each call of the function runs inside them, outermost first
     contexts: tuple = ()
     setter: "FuncVal | None" = None  # a property's `@name.setter` function: `obj.name = v` calls it
+    cached: bool = False  # a functools.cached_property: the first read's value stays in obj.__dict__
 
 
 @dataclass(eq=False)
