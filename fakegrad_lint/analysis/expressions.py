@@ -22,7 +22,7 @@ from fakegrad_lint.analysis.valueops import (concat_seqs, const_tuple, _NONCONST
     _is_tensorish, _truth, known_iteration)
 from fakegrad_lint.analysis.values import (is_enum_member, UNKNOWN, BoundMethod, ClassVal, ConstVal, ExportedProgramVal, FieldVal,
     FuncVal, GeneratorVal, InstanceVal, LazyImport, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, AutogradApply, ProjModVal, SeqVal, SuperVal,
-    DispatchRegister, PartialVal, SingleDispatchVal,
+    DispatchRegister, PartialVal, RealTreeVal, SingleDispatchVal,
     TVal, Value, join, join_all, union, union_all)
 
 
@@ -368,6 +368,8 @@ class ExpressionsMixin:
             # `obj[k]` is `type(obj).__getitem__(obj, k)`
             return self.call_function(getitem, [obj, idx], {}, st, force=True,
                                       site=(e, [getattr(e, "value", None), getattr(e, "slice", None)], [obj, idx]))
+        if isinstance(obj, RealTreeVal):
+            return obj  # `ckpt["model"]`: a part of the loaded tree, its tensors real
         if isinstance(obj, SeqVal) and obj.keys is not None:
             if _key_of(idx) is not _NONCONST:
                 v = obj.lookup(_key_of(idx))

@@ -22,7 +22,7 @@ from fakegrad_lint.analysis.valueops import json_loads, new_parser
 from fakegrad_lint.analysis.torch_values import layer_output_shape
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, DataFileVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
     ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, GetterVal, InstanceVal, LazyImport, MaybeVal, ModeVal, ModRef, ModuleVal,
-    OptimizerVal, Origin, PartialVal, Region, ReturnsVal, SeqVal, TracedFn, TransformVal, TVal, WorkerVal)
+    OptimizerVal, Origin, PartialVal, RealTreeVal, Region, ReturnsVal, SeqVal, TracedFn, TransformVal, TVal, WorkerVal)
 
 
 def _self_attrs_read(fn):
@@ -471,6 +471,12 @@ class TorchCallsMixin:
             # checkpoint(fn, *args): the function runs on the arguments (its own keywords dropped)
             return self.call_value(e, first, list(args[1:]), {k: v for k, v in kwargs.items() if k not in N.CALL_THROUGH[q]},
                                    st, func_expr=e.args[0] if e.args else None)
+        if q in N.TENSOR_LOADERS:
+            where = kwargs.get("map_location", kwargs.get("device", args[1] if len(args) > 1 else ConstVal(None)))
+            if st.active_region() is None and not st.may and not st.meta_device and not st.fake_copy \
+                    and isinstance(where, ConstVal) and (where.value is None or where.value in ("cpu", "cuda")):
+                return RealTreeVal()
+            return UNKNOWN
         if q in N.CALL_CHAIN_THROUGH:
             return self.call_chain(e, q, args, kwargs, st)
         if q in N.SKIP_INIT:

@@ -625,6 +625,13 @@ CALL_CHAIN_THROUGH = {
     "torch.utils.checkpoint.checkpoint_sequential": (0, 2, "input", frozenset({"use_reentrant", "preserve_rng_state"})),
 }
 
+# Functions that read tensors from storage: called outside every fake region they
+# make real tensors (in containers of unknown structure: values.RealTreeVal); under a
+# mode, or with map_location="meta", not known here
+TENSOR_LOADERS = frozenset({"torch.load", "safetensors.torch.load_file", "safetensors.torch.load"})
+# methods of a mapping that give one of its values (a part of a loaded tree)
+MAPPING_VALUE_METHODS = frozenset({"get", "pop", "__getitem__", "setdefault"})
+
 # Attributes of torch's wrapper modules that give back the wrapped module
 MODULE_WRAPPER_ATTRS = frozenset({"module", "_orig_mod", "_fsdp_wrapped_module", "_checkpoint_wrapped_module"})
 

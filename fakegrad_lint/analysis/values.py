@@ -536,6 +536,14 @@ class ArgParserVal(Value):
     group: tuple | None = None  # a mutually exclusive group: ("mutex", n, required)
 
 
+@dataclass(frozen=True, eq=False)
+class RealTreeVal(Value):
+    """What ``torch.load`` (TENSOR_LOADERS) returned outside every fake region: a tree
+    of containers of unknown structure whose tensors are all real (``ckpt["model"]``,
+    ``ckpt.get("state")``: a part of the same tree). Whether they require grad is not
+    known; that they are not fake is."""
+
+
 @dataclass(eq=False)
 class DataFileVal(Value):
     """A data file of the project opened for reading by a constant path
