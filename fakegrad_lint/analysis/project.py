@@ -267,7 +267,7 @@ def _mentions(path: str, words, tokens: dict) -> bool:
             text = fh.read().decode("utf-8", "replace")
     except OSError:
         return False
-    if _STAR_IMPORT_RE.search(text):
+    if _STAR_PREFIX_RE.search(text) is not None and _STAR_IMPORT_RE.search(text):
         _star_files.add(path)
         return True
     if len(words) > 32:
@@ -278,6 +278,9 @@ def _mentions(path: str, words, tokens: dict) -> bool:
 
 _star_files: set = set()  # modules with a star import (they may re-export any name)
 _STAR_IMPORT_RE = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*\*", re.MULTILINE)
+# what every match of _STAR_IMPORT_RE holds; a literal start lets the regex engine skip
+# to each `import` (a multi-line `^` is tried at every character: 8x slower)
+_STAR_PREFIX_RE = re.compile(r"import[ \t]*\*")
 
 
 def _names_any(text: str, words) -> bool:
