@@ -260,7 +260,7 @@ def _build_fix(leak, source: str) -> Fix | None:
             each = not copy_all and (modules.iterated(w.body, plan.uses[0]) or plan.contents == "modules")
             # a module handed on to a helper (`self._run_batch(module, ...)`) may have its own methods
             # called there, which record into its public attributes (`self.trainer.logged`): share them too
-            share = modules.method_receiver(w.body, plan.uses) or modules.handed_on(w.body, plan.value)
+            share = modules.method_receiver(w.body, plan.uses) or modules.handed_on(w.body, plan.value, to_helper=True)
             if before_use and not each:
                 fake = before_use[0]  # the copy an earlier fix made above (another finding of the module)
             else:
