@@ -111,7 +111,11 @@ with FakeTensorMode(allow_non_fake_inputs=True):
              """\
 with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
     net_fake = copy.deepcopy(
-        net, {id(t): fake_mode.from_tensor(t) for t in [*net.parameters(), *net.buffers()]}
+        net,
+        {
+            **{id(v): v for sub in net.modules() for k, v in vars(sub).items() if not k.startswith("_")},
+            **{id(t): fake_mode.from_tensor(t) for t in [*net.parameters(), *net.buffers()]},
+        },
     )
     loss = penalty(net_fake)
 """),
@@ -298,7 +302,11 @@ with FakeTensorMode(allow_non_fake_inputs=True):
              """\
 with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
     net_fake = copy.deepcopy(
-        net, {id(t): fake_mode.from_tensor(t) for t in [*net.parameters(), *net.buffers()]}
+        net,
+        {
+            **{id(v): v for sub in net.modules() for k, v in vars(sub).items() if not k.startswith("_")},
+            **{id(t): fake_mode.from_tensor(t) for t in [*net.parameters(), *net.buffers()]},
+        },
     )
     loss = LOSSES["l2"](net_fake, torch.randn(4, 3))
 """),
@@ -365,7 +373,11 @@ with FakeTensorMode(allow_non_fake_inputs=True):
              """\
 with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
     net_fake = copy.deepcopy(
-        net, {id(t): fake_mode.from_tensor(t) for t in [*net.parameters(), *net.buffers()]}
+        net,
+        {
+            **{id(v): v for sub in net.modules() for k, v in vars(sub).items() if not k.startswith("_")},
+            **{id(t): fake_mode.from_tensor(t) for t in [*net.parameters(), *net.buffers()]},
+        },
     )
     loss = train_step(net_fake, torch.randn(4, 3))
 """),

@@ -283,7 +283,11 @@ with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
 """,
              """\
     critic_fake = copy.deepcopy(
-        critic, {id(t): fake_mode.from_tensor(t) for t in [*critic.parameters(), *critic.buffers()]}
+        critic,
+        {
+            **{id(v): v for sub in critic.modules() for k, v in vars(sub).items() if not k.startswith("_")},
+            **{id(t): fake_mode.from_tensor(t) for t in [*critic.parameters(), *critic.buffers()]},
+        },
     )
     loss = critic_fake(x).mean() + penalty(critic_fake, x)
 """),

@@ -103,7 +103,11 @@ import copy
 model = torch.nn.Linear(4, 2)
 with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
     model_fake = copy.deepcopy(
-        model, {id(t): fake_mode.from_tensor(t) for t in [*model.parameters(), *model.buffers()]}
+        model,
+        {
+            **{id(v): v for sub in model.modules() for k, v in vars(sub).items() if not k.startswith("_")},
+            **{id(t): fake_mode.from_tensor(t) for t in [*model.parameters(), *model.buffers()]},
+        },
     )
     print("step", train_step(model_fake, torch.randn(3, 4)))
 print("real step", train_step(model, torch.randn(3, 4)))

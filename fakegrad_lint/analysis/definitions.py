@@ -108,6 +108,7 @@ class DefinitionsMixin:
                     f.kind = "class"
                 elif q in N.PROPERTY_DECORATORS:
                     f.kind = "property"
+                    f.cached = q in N.CACHED_PROPERTY_DECORATORS
                 elif q in N.MEMO_DECORATORS:
                     f.memo = True
             return f

@@ -205,7 +205,7 @@ class DispatchMixin:
                 else "container" if isinstance(value, SeqVal) else "tensor"
             )
             if entry is None:
-                rec.handover = self._handover(node, origin, region, st)
+                rec.handover = self._handover(node, origin, region, st, route)
             if entry is not None:
                 rec.file, rec.entry = self.ctx, entry
                 # code of another module: a plan only where the edit lands in a file the
@@ -233,7 +233,7 @@ class DispatchMixin:
             raise Crashed()
         return rec
 
-    def _handover(self, node, origin, region, st):
+    def _handover(self, node, origin, region, st, route="in-region"):
         """(call, argument expression) where the linted file hands the real value over to
         the function that does the op: its innermost call site, made while the region was
         already active (``penalty(weights)`` or ``scorer.score(emb.table)`` in the ``with``
@@ -249,8 +249,10 @@ class DispatchMixin:
         if call is node or not isinstance(call, ast.Call) or not self._in_main(call):
             return None
         func = st.stack[-1]  # the function doing the op
-        if not any(r is region for r in site.regions):
+        if route != "leaked-mix" and not any(r is region for r in site.regions):
             return None  # the region was entered during the call (by the function, a decorator's context)
+        # (a leaked fake meets the real value wherever it is: the call that hands the
+        # real value to the function doing the mix is where it enters, as for a region)
         if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
             return None  # forwarded through `*args`/`**kwargs` (a wrapper's plumbing)
         name = getattr(func, "name", None)
@@ -265,6 +267,35 @@ class DispatchMixin:
             if _carries([val], origin):
                 return call, ex  # a container or an object holding it (`helper(weights)`, `teacher(x)`)
         return None
+
+    def _backward_under_mode(self, v, desc, node, st):
+        """A backward of a *real* graph started while an allow-mode region dispatches
+        (a loss computed under ``unset_fake_temporarily()`` or before the ``with``,
+        backpropagated inside it): the engine makes the seed gradient and runs every
+        backward function under the mode, so the real leaves' ``.grad`` become
+        FakeTensors (``torch.autograd.grad`` returns fakes). The backward call is the
+        leak and its sink. Only where the mode is known to allow non-fake inputs."""
+        region = st.active_region()
+        if region.may or st.allow_of(region.mode) is not True or not v.proven_rg() or not st.grad_enabled:
+            return
+        expr = node.func.value if isinstance(node.func, ast.Attribute) and desc == ".backward()" else \
+            (node.args[0] if node.args else None)
+        new = []
+        for origin in sorted(v.real_rg(), key=origin_order):
+            if origin.disabled is not False:
+                continue
+            rec = self.record(node, origin, v, expr, region, "in-region", True, st, True, None, False)
+            if rec is not None:
+                rec.fix_plan = None  # (no conversion of an operand helps: the backward itself runs fake)
+                new.append(rec)
+        for rec in new:
+            self._mark_sink(rec, desc, node)
+
+    def _mark_sink(self, rec, desc, node):
+        if desc in _ACCUMULATING and not rec.may:
+            heap_field(rec.origin, "fake_grad", True)
+        rec.sinks.append((desc, node.lineno))
+        rec.sink_sites.append((desc, node, self.ctx if self.ctx is not self.main else None))
 
     def _real_grads(self, v, inputs):
         """A backward outside any region through real values: their leaves (those in
@@ -333,6 +364,8 @@ class DispatchMixin:
         return False
 
     def sink(self, v, desc, node, st, inputs=None):
+        if isinstance(v, TVal) and v.mode is None and st.active_region() is not None and not st.may:
+            self._backward_under_mode(v, desc, node, st)
         leaks = v.taint()
         if desc in _ACCUMULATING and not st.may and st.active_region() is None:
             self._real_grads(v, inputs)

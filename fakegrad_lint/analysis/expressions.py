@@ -14,6 +14,7 @@ import re
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _BUILTINS
+from fakegrad_lint.analysis.heap import heap_set
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import op_shape, shape_value
 from fakegrad_lint.analysis.state import STEP_BUDGET, UNROLL_DEPTH, UNROLL_MAX, Scope, YieldReached
@@ -21,13 +22,26 @@ from fakegrad_lint.analysis.valueops import (concat_seqs, const_tuple, _NONCONST
     _is_tensorish, _truth, known_iteration)
 from fakegrad_lint.analysis.values import (is_enum_member, UNKNOWN, BoundMethod, ClassVal, ConstVal, ExportedProgramVal, FieldVal,
     FuncVal, GeneratorVal, InstanceVal, LazyImport, MaybeVal, MethodRef, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, AutogradApply, ProjModVal, SeqVal, SuperVal,
-    DispatchRegister, PartialVal, SingleDispatchVal,
+    DispatchRegister, PartialVal, RealTreeVal, SingleDispatchVal,
     TVal, Value, join, join_all, union, union_all)
 
 
 # the linted file writes or patches sys.argv (`sys.argv = [...]`, `sys.argv[1:] = ...`,
 # `.append(...)`, `patch.object(sys, "argv", ...)`, `patch("sys.argv", ...)`)
 _ARGV_WRITE = re.compile(r"\bargv\s*(\[[^\]]*\])?\s*\+?=(?!=)|\bargv\.(append|extend|insert|pop|clear|remove)\b|[\"']argv[\"']|sys\.argv[\"']")
+
+
+
+def _argv_written(source):
+    """Can the file change ``sys.argv``? A name ``argv`` written, mutated or named as a
+    string; a parameter or keyword called ``argv`` (``def main(argv=None)``,
+    ``main(argv=[...])``, after ``(`` or ``,``) writes nothing."""
+    for m in _ARGV_WRITE.finditer(source):
+        if m.group(0).startswith("argv") and m.group(1) is None and source[:m.start()].rstrip()[-1:] in ("(", ","):
+            continue
+        return True
+    return False
+
 
 class ExpressionsMixin:
     """Expressions: one abstract value per expression."""
@@ -354,6 +368,8 @@ class ExpressionsMixin:
             # `obj[k]` is `type(obj).__getitem__(obj, k)`
             return self.call_function(getitem, [obj, idx], {}, st, force=True,
                                       site=(e, [getattr(e, "value", None), getattr(e, "slice", None)], [obj, idx]))
+        if isinstance(obj, RealTreeVal):
+            return obj  # `ckpt["model"]`: a part of the loaded tree, its tensors real
         if isinstance(obj, SeqVal) and obj.keys is not None:
             if _key_of(idx) is not _NONCONST:
                 v = obj.lookup(_key_of(idx))
@@ -406,7 +422,13 @@ class ExpressionsMixin:
         if m.kind == "property" or any(
             isinstance(d, ast.Name) and d.id in ("property", "cached_property") for d in getattr(m.node, "decorator_list", ())
         ):
-            return self.call_function(m, [obj], {}, st)
+            val = self.call_function(m, [obj], {}, st)
+            if (m.cached or any(isinstance(d, ast.Name) and d.id == "cached_property" for d in m.node.decorator_list)) \
+                    and isinstance(obj, (InstanceVal, ModuleVal)) and not isinstance(m.node, ast.Lambda):
+                # functools.cached_property: its value is stored in the instance's __dict__
+                # under the function's name, which later reads find before the class
+                heap_set(obj, m.node.name, val)
+            return val
         if m.kind == "static":
             return m
         if m.kind == "class":
@@ -426,7 +448,7 @@ class ExpressionsMixin:
         that takes another path (autoparallel's ``--fake-evaluate``) is a path it has."""
         memo = self.__dict__.get("_argv")
         if memo is None:
-            if _ARGV_WRITE.search(self.source):
+            if _argv_written(self.source):
                 memo = UNKNOWN
             else:
                 script = ConstVal(os.path.basename(self.main_path or "") or "script.py")

@@ -95,13 +95,13 @@ class FactsMixin:
                 leak.fix = None  # its `with` enters a fake mode on some runs only: a fix there would run on the others
             # one leak per place, route and value: `a @ b` leaks two values, two
             # findings (issue 14), each with its own fix
-            key = (start, route, rec.value_text)
+            key = (start[0], route, rec.value_text)  # (one line: the same message once)
             prev = best.get(key)
             if prev is None or order[verdict] > order[prev.verdict]:
                 best[key] = leak
             handed = self._handover_leak(rec, leak) if rec.handover is not None and rec.file is None else None
             if handed is not None:
-                hkey = (handed.start, route, handed.value)
+                hkey = (handed.start[0], route, handed.value)
                 prev = best.get(hkey)
                 if prev is None or order[verdict] > order[prev.verdict]:
                     best[hkey] = handed

@@ -23,7 +23,7 @@ from fakegrad_lint.analysis.valueops import argparse_kwargs, argparse_parse, con
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, DataFileVal, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal,
     ExitStackVal,
     ExportedProgramVal, FuncVal, GeneratorVal, HookHandle, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, PartialVal, Region,
-    SeqVal, SuperVal, TVal, WorkerVal, join, join_all)
+    RealTreeVal, SeqVal, SuperVal, TVal, WorkerVal, join, join_all)
 
 
 def _is_named_tuple(cls):
@@ -45,6 +45,11 @@ def _materialize(mod, line, depth=0):
             heap_set(mod, k, TVal())  # (a parameter's requires-grad comes with the module's origin)
         elif isinstance(x, ModuleVal) and depth < 4 and (x.meta or x.mode is not None):
             _materialize(x, line, depth + 1)
+
+
+def _proven_real(v):
+    """A tensor real on every path (not fake, not made in a region entered on some paths)."""
+    return isinstance(v, TVal) and v.mode is None and not v.may_fake and v.device != "meta"
 
 
 def _device_type_of(dev):
@@ -128,6 +133,8 @@ class MethodCallsMixin(LibraryMixin):
             return ConstVal(out)
         if isinstance(recv, ArgParserVal):
             return self.parser_method(e, recv, name, args, kwargs, st)
+        if isinstance(recv, RealTreeVal):
+            return recv if name in N.MAPPING_VALUE_METHODS else UNKNOWN  # (a part of the loaded tree)
         if isinstance(recv, DataFileVal):
             if name == "read" and not args and not kwargs:
                 return ConstVal(recv.text)
@@ -521,6 +528,12 @@ class MethodCallsMixin(LibraryMixin):
                 mode = next(iter(modes.values()))
                 _fakify_in_region(mod, Region(mode, mode.allow), st)
                 heap_field(mod, "fake_out", mod.fake_out or mod.cls is None)
+            elif (isinstance(args[0], RealTreeVal) or (vals and all(_proven_real(v) for v in vals))) \
+                    and mod.mode is not None and not mod.may_fake and not st.may and not mod.meta:
+                # real tensors: each becomes `nn.Parameter(t, requires_grad=p.requires_grad)`
+                # in place of the fake parameter `p` (the module's parameters require grad)
+                _materialize(mod, e.lineno)
+                heap_field(mod, "fake_out", False)
             return UNKNOWN
         if name == "to_empty":
             # new storage for every parameter, in place: fake under an active region,

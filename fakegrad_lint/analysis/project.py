@@ -245,6 +245,8 @@ def _runs_region_code(path: str, hot) -> bool:
     from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
 
     regs = _summary(path, None)[3]
+    if isinstance(regs, _LazyText):
+        regs = regs.regs_with(set(hot) | set(ENTRY_WORDS))
     return any(not bound and (not words.isdisjoint(hot) or not words.isdisjoint(ENTRY_WORDS))
                for _name, bound, words in regs)
 
@@ -267,7 +269,7 @@ def _mentions(path: str, words, tokens: dict) -> bool:
             text = fh.read().decode("utf-8", "replace")
     except OSError:
         return False
-    if _STAR_IMPORT_RE.search(text):
+    if _STAR_PREFIX_RE.search(text) is not None and _STAR_IMPORT_RE.search(text):
         _star_files.add(path)
         return True
     if len(words) > 32:
@@ -278,6 +280,9 @@ def _mentions(path: str, words, tokens: dict) -> bool:
 
 _star_files: set = set()  # modules with a star import (they may re-export any name)
 _STAR_IMPORT_RE = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*\*", re.MULTILINE)
+# what every match of _STAR_IMPORT_RE holds; a literal start lets the regex engine skip
+# to each `import` (a multi-line `^` is tried at every character: 8x slower)
+_STAR_PREFIX_RE = re.compile(r"import[ \t]*\*")
 
 
 def _names_any(text: str, words) -> bool:
@@ -582,8 +587,11 @@ def _summary(path: str, text: str | None, statements: bool = True):
     if statements:
         info, regs = (), ()
         if entry or bindings or path in _fed:
-            info, regs = summaries.by_content(content, "chunks", lambda: _text_statements(decoded(), True))
-            info = _Chunks(info, content, decoded if text is not None else (lambda: _read_text(path)), specs)
+            if LAZY_TEXT and not CALL_GRAPH and len(raw) > LAZY_TEXT_BYTES:
+                info = regs = _LazyText(decoded())  # read where the names that matter are
+            else:
+                info, regs = summaries.by_content(content, "chunks", lambda: _text_statements(decoded(), True))
+                info = _Chunks(info, content, decoded if text is not None else (lambda: _read_text(path)), specs)
     hit = (bindings, info, entry, regs, specs)
     if len(_summaries) < 50_000:
         _summaries[path] = hit
@@ -733,6 +741,18 @@ def _text_statements(text: str, spans: bool = False) -> tuple:
 
     info = []
     regs = []
+    for a, b in _top_chunks(text):
+        item, reg = _statement_summary(text, a, b, spans, ENTRY_WORDS)
+        if item is not None:
+            info.append(item)
+        if reg is not None:
+            regs.append(reg)
+    return tuple(info), tuple(regs)
+
+
+def _top_chunks(text: str) -> list:
+    """[start, end] of each top-level statement of the text (a line that starts at
+    column 0; decorators join the def that follows)."""
     starts = [m.start() for m in _TOP_RE.finditer(text)]
     chunks: list = []  # [start, end]
     joined = False
@@ -743,33 +763,199 @@ def _text_statements(text: str, spans: bool = False) -> tuple:
         else:
             chunks.append([a, b])
         joined = text.startswith("@", a)
-    for a, b in chunks:
-        chunk = text[a:b]
-        if chunk.startswith(("import ", "from ")):
-            if any(w in chunk for w in ENTRY_WORDS):
-                # `from torch._subclasses import FakeTensorMode as FTM`: FTM is a way in
-                words = _WORD.findall(chunk.split(" import", 1)[-1])
-                bound = frozenset(w for w in words if w != "as")
-                info.append((bound, frozenset(ENTRY_WORDS), -1, -1) if spans else (bound, frozenset(ENTRY_WORDS)))
-            continue  # the project import bindings say what the others bind
-        bound = set()
-        for m in _BIND_RE.finditer(chunk):
-            if m.group(1):
-                bound.add(m.group(1))
-            elif m.group(2):
-                bound.update(x.strip() for x in m.group(2).split(",") if x.strip().isidentifier())
-        words = None
-        if bound or (spans and chunk.startswith(_COMPOUND)):
-            # (with spans: a compound statement that binds nothing by its text too: its
-            # code may, `for x in` / `with m as x`)
-            words = frozenset(map(sys.intern, _WORD.findall(chunk)))
-            info.append((frozenset(bound), words, a, b) if spans else (frozenset(bound), words))
-        m = _REG_RE.match(chunk)
-        if m is not None and (m.group(1) or not bound):
-            if words is None:
-                words = frozenset(_WORD.findall(chunk))
-            regs.append((m.group(1) or m.group(2), frozenset(bound), words))
-    return tuple(info), tuple(regs)
+    return chunks
+
+
+def _statement_summary(text: str, a: int, b: int, spans: bool, entry_words) -> tuple:
+    """(statement summary or None, registration or None) of the top-level statement
+    ``text[a:b]`` (:func:`_text_statements`). Every name and word of both is a
+    substring of the statement, except an entry import's words (the entry words,
+    which it holds): what :class:`_LazyText` relies on."""
+    chunk = text[a:b]
+    if chunk.startswith(("import ", "from ")):
+        if any(w in chunk for w in entry_words):
+            # `from torch._subclasses import FakeTensorMode as FTM`: FTM is a way in
+            words = _WORD.findall(chunk.split(" import", 1)[-1])
+            bound = frozenset(w for w in words if w != "as")
+            return ((bound, frozenset(entry_words), -1, -1) if spans else (bound, frozenset(entry_words))), None
+        return None, None  # the project import bindings say what the others bind
+    bound = set()
+    for m in _BIND_RE.finditer(chunk):
+        if m.group(1):
+            bound.add(m.group(1))
+        elif m.group(2):
+            bound.update(x.strip() for x in m.group(2).split(",") if x.strip().isidentifier())
+    words = None
+    item = reg = None
+    if bound or (spans and chunk.startswith(_COMPOUND)):
+        # (with spans: a compound statement that binds nothing by its text too: its
+        # code may, `for x in` / `with m as x`)
+        words = frozenset(map(sys.intern, _WORD.findall(chunk)))
+        item = (frozenset(bound), words, a, b) if spans else (frozenset(bound), words)
+    m = _REG_RE.match(chunk)
+    if m is not None and (m.group(1) or not bound):
+        if words is None:
+            words = frozenset(_WORD.findall(chunk))
+        reg = (m.group(1) or m.group(2), frozenset(bound), words)
+    return item, reg
+
+
+# A module larger than this (bytes, as WHOLE_PARSE_CHARS) gets a lazy text summary (:class:`_LazyText`): only
+# the statements that hold a name that can matter are summarized (autoparallel's
+# generated FX dumps, 0.4-1.7 MB each, name `tracing_mode` in a few statements)
+LAZY_TEXT = True
+LAZY_TEXT_BYTES = 400_000
+
+
+class _LazyText:
+    """The text summary of a large module (what :func:`_text_statements` gives with
+    spans), made statement by statement when asked: :meth:`candidates` finds, by
+    substring search, the statements whose text holds one of some names (every name
+    a summary holds is a substring of its statement, so a statement outside them has
+    none of those names), and only those are summarized. :func:`hot_names` visits
+    the candidates in the order and passes of the eager form, so the fixed point is
+    the same (``tests/test_relevance_prefilter_scans.py`` compares both on real
+    trees)."""
+
+    def __init__(self, text: str):
+        from fakegrad_lint.analysis.torch_tables import ENTRY_WORDS
+
+        self.text = text
+        self.spans = _top_chunks(text)
+        self.starts = [a for a, _b in self.spans]
+        self._entry_words = ENTRY_WORDS
+        self._items: dict = {}  # statement index -> (summary or None, registration or None)
+        self._where: dict = {}  # name -> indices of the statements whose text holds it
+        self._top = None
+
+    def item(self, k: int):
+        hit = self._items.get(k)
+        if hit is None:
+            a, b = self.spans[k]
+            got, reg = _statement_summary(self.text, a, b, True, self._entry_words)
+            hit = self._items[k] = (None if got is None else (got[0], got[1]), reg)
+        return hit
+
+    def candidates(self, names) -> set:
+        import bisect
+
+        out: set = set()
+        find, starts, spans = self.text.find, self.starts, self.spans
+        for w in names:
+            hit = self._where.get(w)
+            if hit is None:
+                hit = set()
+                i = find(w) if w else -1
+                while i >= 0:
+                    k = bisect.bisect_right(starts, i) - 1
+                    if k >= 0 and i < spans[k][1]:
+                        hit.add(k)
+                        i = find(w, max(i + 1, spans[k][1] - len(w) + 1))
+                    else:
+                        i = find(w, i + 1)
+                hit = self._where[w] = frozenset(hit)
+            out |= hit
+        return out
+
+    def top(self) -> set:
+        """Every name the module's statements bind (all of them summarized)."""
+        if self._top is None:
+            self._top = set()
+            for k in range(len(self.spans)):
+                got = self.item(k)[0]
+                if got is not None:
+                    self._top |= got[0]
+        return self._top
+
+    def regs_with(self, names) -> list:
+        """The registrations among the statements that hold one of ``names``, in order."""
+        return [r for r in (self.item(k)[1] for k in sorted(self.candidates(names))) if r is not None]
+
+
+class _LazyTop:
+    """:meth:`_LazyText.top` made only when read (``w & top``, ``name in top``)."""
+
+    def __init__(self, info):
+        self.info = info
+
+    def __contains__(self, name):
+        return name in self.info.top()
+
+    def __rand__(self, other):
+        return other & self.info.top()
+
+
+def _hot_names_lazy(info, hot, fed, entries, dynamic, text_may, code_hot) -> frozenset:
+    """The fixed point of :func:`hot_names` over a :class:`_LazyText`: the same
+    passes, each visiting in order only the statements that hold a name its test
+    can meet (a name that turns hot during a pass adds the statements after the
+    current one that hold it, as the eager form would reach them later in that pass)."""
+    import heapq
+
+    top = _LazyTop(info)
+    if fed:
+        for i in sorted(info.candidates(fed)):
+            got = info.item(i)[0]
+            if got is not None and not got[0].isdisjoint(fed):
+                hot |= got[0] | (got[1] & top)
+
+    def visit(first_names, step):
+        queue = sorted(info.candidates(first_names))
+        queued = set(queue)
+        grew = False
+        while queue:
+            i = heapq.heappop(queue)
+            before = len(hot)
+            step(i)
+            if len(hot) != before:
+                grew = True
+                for k in info.candidates(hot - seen_hot[0]):
+                    if k > i and k not in queued:
+                        heapq.heappush(queue, k)
+                        queued.add(k)
+            seen_hot[0] = set(hot)
+        return grew
+
+    seen_hot = [set()]
+    done: set = set()
+
+    def main_step(i):
+        if i in done:
+            return
+        got = info.item(i)[0]
+        if got is None:
+            return
+        bound, words = got
+        if not text_may(words):
+            return
+        if bound <= hot or code_hot(words):
+            hot.update(bound)
+            done.add(i)
+
+    def reg_step(i):
+        reg = info.item(i)[1]
+        if reg is None:
+            return
+        name, bound, words = reg
+        head = name.partition(".")[0]
+        if head in hot or not (not bound.isdisjoint(hot) or (not bound and not words.isdisjoint(hot))):
+            return
+        if head not in top:
+            return
+        for j in sorted(info.candidates((head,))):
+            got = info.item(j)[0]
+            if got is not None and head in got[0]:
+                b2, w2 = got
+                if not (b2 | (w2 & top)) <= hot:
+                    hot.update(b2 | (w2 & top))
+
+    changed = True
+    while changed:
+        seen_hot[0] = set(hot)
+        changed = visit(entries | hot | (_DYNAMIC_WORDS if dynamic else set()), main_step)
+        seen_hot[0] = set(hot)
+        changed = visit(set(hot), reg_step) or changed
+    return frozenset(w for w in hot if "." not in w)
 
 
 _COMPOUND = ("for ", "async ", "with ", "if ", "elif ", "else", "try", "except", "finally", "while ")
@@ -805,6 +991,8 @@ def _feeds(path: str, hot) -> set:
     module and registers a hot value with (a decorator on a hot def or class, a
     top-level call or store that names a hot name)."""
     bindings, _info, _entry, regs, _specs = _summary(path, None)
+    if isinstance(regs, _LazyText):
+        regs = regs.regs_with(hot)
     used = {name for name, bound, words in regs if not bound.isdisjoint(hot) or (not bound and not words.isdisjoint(hot))}
     if not used:
         return set()
@@ -844,7 +1032,8 @@ def hot_names(path: str, text: str | None, depth: int = 0) -> frozenset:
     _b, info, _e, regs, _s = _summary(path, text)
     entries = set(ENTRY_WORDS)
     hot = set(imported)
-    top = set().union(*(bound for bound, _w in info)) if info else set()
+    lazy = isinstance(info, _LazyText)
+    top = set() if lazy else set().union(*(bound for bound, _w in info)) if info else set()
     refine = CALL_GRAPH and isinstance(info, _Chunks)
     code = info.code if refine else (lambda i: (info[i],))
     whole = refine and info.whole_mode
@@ -876,6 +1065,8 @@ def hot_names(path: str, text: str | None, depth: int = 0) -> frozenset:
         """Can the statement with these words of text reach a region (a superset)?"""
         return not words.isdisjoint(entries) or not words.isdisjoint(hot) or (dynamic and not words.isdisjoint(_DYNAMIC_WORDS))
 
+    if lazy:
+        return _hot_names_lazy(info, hot, fed, entries, dynamic, text_may, code_hot)
     if fed:
         # a name hot code of another module uses: it and the top-level names its
         # code touches (`BACKENDS[name] = cls` in `register`) hold hot values

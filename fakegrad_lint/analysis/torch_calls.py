@@ -22,7 +22,7 @@ from fakegrad_lint.analysis.valueops import json_loads, new_parser
 from fakegrad_lint.analysis.torch_values import layer_output_shape
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, DataFileVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
     ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, GetterVal, InstanceVal, LazyImport, MaybeVal, ModeVal, ModRef, ModuleVal,
-    OptimizerVal, Origin, PartialVal, Region, ReturnsVal, SeqVal, TracedFn, TransformVal, TVal, WorkerVal)
+    OptimizerVal, Origin, PartialVal, RealTreeVal, Region, ReturnsVal, SeqVal, TracedFn, TransformVal, TVal, WorkerVal)
 
 
 def _self_attrs_read(fn):
@@ -471,6 +471,14 @@ class TorchCallsMixin:
             # checkpoint(fn, *args): the function runs on the arguments (its own keywords dropped)
             return self.call_value(e, first, list(args[1:]), {k: v for k, v in kwargs.items() if k not in N.CALL_THROUGH[q]},
                                    st, func_expr=e.args[0] if e.args else None)
+        if q in N.TENSOR_LOADERS:
+            where = kwargs.get("map_location", kwargs.get("device", args[1] if len(args) > 1 else ConstVal(None)))
+            if st.active_region() is None and not st.may and not st.meta_device and not st.fake_copy \
+                    and isinstance(where, ConstVal) and (where.value is None or where.value in ("cpu", "cuda")):
+                return RealTreeVal()
+            return UNKNOWN
+        if q in N.CALL_CHAIN_THROUGH:
+            return self.call_chain(e, q, args, kwargs, st)
         if q in N.SKIP_INIT:
             return self.call_value(e, first, list(args[1:]), kwargs, st, func_expr=None)
         if q in N.VJP and args:
@@ -557,6 +565,23 @@ class TorchCallsMixin:
             if not fakes and all(not v.may_fake for v in flat):
                 return ConstVal(None)
         return ModeVal(None, e.lineno, "detect_fake_mode()", e)
+
+    def call_chain(self, e, q, args, kwargs, st):
+        """``checkpoint_sequential(functions, segments, input)`` (CALL_CHAIN_THROUGH): each
+        module of the chain runs on the previous one's output, under the current modes;
+        a Sequential runs as ``functions(input)``, a list of modules one after another."""
+        at, in_at, in_kw, own = N.CALL_CHAIN_THROUGH[q]
+        chain = args[at] if len(args) > at else UNKNOWN
+        x = args[in_at] if len(args) > in_at else kwargs.get(in_kw, UNKNOWN)
+        expr = e.args[at] if len(e.args) > at else None
+        rest = {k: v for k, v in kwargs.items() if k not in own and k != in_kw}
+        if isinstance(chain, SeqVal) and chain.elts is not None:
+            for f in chain.elts:
+                x = self.call_value(e, f, [x], rest, st, func_expr=None)
+            return x
+        if isinstance(chain, ModuleVal):
+            return self.call_value(e, chain, [x], rest, st, func_expr=expr)
+        return UNKNOWN
 
     def stack_module_state(self, e, models, args, kwargs, st):
         """``torch.func.stack_module_state(models)``: (params, buffers), new leaves that

@@ -370,6 +370,9 @@ MEMO_DECORATORS = frozenset({"functools.lru_cache", "functools.cache"})
 STATIC_DECORATORS = frozenset({"builtins.staticmethod"})
 CLASS_DECORATORS = frozenset({"builtins.classmethod"})
 PROPERTY_DECORATORS = frozenset({"builtins.property", "functools.cached_property"})
+# a non-data descriptor run once per instance: the first read stores its value in the
+# instance's __dict__, which every later read finds first (the body never runs again)
+CACHED_PROPERTY_DECORATORS = frozenset({"functools.cached_property"})
 # functools.wraps(fn) returns a decorator that returns its argument
 WRAPS = frozenset({"functools.wraps"})
 UPDATE_WRAPPER = frozenset({"functools.update_wrapper"})
@@ -613,6 +616,21 @@ MODEL_OUTPUT_ATTRS = frozenset(
 CALL_THROUGH = {
     "torch.utils.checkpoint.checkpoint": frozenset({"use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug"}),
 }
+
+# Functions that run a chain of modules on an input, each on the previous one's
+# output (the values: the chain's position, the input's position and keyword, their own
+# keywords): checkpoint_sequential runs every segment's forward under the current
+# modes, as `functions(input)` would (a Sequential, or a list of modules in order).
+CALL_CHAIN_THROUGH = {
+    "torch.utils.checkpoint.checkpoint_sequential": (0, 2, "input", frozenset({"use_reentrant", "preserve_rng_state"})),
+}
+
+# Functions that read tensors from storage: called outside every fake region they
+# make real tensors (in containers of unknown structure: values.RealTreeVal); under a
+# mode, or with map_location="meta", not known here
+TENSOR_LOADERS = frozenset({"torch.load", "safetensors.torch.load_file", "safetensors.torch.load"})
+# methods of a mapping that give one of its values (a part of a loaded tree)
+MAPPING_VALUE_METHODS = frozenset({"get", "pop", "__getitem__", "setdefault"})
 
 # Attributes of torch's wrapper modules that give back the wrapped module
 MODULE_WRAPPER_ATTRS = frozenset({"module", "_orig_mod", "_fsdp_wrapped_module", "_checkpoint_wrapped_module"})

@@ -300,6 +300,7 @@ class FuncVal(Value):
     # `@my_contextmanager()`): each call of the function runs inside them, outermost first
     contexts: tuple = ()
     setter: "FuncVal | None" = None  # a property's `@name.setter` function: `obj.name = v` calls it
+    cached: bool = False  # a functools.cached_property: the first read's value stays in obj.__dict__
 
 
 @dataclass(eq=False)
@@ -533,6 +534,14 @@ class ArgParserVal(Value):
     options: dict = field(default_factory=dict)  # the constructor's plain options (prog, prefix_chars...)
     root: "ArgParserVal | None" = None  # a group: the parser it declares into
     group: tuple | None = None  # a mutually exclusive group: ("mutex", n, required)
+
+
+@dataclass(frozen=True, eq=False)
+class RealTreeVal(Value):
+    """What ``torch.load`` (TENSOR_LOADERS) returned outside every fake region: a tree
+    of containers of unknown structure whose tensors are all real (``ckpt["model"]``,
+    ``ckpt.get("state")``: a part of the same tree). Whether they require grad is not
+    known; that they are not fake is."""
 
 
 @dataclass(eq=False)

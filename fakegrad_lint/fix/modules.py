@@ -59,16 +59,18 @@ def fake_copy(copy_fn: str, module: str, mode: str, each: bool = False, share_st
             f"[*{module}.parameters(), *{module}.buffers()]}})")
 
 
-def handed_on(stmts, module: str) -> bool:
+def handed_on(stmts, module: str, to_helper: bool = False) -> bool:
     """Is ``module`` an argument of a call in ``stmts`` (``gradient_penalty(critic, x)``)?
     The helper then runs the real module in the region too: the region uses a fake copy
-    throughout."""
+    throughout. ``to_helper``: only calls that may run the module's own methods (not the
+    builtins that iterate over it, ``enumerate(net)``)."""
+    skip = _METADATA_CALLS | _ITERATING_BUILTINS if to_helper else _METADATA_CALLS
     for s in stmts:
         for n in ast.walk(s):
             if isinstance(n, ast.Call):
                 args = [a.value if isinstance(a, ast.Starred) else a for a in n.args] + [k.value for k in n.keywords]
                 if any(dotted_name(a) == module for a in args) and \
-                        (dotted_name(n.func) or "").rsplit(".", 1)[-1] not in _METADATA_CALLS:
+                        (dotted_name(n.func) or "").rsplit(".", 1)[-1] not in skip:
                     return True
     return False
 
@@ -76,6 +78,9 @@ def handed_on(stmts, module: str) -> bool:
 # builtins that only look at a module (no tensor op): handing it to them is no reason for a copy
 _METADATA_CALLS = frozenset({"isinstance", "type", "id", "print", "repr", "str", "len", "hasattr", "getattr",
                              "callable", "vars", "dir"})
+# builtins that iterate over a module's children: they call none of its own methods
+_ITERATING_BUILTINS = frozenset({"enumerate", "zip", "list", "tuple", "iter", "reversed", "sorted", "map",
+                                 "filter", "next", "set", "dict"})
 
 
 def method_receiver(stmts, uses) -> bool:
