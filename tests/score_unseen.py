@@ -14,6 +14,7 @@
     python tests/score_unseen.py --corpus probes2      # fixtures/probes2/*.py (adversarial hazards and safe look-alikes, sem5)
     python tests/score_unseen.py --corpus probes3      # fixtures/probes3/*.py (Python features around a region, an6)
     python tests/score_unseen.py --corpus probes4      # fixtures/probes4/*.py (an8), fixtures/probes4_projects/*/ (project layouts, an9)
+    python tests/score_unseen.py --corpus probes5      # fixtures/probes5/*.py (an10), fixtures/probes5_projects/*/ (project layouts, an11)
     python tests/score_unseen.py --cmd "python -m fakegrad_lint --output-format json"
     python tests/score_unseen.py --format json         # the score as JSON
 
@@ -71,6 +72,7 @@ CORPORA = {
     "probes_eco": ("probes_eco", "probes_eco_projects"),
     "probes3": ("probes3", "probes3_projects"),
     "probes4": ("probes4", "probes4_projects"),
+    "probes5": ("probes5", "probes5_projects"),
 }
 
 
