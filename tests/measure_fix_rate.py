@@ -6,7 +6,7 @@ Sets: ``corpus`` (``fixtures/*.py``), ``cases`` (``tests/data/fix_cases``),
 ``unseen`` (``fixtures/unseen/*.py``), ``heldout`` (``fixtures/heldout/*.py``), ``fresh``
 (``fixtures/fresh/*.py``), ``vault`` (``fixtures/vault/*.py``, the fresh set's sealed half: the
 coordinator's to measure), ``vault2`` (``fixtures/vault2/*.py``, sealed: the coordinator's to
-measure), ``vault3`` (``fixtures/vault3/*.py``), ``vault4`` (``fixtures/vault4/*.py``), ``vault5`` (``fixtures/vault5/*.py``), ``vault6`` (``fixtures/vault6/*.py``, sealed: the coordinator's to measure); default all. For each set: the
+measure), ``vault3`` (``fixtures/vault3/*.py``), ``vault4`` (``fixtures/vault4/*.py``), ``vault5`` (``fixtures/vault5/*.py``), ``vault6`` (``fixtures/vault6/*.py``, sealed: the coordinator's to measure), ``vault7`` (``fixtures/vault7/*.py``, sealed: the coordinator's to measure); default all. For each set: the
 hazards (programs that end ``hazard`` or ``crash`` under the runtime oracle), how
 many of them run clean after the fix with their printed output unchanged
 (``test_fix_runtime.judge``), how many fixed files fail (``error``, or a crash
@@ -61,6 +61,7 @@ SETS = {
     "vault4": lambda: sorted((FIXTURES_DIR / "vault4").glob("*.py")),
     "vault5": lambda: sorted((FIXTURES_DIR / "vault5").glob("*.py")),
     "vault6": lambda: sorted((FIXTURES_DIR / "vault6").glob("*.py")),
+    "vault7": lambda: sorted((FIXTURES_DIR / "vault7").glob("*.py")),
 }
 
 def project_folders(corpus: str) -> list[Path]:

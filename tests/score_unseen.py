@@ -11,6 +11,7 @@
     python tests/score_unseen.py --corpus vault4       # fixtures/vault4/*.py, fixtures/vault4_projects/*/ (sealed; the coordinator scores it)
     python tests/score_unseen.py --corpus vault5       # fixtures/vault5/*.py, fixtures/vault5_projects/*/ (sealed; the coordinator scores it)
     python tests/score_unseen.py --corpus vault6       # fixtures/vault6/*.py, fixtures/vault6_projects/*/ (sealed; the coordinator scores it)
+    python tests/score_unseen.py --corpus vault7       # fixtures/vault7/*.py, fixtures/vault7_projects/*/ (sealed; the coordinator scores it)
     python tests/score_unseen.py --corpus probes2      # fixtures/probes2/*.py (adversarial hazards and safe look-alikes, sem5)
     python tests/score_unseen.py --corpus probes3      # fixtures/probes3/*.py (Python features around a region, an6)
     python tests/score_unseen.py --corpus probes4      # fixtures/probes4/*.py (an8), fixtures/probes4_projects/*/ (project layouts, an9)
@@ -67,6 +68,7 @@ CORPORA = {
     "vault4": ("vault4", "vault4_projects"),
     "vault5": ("vault5", "vault5_projects"),
     "vault6": ("vault6", "vault6_projects"),
+    "vault7": ("vault7", "vault7_projects"),
     "probes": ("probes", "probes_projects"),
     "probes2": ("probes2", "probes2_projects"),
     "probes_eco": ("probes_eco", "probes_eco_projects"),
