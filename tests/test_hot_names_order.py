@@ -11,6 +11,8 @@ import sys
 
 from fakegrad_lint.analysis import project
 
+from test_callgraph import make
+
 FILES = {
     # hot code registers itself in b's registry: b is fed (`register`, `REG`)
     "a.py": "from torch._subclasses.fake_tensor import FakeTensorMode\n"
@@ -39,14 +41,6 @@ COLD = dict(FILES, **{"c.py": "from torch._subclasses.fake_tensor import FakeTen
                                   "def use(name, f):\n"
                                   "    return other(name)\n",
                       "b.py": FILES["b.py"] + "\ndef other(name):\n    return name\n"})
-
-
-def make(root, files):
-    for rel, text in files.items():
-        path = os.path.join(root, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as fh:
-            fh.write(text)
 
 
 def gate_then_hot(root):
