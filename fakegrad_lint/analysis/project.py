@@ -178,7 +178,7 @@ def _hot_word_re(roots):
             _hot.pop(path, None)  # computed with fewer possible modules: again
         words = set()
         fed = set()
-        for path in possible:
+        for path in sorted(possible):
             names = hot_names_of(path, 0)
             words |= names
             if names:
@@ -187,18 +187,25 @@ def _hot_word_re(roots):
                     mod_words.add(_module_word(path))  # `import boot` may enter its mode
         # a registry filled by hot code (`@register("fake")` on a class that opens a
         # region, in another module): the module that holds it is possible too
-        for target, name in _through_reexports(fed):
+        again = False
+        for target, name in sorted(_through_reexports(fed)):
             if name not in _fed.setdefault(target, set()):
                 _fed[target].add(name)
                 old = _summaries.get(target)
                 if old is not None and not old[1]:
                     _summaries.pop(target)  # made without its statements: again
                 _hot.pop(target, None)
+                again = True
             if target not in possible:
                 possible.add(target)
                 _possible.add(target)
                 _hot.pop(target, None)
-                words |= hot_names_of(target, 0)
+                again = True
+        if again:
+            # the modules of this round that import the new ones were computed
+            # without them: the whole round again (the order the possible files are
+            # visited in then does not matter)
+            continue
 
         if not words:
             break
@@ -515,6 +522,8 @@ def hot_names_of(target: str, depth: int) -> frozenset:
     if target in _scanned and target not in _possible:
         return frozenset()  # names neither a fake mode nor a hot name of its project
     if depth > 8:
+        if _in_progress:
+            _cycle[0] = True  # cut short: computed again from the outermost call
         return frozenset()
     outer = not _in_progress
     _hot[key] = frozenset()  # cycles stop here (for now)
@@ -526,25 +535,33 @@ def hot_names_of(target: str, depth: int) -> frozenset:
         _in_progress.pop()
     _hot[key] = names
     if outer:
-        keys = list(_this_round)
-        _this_round.clear()
         if _cycle[0]:
             _cycle[0] = False
             _in_progress.append(None)  # what is computed now is not an outermost call
             try:
-                for _ in range(16):
+                # every module computed since the outermost call, those first reached
+                # while computing again too (`_this_round` grows), until nothing
+                # changes: the result does not depend on the order they were reached
+                keys = _this_round
+                for _ in range(64):
                     changed = False
-                    for k in keys:
+                    known = len(keys)
+                    i = 0
+                    while i < len(keys):
+                        k = keys[i]
+                        i += 1
                         again = hot_names(k, None, 0)
                         if again != _hot.get(k):
                             _hot[k] = again
                             changed = True
+                    if len(keys) > known:
+                        changed = True  # first reached in this pass, from partial values
                     if not changed:
                         break
             finally:
                 _in_progress.pop()
-                _this_round.clear()
                 _cycle[0] = False
+        _this_round.clear()
         names = _hot[key]
     return names
 
