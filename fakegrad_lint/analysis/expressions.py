@@ -12,6 +12,8 @@ import ast
 import os
 import re
 
+from fakegrad_lint.analysis.param_leaves import requires_grad_of
+from fakegrad_lint.analysis.descriptors import class_lookup, descriptor_kind
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _BUILTINS
 from fakegrad_lint.analysis.heap import heap_set
@@ -481,6 +483,8 @@ class ExpressionsMixin:
                 return ConstVal(len(obj.shape))
             if attr in ("is_meta", "is_cuda") and obj.device is not None and obj.mode is None:
                 return ConstVal(obj.device == attr[3:])  # (its device is known: `to_empty(device="cpu")`)
+            if attr == "requires_grad" and requires_grad_of(obj) is not None:
+                return ConstVal(requires_grad_of(obj))  # a known layer's parameter (param_leaves.py)
             if attr in N.METADATA_ATTRS:
                 return UNKNOWN
             if attr == "grad":
@@ -499,6 +503,9 @@ class ExpressionsMixin:
                 return TVal(frozenset(), obj.mode, frozenset())
             return MethodRef(obj, attr) if attr.isidentifier() and not attr.startswith("_") else UNKNOWN
         if isinstance(obj, (InstanceVal, ModuleVal)):
+            got = self.data_descriptor_read(obj, attr, st)
+            if got is not None:
+                return got  # (a data descriptor of the class wins over the instance's __dict__)
             if attr in obj.attrs:
                 return obj.attrs[attr]
             if attr == "__dict__" and isinstance(obj, InstanceVal):
@@ -506,6 +513,8 @@ class ExpressionsMixin:
             cls = obj.cls
             if cls is not None:
                 m = cls.methods.get(attr)
+                if descriptor_kind(m) in ("data", "non-data"):
+                    return self.descriptor_get(m, obj, cls, st)  # (`@descriptor def name(self)`)
                 if m is not None:
                     return self.bind_method(m, obj, cls, st)
                 a = cls.lookup_attr(attr)
@@ -541,6 +550,9 @@ class ExpressionsMixin:
                 return ConstVal(obj.node.name)
             if attr == "apply" and obj.lookup_method("apply") is None and _is_autograd_function(obj):
                 return AutogradApply(obj)
+            d = class_lookup(obj, attr)
+            if descriptor_kind(d) in ("data", "non-data"):
+                return self.descriptor_get(d, None, obj, st)  # `C.name`: `__get__(d, None, C)`
             m = obj.methods.get(attr)
             if m is not None:
                 return BoundMethod(m, obj) if isinstance(m, FuncVal) and m.kind == "class" else m

@@ -34,6 +34,7 @@ from __future__ import annotations
 import ast
 import os
 
+from fakegrad_lint.analysis.descriptors import DescriptorsMixin
 from fakegrad_lint.analysis import roots as R
 from fakegrad_lint.analysis import state as _state
 from fakegrad_lint.analysis import values as _values
@@ -57,6 +58,7 @@ from fakegrad_lint.analysis.values import ClassVal, ConstVal, ModuleVal, ProjMod
 
 
 class Interpreter(
+    DescriptorsMixin,
     StatementsMixin,
     ExpressionsMixin,
     CallsMixin,
