@@ -25,7 +25,7 @@ from test_semantics import HEAD  # noqa: E402
 from fakegrad_lint.engine.lint import check_source  # noqa: E402
 
 DEFAULT_CODES = {"FGL001", "FGL002", "FGL003"}
-_HEAD = HEAD + "import threading\nfrom concurrent.futures import ThreadPoolExecutor\n"
+_HEAD = HEAD + "import operator\nimport threading\nimport weakref\nfrom concurrent.futures import ThreadPoolExecutor\n"
 
 _NONDATA = """
 class lazy:
@@ -125,6 +125,15 @@ with FakeTensorMode(allow_non_fake_inputs=True):
     pen.backward()
 """
 
+_CALLERS = """
+model = nn.Linear(3, 2)
+ref = weakref.ref(model)
+with FakeTensorMode(allow_non_fake_inputs=True){grad}:
+    batch = torch.randn(5, 3)
+    out = {call}{mark}
+    {backward}
+"""
+
 CASES = {
     "nondata_descriptor_built_before_region": _NONDATA.format(mark="  # FGL001", first="print(exp.size())"),
     "nondata_descriptor_built_inside_region": _NONDATA.format(mark="", first=""),
@@ -166,6 +175,15 @@ CASES = {
         frozen=("weight", "bias"), chosen="[p for p in model.parameters() if p.requires_grad]", mark=""),
     "requires_grad_filter_takes_frozen": _FILTER.format(
         frozen="bias", chosen="[p for _, p in model.named_parameters() if not p.requires_grad]", mark=""),
+    "methodcaller_forward": _CALLERS.format(grad="", call='operator.methodcaller("forward", batch)(model)',
+                                            mark="  # FGL001", backward="out.sum().backward()"),
+    "methodcaller_size_only": _CALLERS.format(grad="", call='operator.methodcaller("size", 0)(model.weight)',
+                                              mark="", backward="print(out)"),
+    # (a module-level name holds the model: the reference gives it back)
+    "weakref_dereferenced_in_region": _CALLERS.format(grad="", call="ref()(batch)", mark="  # FGL001",
+                                                      backward="out.sum().backward()"),
+    "weakref_dereferenced_forward_only": _CALLERS.format(grad=", torch.no_grad()", call="ref()(batch)", mark="",
+                                                         backward="print(out.shape)"),
 }
 
 

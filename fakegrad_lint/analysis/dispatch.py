@@ -11,7 +11,7 @@ import ast
 
 from fakegrad_lint.analysis import values as _values
 from fakegrad_lint.analysis.names import dotted_name
-from fakegrad_lint.analysis.param_leaves import covered_modules
+from fakegrad_lint.analysis.param_leaves import covered_modules, maybe_switched
 from fakegrad_lint.analysis.state import Crashed
 from fakegrad_lint.analysis.torch_values import _owns, broadcast, op_shape, shape_of, with_shape
 from fakegrad_lint.analysis.valueops import _carries, _flatten, _fold_strings, _is_module_value, _is_tensorish, fold_binop
@@ -162,7 +162,7 @@ class DispatchMixin:
                         continue
                     # (requires_grad switched off on some paths only: a may link)
                     rec = self.record(node, origin, whole.get(id(v), v), ex, region, route, allow, st, grad, fake_ex,
-                                      may or origin.disabled is None)
+                                      may or origin.disabled is None or maybe_switched(origin))
                     if rec is not None:
                         new.append(rec)
             return TVal(frozenset(), mode, (leaks | frozenset(new)) if grad else frozenset(), may_fake=region_may,

@@ -240,6 +240,7 @@ class ExpressionsMixin:
         cst.returns = st.returns
         try:
             if len(e.generators) == 1 and not e.generators[0].is_async:
+                self.loop_iters.add(id(e.generators[0].iter))
                 it = self.eval(e.generators[0].iter, cst)
                 self.note_loop_module(e.generators[0], e.generators[0].iter, it, cst)
                 elems = self.known_elements(it)
@@ -310,6 +311,8 @@ class ExpressionsMixin:
     def _comprehension_joined(self, e, cst, first=None):
         """A comprehension run once with each target bound to the join of its items."""
         for i, gen in enumerate(e.generators):
+            if not (i == 0 and first is not None):
+                self.loop_iters.add(id(gen.iter))
             it = first if i == 0 and first is not None else self.eval(gen.iter, cst)
             if not (i == 0 and first is not None):
                 self.note_loop_module(gen, gen.iter, it, cst)

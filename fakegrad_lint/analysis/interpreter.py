@@ -35,6 +35,7 @@ import ast
 import os
 
 from fakegrad_lint.analysis.descriptors import DescriptorsMixin
+from fakegrad_lint.analysis.param_leaves import ParamLeavesMixin
 from fakegrad_lint.analysis import roots as R
 from fakegrad_lint.analysis import state as _state
 from fakegrad_lint.analysis import values as _values
@@ -59,6 +60,7 @@ from fakegrad_lint.analysis.values import ClassVal, ConstVal, ModuleVal, ProjMod
 
 class Interpreter(
     DescriptorsMixin,
+    ParamLeavesMixin,
     StatementsMixin,
     ExpressionsMixin,
     CallsMixin,

@@ -461,8 +461,9 @@ class MethodCallsMixin(LibraryMixin):
             return self.call_function(m, [mod.cls if m.kind == "class" else mod] + list(args), kwargs, st,
                                       site=(e, [e.func.value] + _arg_exprs(e), [mod] + list(args)))
         leaves = param_leaves(mod, e.lineno) if real and name in ("parameters", "named_parameters") else None
-        if leaves and (name == "named_parameters" or split_state(leaves)):
-            # each parameter by name, one object each (param_leaves.py)
+        if leaves and (id(e) in self.loop_iters or split_state(leaves)):
+            # each parameter by name, one object each (param_leaves.py), where a loop's
+            # body sees them one by one or they differ already (some switched off)
             if name == "parameters":
                 ts = tuple(t for _, t in leaves)
                 return SeqVal(ts, ts)

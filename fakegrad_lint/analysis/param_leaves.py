@@ -60,10 +60,19 @@ def param_leaves(mod, line, prefix="", depth=0):
     for p in _ordered(o.param_names):
         leaf = leaves.get(p)
         if leaf is None:
-            leaf = leaves[p] = Origin(f"{o.name}.{p}" if o.name else p, "parameter", line, parent=o, param=p)
+            # (made with its layer: the trace's source is where the layer was built)
+            leaf = leaves[p] = Origin(f"{o.name}.{p}" if o.name else p, "parameter", o.line, parent=o, param=p)
         heap_field(leaf, "disabled", effective_disabled(leaf))
         out.append((prefix + p, TVal(frozenset([leaf]), device=mod.device)))
     return out
+
+
+class ParamLeavesMixin:
+    @property
+    def loop_iters(self):
+        """ids of the expressions a ``for`` or a comprehension iterates: there a loop's
+        body sees the parameters one by one (``named_parameters()`` gives the leaves)."""
+        return self.__dict__.setdefault("_loop_iters", set())
 
 
 def _ancestors_disabled(origin):
@@ -130,3 +139,21 @@ def covered_modules(origins):
             done[id(p)] = p
             out.append(p)
     return out
+
+
+def maybe_switched(origin, depth=0):
+    """Was some parameter of this module switched off on some paths only (one of its
+    leaves, or of its submodules')? Then what the module brings is only possibly
+    requires-grad (a module-level join keeps only what every path froze)."""
+    if depth > 4 or origin is None:
+        return False
+    if any(leaf.disabled is None for leaf in origin.__dict__.get("_leaves", {}).values()):
+        return True
+    owner = origin.owner
+    if owner is not None and getattr(owner, "children", None) is not None:
+        for k in owner.children:
+            child = owner.attrs.get(k)
+            if child is not None and getattr(child, "origin", None) is not None \
+                    and maybe_switched(child.origin, depth + 1):
+                return True
+    return False

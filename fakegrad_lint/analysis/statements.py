@@ -243,6 +243,7 @@ class StatementsMixin:
             self.exec_block(s.orelse, st)
 
     def _exec_for(self, s, st):
+        self.loop_iters.add(id(s.iter))
         it = self.eval(s.iter, st)
         if isinstance(it, GeneratorVal):
             it = self.gen_consume(it, st)  # its body runs as the loop consumes it

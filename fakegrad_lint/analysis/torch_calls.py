@@ -22,7 +22,7 @@ from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _flatten, _i
 from fakegrad_lint.analysis.valueops import json_loads, new_parser
 from fakegrad_lint.analysis.torch_values import layer_output_shape
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, DataFileVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
-    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, GetterVal, InstanceVal, LazyImport, MaybeVal, ModeVal, ModRef, ModuleVal,
+    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, GetterVal, WeakRefVal, InstanceVal, LazyImport, MaybeVal, ModeVal, ModRef, ModuleVal,
     OptimizerVal, Origin, PartialVal, RealTreeVal, Region, ReturnsVal, SeqVal, TracedFn, TransformVal, TVal, WorkerVal)
 
 
@@ -492,6 +492,13 @@ class TorchCallsMixin:
             return self.new_module(e, q, args, kwargs, st, torch_layer=False)
         if q in N.ITERABLE_FUNCS:
             return self.iterable_call(e, N.ITERABLE_FUNCS[q], args, kwargs, st)
+        if q in N.WEAKREFS:
+            return WeakRefVal(args[0]) if len(args) == 1 and not kwargs else UNKNOWN
+        if q in N.METHOD_CALLERS:
+            if args and isinstance(args[0], ConstVal) and isinstance(args[0].value, str) \
+                    and not isinstance(kwargs, OpenKwargs):
+                return GetterVal("method", (args[0].value, tuple(args[1:]), tuple(kwargs.items())))
+            return UNKNOWN
         if q in N.GETTERS:
             if args and not kwargs and all(isinstance(a, ConstVal) for a in args):
                 return GetterVal(N.GETTERS[q], tuple(a.value for a in args))

@@ -443,6 +443,10 @@ OPERATOR_FUNCS = frozenset(
 # operator's getters: callables that read the named attributes (dotted paths) or items
 # of their argument (several names: a tuple)
 GETTERS = {"operator.attrgetter": "attr", "operator.itemgetter": "item"}
+# operator.methodcaller(name, *args, **kwargs): a callable f with f(obj) = obj.name(*args, **kwargs)
+METHOD_CALLERS = frozenset({"operator.methodcaller"})
+# weakref.ref(obj): calling the reference gives obj while it is alive (else None)
+WEAKREFS = frozenset({"weakref.ref", "weakref.ReferenceType"})
 # executors and threads run the function they are given (a worker opening a region
 # runs it with the caller's objects): submit(fn, *args) / map(fn, *its) / Thread(target=fn,
 # args=...).start() call fn right there; a future's result() is fn's return value
