@@ -4,7 +4,7 @@ classes (data and non-data, ``__set_name__``, lazy builds before or inside the r
 and thread pools (a thread starts outside every region), ``to_empty`` and dtype casts of a
 real or meta module inside a strict mode, per-parameter ``requires_grad`` filters, and
 neighbours (``cached_property``, ``getattr``/``attrgetter`` on a ``SimpleNamespace``,
-``NamedTuple`` bundles, an enum matched to a context, an ``__init_subclass__`` registry),
+``NamedTuple`` bundles, an enum matched to a context, ``weakref.ref``, ``methodcaller``),
 each hazard with a safe look-alike, labelled by running them (the checks of
 ``tests/test_unseen_runtime.py``)."""
 
