@@ -21,7 +21,7 @@ from fakegrad_lint.analysis.state import MAX_DEPTH, Crashed, Scope, YieldReached
 from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, known_iteration as _known_iteration, _arg_exprs, _one_of, _dict_val, _interesting, _is_none_const,
     _is_tensorish)
 from fakegrad_lint.analysis.values import (UNKNOWN, AutogradApply, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal, ModeVal, DecoratorVal,
-    ExportedProgramVal, FuncVal, GeneratorVal, GetterVal, InstanceVal, MaybeVal, MethodRef, ModRef, ModuleVal, PartialVal, ProjModVal, ReturnsVal, SeqVal, SingleDispatchVal, DispatchRegister, LibraryMethod,
+    ExportedProgramVal, FuncVal, GeneratorVal, GetterVal, InstanceVal, MaybeVal, MethodRef, ModRef, ModuleVal, PartialVal, ProjModVal, ReturnsVal, WeakRefVal, SeqVal, SingleDispatchVal, DispatchRegister, LibraryMethod,
     SuperVal, TracedFn, TransformVal, TVal, join, join_all, union)
 
 _CALLEE = object()  # call_value's default: the call's own callee expression
@@ -239,6 +239,9 @@ class CallsMixin:
         several names give a tuple."""
         if len(args) != 1 or kwargs:
             return UNKNOWN
+        if getter.kind == "method":
+            name, margs, mkw = getter.keys
+            return self.call_value(e, self.attribute(e, args[0], name, st), list(margs), dict(mkw), st, func_expr=None)
         out = []
         for key in getter.keys:
             v = args[0]
@@ -459,6 +462,10 @@ class CallsMixin:
             return self.call_method_ref(e, callee, args, kwargs, st)
         if isinstance(callee, DecoratorVal):
             return args[0] if args else UNKNOWN
+        if isinstance(callee, WeakRefVal) and not args and not kwargs:
+            # the referent while a strong reference holds it: a module-level name's value
+            module_vars = st.scope.module.vars.values() if st.scope.module is not None else ()
+            return callee.target if any(v is callee.target for v in module_vars) else UNKNOWN
         if isinstance(callee, ReturnsVal):
             return callee.result
         if isinstance(callee, LibraryMethod):

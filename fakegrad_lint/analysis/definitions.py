@@ -219,6 +219,7 @@ class DefinitionsMixin:
             meta = next((b.meta for b in bases if isinstance(b, ClassVal) and b.meta is not None), None)
         if isinstance(meta, ClassVal):
             cv = self.run_metaclass(meta, cv, node, bases, st, ns)
+        self.set_names(cv, st)  # (type.__new__: `__set_name__` before `__init_subclass__`)
         hook = next((c.own["__init_subclass__"] for c in cv.mro[1:] if "__init_subclass__" in c.own), None)
         if isinstance(hook, FuncVal):
             # a base's __init_subclass__ runs on the new class (implicitly a class method)

@@ -11,6 +11,7 @@ import ast
 
 from fakegrad_lint.analysis import values as _values
 from fakegrad_lint.analysis.names import dotted_name
+from fakegrad_lint.analysis.param_leaves import covered_modules, maybe_switched
 from fakegrad_lint.analysis.state import Crashed
 from fakegrad_lint.analysis.torch_values import _owns, broadcast, op_shape, shape_of, with_shape
 from fakegrad_lint.analysis.valueops import _carries, _flatten, _fold_strings, _is_module_value, _is_tensorish, fold_binop
@@ -161,7 +162,7 @@ class DispatchMixin:
                         continue
                     # (requires_grad switched off on some paths only: a may link)
                     rec = self.record(node, origin, whole.get(id(v), v), ex, region, route, allow, st, grad, fake_ex,
-                                      may or origin.disabled is None)
+                                      may or origin.disabled is None or maybe_switched(origin))
                     if rec is not None:
                         new.append(rec)
             return TVal(frozenset(), mode, (leaks | frozenset(new)) if grad else frozenset(), may_fake=region_may,
@@ -314,7 +315,12 @@ class DispatchMixin:
         ``.grad`` is None again (``set_to_none=False`` zeroes the real tensors in place)."""
         if set_to_none is False:
             return
-        for x in (_flatten(v) if isinstance(v, SeqVal) else [v]):
+        values = _flatten(v) if isinstance(v, SeqVal) else [v]
+        leaves = [o for x in values for o in x.real_rg()]
+        for o in covered_modules(leaves):  # (every parameter of a layer, one by one: the layer's too)
+            heap_field(o, "grad_real", False if set_to_none is True else None)
+            heap_field(o, "fake_grad", False if set_to_none is True else o.fake_grad and None)
+        for x in values:
             for o in x.real_rg():
                 heap_field(o, "grad_real", False if set_to_none is True else None)
                 heap_field(o, "fake_grad", False if set_to_none is True else o.fake_grad and None)

@@ -12,6 +12,8 @@ import ast
 import os
 import re
 
+from fakegrad_lint.analysis.param_leaves import requires_grad_of
+from fakegrad_lint.analysis.descriptors import class_lookup, descriptor_kind
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _BUILTINS
 from fakegrad_lint.analysis.heap import heap_set
@@ -238,6 +240,7 @@ class ExpressionsMixin:
         cst.returns = st.returns
         try:
             if len(e.generators) == 1 and not e.generators[0].is_async:
+                self.loop_iters.add(id(e.generators[0].iter))
                 it = self.eval(e.generators[0].iter, cst)
                 self.note_loop_module(e.generators[0], e.generators[0].iter, it, cst)
                 elems = self.known_elements(it)
@@ -308,6 +311,8 @@ class ExpressionsMixin:
     def _comprehension_joined(self, e, cst, first=None):
         """A comprehension run once with each target bound to the join of its items."""
         for i, gen in enumerate(e.generators):
+            if not (i == 0 and first is not None):
+                self.loop_iters.add(id(gen.iter))
             it = first if i == 0 and first is not None else self.eval(gen.iter, cst)
             if not (i == 0 and first is not None):
                 self.note_loop_module(gen, gen.iter, it, cst)
@@ -481,6 +486,8 @@ class ExpressionsMixin:
                 return ConstVal(len(obj.shape))
             if attr in ("is_meta", "is_cuda") and obj.device is not None and obj.mode is None:
                 return ConstVal(obj.device == attr[3:])  # (its device is known: `to_empty(device="cpu")`)
+            if attr == "requires_grad" and requires_grad_of(obj) is not None:
+                return ConstVal(requires_grad_of(obj))  # a known layer's parameter (param_leaves.py)
             if attr in N.METADATA_ATTRS:
                 return UNKNOWN
             if attr == "grad":
@@ -499,6 +506,9 @@ class ExpressionsMixin:
                 return TVal(frozenset(), obj.mode, frozenset())
             return MethodRef(obj, attr) if attr.isidentifier() and not attr.startswith("_") else UNKNOWN
         if isinstance(obj, (InstanceVal, ModuleVal)):
+            got = self.data_descriptor_read(obj, attr, st)
+            if got is not None:
+                return got  # (a data descriptor of the class wins over the instance's __dict__)
             if attr in obj.attrs:
                 return obj.attrs[attr]
             if attr == "__dict__" and isinstance(obj, InstanceVal):
@@ -506,6 +516,8 @@ class ExpressionsMixin:
             cls = obj.cls
             if cls is not None:
                 m = cls.methods.get(attr)
+                if descriptor_kind(m) in ("data", "non-data"):
+                    return self.descriptor_get(m, obj, cls, st)  # (`@descriptor def name(self)`)
                 if m is not None:
                     return self.bind_method(m, obj, cls, st)
                 a = cls.lookup_attr(attr)
@@ -541,6 +553,9 @@ class ExpressionsMixin:
                 return ConstVal(obj.node.name)
             if attr == "apply" and obj.lookup_method("apply") is None and _is_autograd_function(obj):
                 return AutogradApply(obj)
+            d = class_lookup(obj, attr)
+            if descriptor_kind(d) in ("data", "non-data"):
+                return self.descriptor_get(d, None, obj, st)  # `C.name`: `__get__(d, None, C)`
             m = obj.methods.get(attr)
             if m is not None:
                 return BoundMethod(m, obj) if isinstance(m, FuncVal) and m.kind == "class" else m

@@ -34,6 +34,8 @@ from __future__ import annotations
 import ast
 import os
 
+from fakegrad_lint.analysis.descriptors import DescriptorsMixin
+from fakegrad_lint.analysis.param_leaves import ParamLeavesMixin
 from fakegrad_lint.analysis import roots as R
 from fakegrad_lint.analysis import state as _state
 from fakegrad_lint.analysis import values as _values
@@ -57,6 +59,8 @@ from fakegrad_lint.analysis.values import ClassVal, ConstVal, ModuleVal, ProjMod
 
 
 class Interpreter(
+    DescriptorsMixin,
+    ParamLeavesMixin,
     StatementsMixin,
     ExpressionsMixin,
     CallsMixin,

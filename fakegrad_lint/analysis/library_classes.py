@@ -10,6 +10,9 @@ not define is the library's, and ``super().name(...)`` reaches the library's.
 - ``torch.fx.Interpreter``: ``run(*args)`` runs the module it was given on them
   (a ``run_node`` the subclass overrides runs on the output, with
   ``super().run_node(n)`` giving it).
+- ``threading.Thread``/``Timer``: ``__init__`` keeps the call ``run()`` makes
+  (``torch_tables.THREAD_SIGNATURES``), ``start()`` runs ``run()`` (a subclass's
+  override, else the library's ``target(*args, **kwargs)``) in a new thread.
 - ``FakeTensorMode``: an instance of a subclass is a mode (:class:`ModeVal` with its
   class); ``super().__init__(allow_non_fake_inputs=...)`` decides what it allows,
   ``super().__enter__()`` enters it.
@@ -25,7 +28,7 @@ from fakegrad_lint.analysis.heap import heap_field, heap_set
 from fakegrad_lint.analysis.state import Crashed, YieldReached, _BlockExit
 from fakegrad_lint.analysis.valueops import _dict_val
 from fakegrad_lint.analysis.values import (UNKNOWN, ClassVal, ConstVal, CtxVal, FuncVal, InstanceVal, ModeVal, ModRef,
-    SeqVal, Value)
+    SeqVal, Value, WorkerVal)
 
 # exceptions a runner (or a library method) catches for the code it runs
 _ENDS = (Crashed, _BlockExit, YieldReached)
@@ -292,6 +295,57 @@ class LibraryMixin:
         return interp.attrs.get("<fx output>", UNKNOWN)
 
 
+    # ------------------------------------------------------------- threading
+    def _thread_init(self, e, inst, args, kwargs, st):
+        """``Thread.__init__(group, target, name, args, kwargs, *, daemon)`` /
+        ``Timer.__init__(interval, function, args, kwargs)``: the call ``run()`` makes
+        (None: not known)."""
+        target = thread_target(library_kind(inst.cls), args, kwargs)
+        heap_set(inst, "<target>", UNKNOWN if target is None else WorkerVal("thread", target))
+        return UNKNOWN
+
+    def _thread_start(self, e, inst, args, kwargs, st):
+        """``start()``: ``run()`` (the subclass's, else the library's) in a new thread."""
+        run = inst.cls.lookup_method("run")
+        if run is not None:
+            self._in_new_thread(lambda: self.call_function(run, [inst], {}, st, force=True), st)
+        else:
+            self._in_new_thread(lambda: self._thread_run(e, inst, [], {}, st), st)
+        return UNKNOWN
+
+    def _thread_run(self, e, inst, args, kwargs, st):
+        target = inst.attrs.get("<target>")
+        if isinstance(target, WorkerVal):
+            fn, targs, tkw = target.target
+            self.call_value(e, fn, list(targs), dict(tkw), st, func_expr=None)
+        return UNKNOWN
+
+
+def thread_target(kind, args, kwargs):
+    """(fn, args, kwargs) a ``Thread``/``Timer`` constructed with ``args``/``kwargs``
+    calls in ``run()`` (``torch_tables.THREAD_SIGNATURES``), or None when any part is
+    not known (no function, ``*args`` not a known tuple, ``**kwargs`` not a known dict)."""
+    names, fn_name = N.THREAD_SIGNATURES[kind]
+    bound = dict(zip(names, args))
+    if len(args) > len(names) or any(k in bound for k in kwargs):
+        return None
+    bound.update(kwargs)
+    fn = bound.get(fn_name)
+    if fn is None or isinstance(kwargs, OpenKwargs):
+        return None
+    targs = bound.get("args", SeqVal((), ()))
+    tkw = bound.get("kwargs", ConstVal(None))
+    if isinstance(targs, ConstVal) and targs.value is None:
+        targs = SeqVal((), ())
+    if isinstance(tkw, ConstVal) and tkw.value is None:
+        tkw = SeqVal((), (), (), is_dict=True)
+    if not (isinstance(targs, SeqVal) and targs.elts is not None and targs.keys is None):
+        return None
+    if not (isinstance(tkw, SeqVal) and tkw.is_dict and tkw.keys is not None and tkw.elts is not None):
+        return None
+    return fn, tuple(targs.elts), dict(zip(tkw.keys, tkw.elts))
+
+
 class _Undo(Value):
     """A cleanup that leaves what ``enterContext`` entered."""
 
@@ -322,4 +376,8 @@ _METHODS = {
     ("fx_interpreter", "__init__"): LibraryMixin._fx_init,
     ("fx_interpreter", "run"): LibraryMixin._fx_run,
     ("fx_interpreter", "run_node"): LibraryMixin._fx_run_node,
+    **{(k, "__init__"): LibraryMixin._thread_init for k in N.THREAD_SIGNATURES},
+    **{(k, "start"): LibraryMixin._thread_start for k in N.THREAD_SIGNATURES},
+    **{(k, "run"): LibraryMixin._thread_run for k in N.THREAD_SIGNATURES},
+    **{(k, n): LibraryMixin._nothing for k in N.THREAD_SIGNATURES for n in ("join", "is_alive", "setDaemon")},
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import itertools
 
+from fakegrad_lint.analysis.param_leaves import param_leaves, split_state
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.context import DispatchContext
 from fakegrad_lint.analysis.expressions import module_children
@@ -433,6 +434,16 @@ class MethodCallsMixin(LibraryMixin):
             self.rebind(recv, mod, st)  # (`build(...).to_empty(...)`: only the result is the module)
         return mod
 
+    def _strict_module_op(self, e, mod, st):
+        """``mod.name(...)`` runs an op on every parameter under the active strict mode
+        (a crash); no fix: the call is not the module's own call that a fix rewrites."""
+        try:
+            self.op(e, [(mod, e.func.value)], st, differentiable=False)
+        finally:
+            for rec in self.records.values():
+                if rec.node is e:
+                    rec.fix_plan = None
+
     def module_method(self, e, mod, name, args, kwargs, st):
         real = mod.is_real()
         if name in mod.attrs:
@@ -449,6 +460,15 @@ class MethodCallsMixin(LibraryMixin):
                 return self.call_function(m, list(args), kwargs, st)
             return self.call_function(m, [mod.cls if m.kind == "class" else mod] + list(args), kwargs, st,
                                       site=(e, [e.func.value] + _arg_exprs(e), [mod] + list(args)))
+        leaves = param_leaves(mod, e.lineno) if real and name in ("parameters", "named_parameters") else None
+        if leaves and (id(e) in self.loop_iters or split_state(leaves)):
+            # each parameter by name, one object each (param_leaves.py), where a loop's
+            # body sees them one by one or they differ already (some switched off)
+            if name == "parameters":
+                ts = tuple(t for _, t in leaves)
+                return SeqVal(ts, ts)
+            pairs = tuple(SeqVal((ConstVal(n), t), (ConstVal(n), t)) for n, t in leaves)
+            return SeqVal(pairs, pairs)
         if name in ("parameters", "named_parameters") or (name == "state_dict" and _kw_true(kwargs, "keep_vars")):
             kids = _child_origins(mod) if mod.origin is None and mod.mode is None else frozenset()
             if real:
@@ -507,13 +527,7 @@ class MethodCallsMixin(LibraryMixin):
             region = st.active_region()
             if region is not None and st.allow_of(region.mode) is False:
                 # it detaches every parameter: an op on real tensors under a strict mode
-                # (no fix: the call is not the module's own call that a fix rewrites)
-                try:
-                    self.op(e, [(mod, e.func.value)], st, differentiable=False)
-                finally:
-                    for rec in self.records.values():
-                        if rec.node is e:
-                            rec.fix_plan = None
+                self._strict_module_op(e, mod, st)
         if name in ("state_dict", "buffers", "named_buffers"):
             t = TVal(frozenset(), mod.mode, may_fake=mod.may_fake)
             if name == "named_buffers":
@@ -535,6 +549,12 @@ class MethodCallsMixin(LibraryMixin):
                 _materialize(mod, e.lineno)
                 heap_field(mod, "fake_out", False)
             return UNKNOWN
+        if name == "to_empty" or _is_dtype_cast(name, args, kwargs):
+            region = st.active_region()
+            if region is not None and st.allow_of(region.mode) is False and mod.real_rg():
+                # the new parameters are made from the old ones under the mode, which does
+                # not accept the real (or meta) tensors the module holds: a crash (HAZARD 12)
+                self._strict_module_op(e, mod, st)
         if name == "to_empty":
             # new storage for every parameter, in place: fake under an active region,
             # real (uninitialised) outside it, whatever the module held before

@@ -26,7 +26,7 @@ from fakegrad_lint.analysis.torch_values import _is_module_factory, _is_nn_modul
 from fakegrad_lint.analysis.values import (UNKNOWN, AutogradApply, BoundMethod, ChildName, ClassVal,
     ConstVal, CtxVal, DecoratorVal, DispatchRegister, ExitStackVal, ExportedProgramVal, FieldVal, FuncVal,
     GeneratorVal, GetterVal, HookHandle, InstanceVal, LazyImport, LibraryMethod, MaybeVal, MethodRef, ModeVal, ModRef,
-    ModuleVal, OptimizerVal, PartialVal, ProjModVal, ReturnsVal, SeqVal, SingleDispatchVal, SuperVal, TracedFn,
+    ModuleVal, OptimizerVal, PartialVal, ProjModVal, ReturnsVal, WeakRefVal, SeqVal, SingleDispatchVal, SuperVal, TracedFn,
     TransformVal, TVal, Value, WorkerVal)
 
 _SOURCE_ATTRS = N.SOURCE_ATTRS
@@ -705,6 +705,7 @@ _PARTS = {
     WorkerVal: ("target", "result"),
     LibraryMethod: ("recv",),
     ReturnsVal: ("result",),
+    WeakRefVal: ("target",),
     FieldVal: ("default", "factory"),
     AutogradApply: ("cls",),
     ExitStackVal: ("pushed",),

@@ -243,6 +243,7 @@ class StatementsMixin:
             self.exec_block(s.orelse, st)
 
     def _exec_for(self, s, st):
+        self.loop_iters.add(id(s.iter))
         it = self.eval(s.iter, st)
         if isinstance(it, GeneratorVal):
             it = self.gen_consume(it, st)  # its body runs as the loop consumes it
@@ -625,18 +626,7 @@ class StatementsMixin:
         if t is ast.Name:
             st.scope.assign(target.id, val)
         elif t in (ast.Tuple, ast.List):
-            elts = (val.elts if isinstance(val, SeqVal) and val.elts is not None and val.keys is None
-                    and len(val.elts) == len(target.elts) else None)
-            if isinstance(val, MaybeVal):
-                # one of (or each of) several tuples of the same length: element by element
-                opts = [o for o in val.options if not _is_none_const(o)]
-                n = len(target.elts)
-                if opts and all(isinstance(o, SeqVal) and o.elts is not None and o.keys is None and len(o.elts) == n
-                                for o in opts):
-                    combine = union if val.each else join
-                    elts = list(opts[0].elts)
-                    for o in opts[1:]:
-                        elts = [combine(a, b) for a, b in zip(elts, o.elts)]
+            elts = _tuple_elts(val, len(target.elts))
             for i, e in enumerate(target.elts):
                 if isinstance(e, ast.Starred):
                     self.assign(e.value, SeqVal(items=(self.iter_item(val, st),)), st, None)
@@ -677,6 +667,8 @@ class StatementsMixin:
             # a property with a setter: `obj.attr = v` is `type(obj).attr.fset(obj, v)`
             self.call_function(prop.setter, [obj, val], {}, st, force=True)
             return
+        if self.data_descriptor_write(obj, attr, val, st):
+            return  # `type(obj).attr.__set__(obj, val)` (descriptors.py)
         if isinstance(obj, ClassVal) and isinstance(val, FuncVal) and val.kind == "plain" and not val.cls:
             # `cls.method = fn` (a class decorator adding a method): its instances bind it
             obj.own[attr] = val
@@ -732,6 +724,26 @@ class StatementsMixin:
                             heap_set(obj, k, v)
             elif isinstance(obj, (InstanceVal, ModuleVal)):
                 heap_set(obj, expr.attr, val)
+
+
+def _tuple_elts(val, n, depth=0):
+    """The values a tuple target of ``n`` names takes from ``val``, position by
+    position: a tuple of ``n`` known elements; one of (or each of) several such tuples,
+    nested too (``(k, p)`` pairs of one of two modules' ``named_parameters()``),
+    element by element. None when not known."""
+    if isinstance(val, SeqVal):
+        return list(val.elts) if val.elts is not None and val.keys is None and len(val.elts) == n else None
+    if not isinstance(val, MaybeVal) or depth > 4:
+        return None
+    opts = [o for o in val.options if not _is_none_const(o)]
+    subs = [_tuple_elts(o, n, depth + 1) for o in opts]
+    if not subs or any(x is None for x in subs):
+        return None
+    combine = union if val.each else join
+    elts = subs[0]
+    for x in subs[1:]:
+        elts = [combine(a, b) for a, b in zip(elts, x)]
+    return elts
 
 
 # statement type -> the method that runs it (types not listed do nothing)

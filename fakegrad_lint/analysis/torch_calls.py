@@ -13,6 +13,7 @@ import dataclasses
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.calls import OpenKwargs
+from fakegrad_lint.analysis.library_classes import thread_target
 from fakegrad_lint.analysis.state import Crashed
 from fakegrad_lint.analysis.torch_values import (_fake_copy, _grad_mode_kind, _is_meta, _is_module_factory,
     _is_nn_module_class, _is_torch_op, _known_params, _proven_copy, _with_taint, op_shape, shape_of, size_of_args)
@@ -21,7 +22,7 @@ from fakegrad_lint.analysis.valueops import (_NONCONST, _arg_exprs, _flatten, _i
 from fakegrad_lint.analysis.valueops import json_loads, new_parser
 from fakegrad_lint.analysis.torch_values import layer_output_shape
 from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, DataFileVal, BoundMethod, ClassVal, ConstVal, CtxVal, DecoratorVal,
-    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, GetterVal, InstanceVal, LazyImport, MaybeVal, ModeVal, ModRef, ModuleVal,
+    ExitStackVal, ExportedProgramVal, FieldVal, FuncVal, GetterVal, WeakRefVal, InstanceVal, LazyImport, MaybeVal, ModeVal, ModRef, ModuleVal,
     OptimizerVal, Origin, PartialVal, RealTreeVal, Region, ReturnsVal, SeqVal, TracedFn, TransformVal, TVal, WorkerVal)
 
 
@@ -491,6 +492,13 @@ class TorchCallsMixin:
             return self.new_module(e, q, args, kwargs, st, torch_layer=False)
         if q in N.ITERABLE_FUNCS:
             return self.iterable_call(e, N.ITERABLE_FUNCS[q], args, kwargs, st)
+        if q in N.WEAKREFS:
+            return WeakRefVal(args[0]) if len(args) == 1 and not kwargs else UNKNOWN
+        if q in N.METHOD_CALLERS:
+            if args and isinstance(args[0], ConstVal) and isinstance(args[0].value, str) \
+                    and not isinstance(kwargs, OpenKwargs):
+                return GetterVal("method", (args[0].value, tuple(args[1:]), tuple(kwargs.items())))
+            return UNKNOWN
         if q in N.GETTERS:
             if args and not kwargs and all(isinstance(a, ConstVal) for a in args):
                 return GetterVal(N.GETTERS[q], tuple(a.value for a in args))
@@ -506,14 +514,8 @@ class TorchCallsMixin:
         if q in N.EXECUTORS:
             return WorkerVal("executor")
         if q in N.THREADS:
-            target = kwargs.get("target", args[1] if len(args) > 1 else UNKNOWN)
-            targs = kwargs.get("args", SeqVal((), ()))
-            tkw = kwargs.get("kwargs")
-            spread = list(targs.elts) if isinstance(targs, SeqVal) and targs.elts is not None and targs.keys is None else None
-            kw = dict(zip(tkw.keys, tkw.elts)) if isinstance(tkw, SeqVal) and tkw.keys is not None and tkw.elts is not None else {}
-            if spread is None or (tkw is not None and not kw):
-                return UNKNOWN
-            return WorkerVal("thread", (target, spread, kw))
+            target = thread_target(N.LIBRARY_CLASSES[q], args, kwargs)
+            return UNKNOWN if target is None else WorkerVal("thread", target)
         if q in N.SIMPLE_NAMESPACE:
             return self.simple_namespace(e, args, kwargs)
         if q in N.SIGNATURE:
@@ -763,7 +765,9 @@ def _adopt_children(mod, children):
         if mod.origin is not None and o is not None and o.parent is None:
             o.parent, o.param = mod.origin, k
     if mod.origin is not None:
-        mod.origin.param_names = frozenset(k for k, c in children if c.origin is not None)
+        # (a child with no parameters, `nn.ReLU()`, is no part that can be switched)
+        mod.origin.param_names = frozenset(k for k, c in children if c.origin is not None
+                                           and c.torch_class not in N.PARAMLESS_MODULES)
         mod.origin.owner = mod  # (its parameters are its children's: switching them switches those)
         # children frozen before it was built (`Sequential(backbone.requires_grad_(False), head)`):
         # those parts are off, and the container is off when every part with parameters is

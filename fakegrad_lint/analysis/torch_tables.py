@@ -443,11 +443,15 @@ OPERATOR_FUNCS = frozenset(
 # operator's getters: callables that read the named attributes (dotted paths) or items
 # of their argument (several names: a tuple)
 GETTERS = {"operator.attrgetter": "attr", "operator.itemgetter": "item"}
+# operator.methodcaller(name, *args, **kwargs): a callable f with f(obj) = obj.name(*args, **kwargs)
+METHOD_CALLERS = frozenset({"operator.methodcaller"})
+# weakref.ref(obj): calling the reference gives obj while it is alive (else None)
+WEAKREFS = frozenset({"weakref.ref", "weakref.ReferenceType"})
 # executors and threads run the function they are given (a worker opening a region
 # runs it with the caller's objects): submit(fn, *args) / map(fn, *its) / Thread(target=fn,
 # args=...).start() call fn right there; a future's result() is fn's return value
 EXECUTORS = frozenset({"concurrent.futures.ThreadPoolExecutor", "concurrent.futures.thread.ThreadPoolExecutor"})
-THREADS = frozenset({"threading.Thread"})
+THREADS = frozenset({"threading.Thread", "threading.Timer"})
 # isinstance() answered from what a value is
 TENSOR_CLASSES = frozenset({"torch.Tensor"})
 PYTHON_TYPES = {"builtins.int": int, "builtins.float": float, "builtins.str": str, "builtins.bool": bool,
@@ -697,6 +701,17 @@ LIBRARY_CLASSES = {
     **dict.fromkeys(("unittest.TestSuite", "unittest.suite.TestSuite"), "test_suite"),
     **dict.fromkeys(("unittest.TestLoader", "unittest.loader.TestLoader"), "test_loader"),
     **dict.fromkeys(("unittest.TextTestRunner", "unittest.runner.TextTestRunner"), "test_runner"),
+    **dict.fromkeys(("threading.Thread",), "thread"),
+    **dict.fromkeys(("threading.Timer",), "timer"),
+}
+# the stdlib entry points that call a function they are given, as data: the class's
+# constructor signature (positional names, in order) naming the callable and its
+# arguments. ``start()`` runs ``run()`` in a new thread (torch's modes are thread-local:
+# it starts outside every region); the library's ``run()`` calls
+# ``target(*args, **kwargs)``; ``join()`` waits for it (nothing more to model)
+THREAD_SIGNATURES = {
+    "thread": (("group", "target", "name", "args", "kwargs"), "target"),
+    "timer": (("interval", "function", "args", "kwargs"), "function"),
 }
 # library classes whose own instances (not only subclasses') the interpreter models
 LIBRARY_INSTANTIATED = frozenset({"fx_interpreter", "test_suite", "test_loader", "test_runner"})

@@ -149,6 +149,7 @@ def _enable_module_origins(v):
             heap_field(o, "disabled", False)
             heap_field(o.parent, "frozen", o.parent.frozen - {o.param})
             heap_field(o.parent, "disabled", False)
+            _part_switched(o.parent, True)  # (its container is on again too)
 
 
 def _disable_module_origins(v):
@@ -168,6 +169,7 @@ def _disable_module_origins(v):
             heap_field(parent, "frozen", parent.frozen | {o.param})
             if parent.param_names is not None and parent.frozen >= parent.param_names:
                 heap_field(parent, "disabled", True)
+                _part_switched(parent, False)  # (a layer of a container: the container's part is off)
 
 
 def _known_params(cls_name, kwargs):

@@ -373,7 +373,8 @@ class CtxVal(Value):
 
 @dataclass(frozen=True, eq=False)
 class GetterVal(Value):
-    """``operator.attrgetter(*names)`` (kind "attr") / ``itemgetter(*keys)`` ("item")."""
+    """``operator.attrgetter(*names)`` (kind "attr") / ``itemgetter(*keys)`` ("item") /
+    ``methodcaller(name, *args, **kwargs)`` ("method": keys ``(name, args, kwargs items)``)."""
 
     kind: str
     keys: tuple
@@ -480,6 +481,14 @@ class LibraryMethod(Value):
 
     recv: Value
     name: str
+
+
+@dataclass(eq=False)
+class WeakRefVal(Value):
+    """``weakref.ref(target)``: calling it gives ``target`` while something holds it
+    (proved only for a value a module-level name holds), else None."""
+
+    target: Value
 
 
 @dataclass(eq=False)
