@@ -44,7 +44,7 @@ from fakegrad_lint.analysis.leaks import FixPlan
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.positions import PositionMap
 from fakegrad_lint.findings import Applicability, Fix
-from fakegrad_lint.fix import containers, modules, probes, traced
+from fakegrad_lint.fix import containers, grads, modules, probes, traced
 from fakegrad_lint.fix.cst import CstError, CstFile, Ops
 
 
@@ -356,6 +356,10 @@ def _build_fix(leak, source: str) -> Fix | None:
     probed = []  # lines that only ask `type()` of a real gradient the fix empties
     if plan.grad_redirect:
         return Fix(message, applicability, ops.edits())
+    # `torch.autograd.grad` in the helper the copy is handed to, over that helper's own
+    # parameter: the copy's parameters, the fakes the graph holds (`fix/grads.py`)
+    helper_grads = leak.sink == "torch.autograd.grad" and plan.kind == "module-copy" and \
+        grads.helper_grads_over_copy(plan, w, _following(plan.module_tree, w))
     if plan.kind in ("module", "module-copy"):
         from fakegrad_lint.fix.helpers import parameter_grad_read_elsewhere
 
@@ -366,7 +370,7 @@ def _build_fix(leak, source: str) -> Fix | None:
             # the gradients land on the fake copies: what the code reads there changes
             return Fix(f"{message} (not applied: line {read} reads the gradients of `{plan.value}`'s parameters)",
                        Applicability.DISPLAY_ONLY, ops.edits())
-        if leak.sink == "torch.autograd.grad" and not grads_converted:
+        if leak.sink == "torch.autograd.grad" and not grads_converted and not helper_grads:
             # `autograd.grad(loss, inputs)` may differentiate with respect to the real
             # parameters, which the fixed graph no longer holds (a RuntimeError at run time)
             return Fix(f"{message} (not applied: `torch.autograd.grad` on line {leak.sink_line} may differentiate "
@@ -388,7 +392,7 @@ def _build_fix(leak, source: str) -> Fix | None:
         if not _only_grad_reads_until(_following(plan.module_tree, w), plan.value, later):
             return Fix(f"{message} (not applied: line {outside_grad[0]} reads the real gradient of "
                        f"`{plan.value}` after another use of it)", Applicability.DISPLAY_ONLY, ops.edits())
-    outside_sink = leak.sink == "torch.autograd.grad" and leak.sink_line is not None and not (
+    outside_sink = leak.sink == "torch.autograd.grad" and leak.sink_line is not None and not helper_grads and not (
         body_lines[0] <= leak.sink_line <= body_lines[1]
     )
     if (outside_grad or outside_sink) and plan.kind not in ("module", "module-copy"):
