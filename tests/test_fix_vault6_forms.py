@@ -9,7 +9,13 @@ changes nothing:
   that parameter inside the helper, so the inputs are the fakes the graph holds and the fix
   is offered (unsafe); before, it was display-only ("may differentiate with respect to the
   real parameters"). A helper whose ``autograd.grad`` names the real parameters some other
-  way (a global list) keeps the fix display-only: the copy's graph does not hold them.
+  way (a global list) keeps the fix display-only: the copy's graph does not hold them;
+- a dict of the real parameters built by a helper of the file and handed to
+  ``functional_call`` in the region (``state = params_and_buffers(block)``, vault6
+  ``hazard_functional_call_real_param_dict``): the container's type is the one every
+  ``return`` of the helper gives (``fix/containers._returned_kind``), so it is converted as
+  ``{k: mode.from_tensor(v) for k, v in state.items()}``; a helper that may return a list
+  or a dict gets no fix (``no fix: the type of `state` is not known``).
 """
 
 from __future__ import annotations
@@ -106,15 +112,107 @@ def grad_shapes(widths):
 print(grad_shapes((4, 5, 2)))
 '''
 
+HELPER_DICT = HEAD + '''from torch.func import functional_call
+
+
+def state_of(module):
+    state = dict(module.named_parameters())
+    state.update(dict(module.named_buffers()))
+    return state
+
+
+def probe(net):
+    state = state_of(net)
+    with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        out = functional_call(net, state, (torch.randn(2, 4),))  # FGL001
+        out.sum().backward()
+        return tuple(out.shape)
+
+
+net = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3))
+print(probe(net), len(state_of(net)))
+'''
+
+HELPER_DICT_FIXED = '''\
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.func import functional_call
+
+
+def state_of(module):
+    state = dict(module.named_parameters())
+    state.update(dict(module.named_buffers()))
+    return state
+
+
+def probe(net):
+    state = state_of(net)
+    with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        state_fake = {k: mode.from_tensor(v) for k, v in state.items()}
+        out = functional_call(net, state_fake, (torch.randn(2, 4),))  # FGL001
+        out.sum().backward()
+        return tuple(out.shape)
+
+
+net = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3))
+print(probe(net), len(state_of(net)))
+'''
+
+HELPER_LIST_OR_DICT = HEAD + '''from torch.func import functional_call
+
+
+def state_of(module, flat):
+    if flat:
+        return list(module.parameters())
+    state = dict(module.named_parameters())
+    return state
+
+
+def probe(net):
+    state = state_of(net, False)
+    with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        out = functional_call(net, state, (torch.randn(2, 4),))  # FGL001
+        out.sum().backward()
+        return tuple(out.shape)
+
+
+net = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3))
+print(probe(net))
+'''
+
+SAFE_HELPER_DICT_OF_FAKES = HEAD + '''from torch.func import functional_call
+
+
+def state_of(module, mode):
+    state = {k: mode.from_tensor(v) for k, v in module.named_parameters()}
+    state.update({k: mode.from_tensor(v) for k, v in module.named_buffers()})
+    return state
+
+
+def probe(net):
+    with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        state = state_of(net, mode)
+        out = functional_call(net, state, (torch.randn(2, 4),))
+        out.sum().backward()
+        return tuple(out.shape)
+
+
+net = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3))
+print(probe(net), type(net[0].weight.grad).__name__)
+'''
+
 INVALID = [
     ("helper_grads_over_its_parameter", HELPER_GRADS, HELPER_GRADS_FIXED),
+    ("helper_dict_of_parameters", HELPER_DICT, HELPER_DICT_FIXED),
 ]
 
 VALID = [
     ("helper_grads_module_made_in_region", SAFE_MODULE_MADE_IN_REGION),
+    ("helper_dict_of_fake_copies", SAFE_HELPER_DICT_OF_FAKES),
 ]
 
-globals().update(example_tests(INVALID, VALID, "helper_grads"))
+globals().update(example_tests(INVALID, VALID, "vault6_forms"))
 
 
 def test_helper_grads_over_a_global_list_stay_display_only(tmp_path):
@@ -130,3 +228,12 @@ def test_helper_grads_over_a_global_list_stay_display_only(tmp_path):
     assert "line 11" in op["fix"]["message"]
     cli(*BASE_ARGS, "--fix", "--unsafe-fixes", str(path))
     assert path.read_text(encoding="utf-8") == GLOBAL_PARAMS
+
+
+def test_a_helper_that_may_return_a_list_gives_no_fix(tmp_path):
+    """Every ``return`` of the helper must give the same container type."""
+    path = tmp_path / "list_or_dict.py"
+    path.write_text(HELPER_LIST_OR_DICT, encoding="utf-8")
+    proc = cli(*BASE_ARGS, "--unsafe-fixes", "--output-format", "json", str(path))
+    (finding,) = json.loads(proc.stdout)
+    assert finding["fix"] is None and "type of `state` is not known" in finding["no_fix"], finding
