@@ -15,7 +15,12 @@ changes nothing:
   ``hazard_functional_call_real_param_dict``): the container's type is the one every
   ``return`` of the helper gives (``fix/containers._returned_kind``), so it is converted as
   ``{k: mode.from_tensor(v) for k, v in state.items()}``; a helper that may return a list
-  or a dict gets no fix (``no fix: the type of `state` is not known``).
+  or a dict gets no fix (``no fix: the type of `state` is not known``);
+- a real module that is a ``for`` loop's own variable in the region (``for key, model in
+  models.items()`` under a strict mode, vault5 ``hazard_metaclass_costmodel_strict``): it is
+  converted in the loop's body, each time round, right above the statement with the first
+  use (after whatever the body rebinds it to first); a name an inner comprehension rebinds
+  still gets no fix.
 """
 
 from __future__ import annotations
@@ -202,14 +207,133 @@ net = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3))
 print(probe(net), type(net[0].weight.grad).__name__)
 '''
 
+LOOP_VARIABLE = HEAD + '''
+
+def out_shapes(models):
+    rows = {}
+    with FakeTensorMode():
+        for key, model in models.items():
+            x = torch.randn(2, model.in_features)
+            rows[key] = tuple(model(x).shape)  # FGL002
+    return rows
+
+
+print(out_shapes({"a": nn.Linear(4, 3), "b": nn.Linear(6, 2)}))
+'''
+
+LOOP_VARIABLE_FIXED = '''\
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+
+def out_shapes(models):
+    rows = {}
+    with FakeTensorMode() as fake_mode:
+        for key, model in models.items():
+            x = torch.randn(2, model.in_features)
+            model_fake_state = {
+                name: fake_mode.from_tensor(t)
+                for name, t in [
+                    *model.named_parameters(),
+                    *model.named_buffers(),
+                ]
+            }
+            rows[key] = tuple(torch.func.functional_call(
+                model, model_fake_state, (x,),
+            ).shape)  # FGL002
+    return rows
+
+
+print(out_shapes({"a": nn.Linear(4, 3), "b": nn.Linear(6, 2)}))
+'''
+
+LOOP_VARIABLE_REBOUND = HEAD + '''
+SPARE = nn.Linear(4, 3)
+
+
+def out_shapes(models):
+    rows = {}
+    with FakeTensorMode():
+        for key, model in models.items():
+            if key == "b":
+                model = SPARE
+            rows[key] = tuple(model(torch.randn(2, 4)).shape)  # FGL002
+    return rows
+
+
+print(out_shapes({"a": nn.Linear(4, 3), "b": nn.Linear(4, 2)}))
+'''
+
+LOOP_VARIABLE_REBOUND_FIXED = '''\
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+SPARE = nn.Linear(4, 3)
+
+
+def out_shapes(models):
+    rows = {}
+    with FakeTensorMode() as fake_mode:
+        for key, model in models.items():
+            if key == "b":
+                model = SPARE
+            model_fake_state = {
+                name: fake_mode.from_tensor(t)
+                for name, t in [
+                    *model.named_parameters(),
+                    *model.named_buffers(),
+                ]
+            }
+            rows[key] = tuple(torch.func.functional_call(
+                model, model_fake_state, (torch.randn(2, 4),),
+            ).shape)  # FGL002
+    return rows
+
+
+print(out_shapes({"a": nn.Linear(4, 3), "b": nn.Linear(4, 2)}))
+'''
+
+LOOP_VARIABLE_COMPREHENSION = HEAD + '''
+
+def out_shapes(models):
+    rows = {}
+    with FakeTensorMode():
+        for key, model in models.items():
+            rows[key] = [tuple(model(torch.randn(2, 4)).shape) for model in model]  # FGL002
+    return rows
+
+
+print(out_shapes({"a": nn.Sequential(nn.Linear(4, 3)), "b": nn.Sequential(nn.Linear(4, 2))}))
+'''
+
+SAFE_LOOP_OVER_FAKE_STATE = HEAD + '''
+
+def out_shapes(models):
+    rows = {}
+    with FakeTensorMode() as mode:
+        for key, model in models.items():
+            state = {k: mode.from_tensor(v) for k, v in [*model.named_parameters(), *model.named_buffers()]}
+            x = torch.randn(2, model.in_features)
+            rows[key] = tuple(torch.func.functional_call(model, state, (x,)).shape)
+    return rows
+
+
+print(out_shapes({"a": nn.Linear(4, 3), "b": nn.Linear(6, 2)}))
+'''
+
 INVALID = [
     ("helper_grads_over_its_parameter", HELPER_GRADS, HELPER_GRADS_FIXED),
     ("helper_dict_of_parameters", HELPER_DICT, HELPER_DICT_FIXED),
+    ("loop_variable_module", LOOP_VARIABLE, LOOP_VARIABLE_FIXED),
+    ("loop_variable_rebound_above", LOOP_VARIABLE_REBOUND, LOOP_VARIABLE_REBOUND_FIXED),
 ]
 
 VALID = [
     ("helper_grads_module_made_in_region", SAFE_MODULE_MADE_IN_REGION),
     ("helper_dict_of_fake_copies", SAFE_HELPER_DICT_OF_FAKES),
+    ("loop_over_fake_state", SAFE_LOOP_OVER_FAKE_STATE),
 ]
 
 globals().update(example_tests(INVALID, VALID, "vault6_forms"))
@@ -237,3 +361,11 @@ def test_a_helper_that_may_return_a_list_gives_no_fix(tmp_path):
     proc = cli(*BASE_ARGS, "--unsafe-fixes", "--output-format", "json", str(path))
     (finding,) = json.loads(proc.stdout)
     assert finding["fix"] is None and "type of `state` is not known" in finding["no_fix"], finding
+
+
+def test_a_loop_variable_rebound_by_a_comprehension_gives_no_fix(tmp_path):
+    path = tmp_path / "comprehension.py"
+    path.write_text(LOOP_VARIABLE_COMPREHENSION, encoding="utf-8")
+    proc = cli(*BASE_ARGS, "--unsafe-fixes", "--output-format", "json", str(path))
+    (finding,) = json.loads(proc.stdout)
+    assert finding["fix"] is None and "rebound in the region" in finding["no_fix"], finding

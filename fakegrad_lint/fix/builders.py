@@ -183,10 +183,22 @@ def _build_fix(leak, source: str) -> Fix | None:
             loads = loads + after_roots  # the reads of the gradients after the block read the copy's
             plan, rewritten, copy_all = replace(plan, kind="module-copy", uses=loads), loads, True
             first_stmt = _first_use_stmt(w, rewritten)
+    block, block_header = w, header_end  # where the copies are hoisted
     if _rebound_before_use(w, plan, first_stmt.lineno if not one_line else 0):
-        # the name means something else by the time it leaks
-        raise NoFix(f"`{plan.value}` is rebound in the region before it leaks (a loop or comprehension "
-                    f"variable, an assignment)")
+        # the name means something else by the time it leaks; a `for` loop's own variable
+        # (`for key, model in models.items()`) that the body does not rebind before it leaks
+        # is converted in the loop's body, each time round, right above the statement with
+        # the first use
+        loop = None if one_line or plan.kind not in ("module", "tensor") else _binding_loop(w, plan)
+        if loop is None:
+            raise NoFix(f"`{plan.value}` is rebound in the region before it leaks (a loop or comprehension "
+                        f"variable, an assignment)")
+        block, block_header = _LoopBody(loop.body), max(loop.target.end_lineno, loop.iter.end_lineno)
+        first_stmt = _first_use_stmt(block, rewritten)
+        if _rebound_before_use(block, plan, first_stmt.lineno) or not all(
+                loop.body[0].lineno <= n.lineno and n.end_lineno <= loop.body[-1].end_lineno for n in rewritten):
+            raise NoFix(f"`{plan.value}` is rebound in the region before it leaks (a loop or comprehension "
+                        f"variable, an assignment)")
     if plan.kind in ("module", "module-copy") and not copy_all and not modules.converts(w.body, plan.value):
         from fakegrad_lint.fix.helpers import grad_read_copy  # a copy whose gradients the code reads
 
@@ -223,7 +235,7 @@ def _build_fix(leak, source: str) -> Fix | None:
         def hoist(stmt: str) -> None:
             ops.hoist_one_line(with_node, stmt, indent)
     else:
-        _, indent = _hoist_point(w, pos, header_end, first_stmt)
+        _, indent = _hoist_point(block, pos, block_header, first_stmt)
         before = nodes.stmt(first_stmt)
 
         def hoist(stmt: str) -> None:
@@ -291,7 +303,7 @@ def _build_fix(leak, source: str) -> Fix | None:
         torch_name, needs_import = _torch_module_name(plan.module_tree, pos, _first_line(w))
         rhs = (f"{{name: {mode}.from_tensor(t) for name, t in "
                f"[*{plan.value}.named_parameters(), *{plan.value}.named_buffers()]}}")
-        existing = _existing_hoist(w, pos, rhs)
+        existing = _existing_hoist(block, pos, rhs)
         state = existing or _unique(f"{base}_fake_state", taken)
         if not existing:
             stmt = f"{state} = {rhs}"
@@ -985,6 +997,33 @@ def _loop_module(w, plan):
                     any(isinstance(t, ast.Name) and t.id == root for t in ast.walk(node.target)):
                 return plan.loop_modules[id(node)]
     return None
+
+
+class _LoopBody:
+    """A loop's body shaped like a ``with`` for :func:`_hoist_point` and :func:`_first_use_stmt`."""
+
+    def __init__(self, body):
+        self.body = body
+
+
+def _binding_loop(w, plan):
+    """The innermost ``for`` loop of the block (not in a nested function) whose target binds
+    the leaking name and whose body holds every use of it; None if there is none."""
+    root = plan.value.split(".", 1)[0]
+    best = None
+    todo = list(w.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.For, ast.AsyncFor)) and node.body and \
+                any(isinstance(t, ast.Name) and t.id == root and isinstance(t.ctx, ast.Store)
+                    for t in ast.walk(node.target)) and \
+                all(node.body[0].lineno <= u.lineno and u.end_lineno <= node.body[-1].end_lineno for u in plan.uses) \
+                and (best is None or node.lineno > best.lineno):
+            best = node
+        todo.extend(ast.iter_child_nodes(node))
+    return best
 
 
 def _rebound_before_use(w, plan, from_line: int = 0) -> bool:
