@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import json
 
-from fix_examples import HEAD, example_tests
+import pytest
+from fix_examples import HEAD, example_tests, fixed
 from regen_golden import BASE_ARGS, cli
 
 HELPER_GRADS = HEAD + '''
@@ -49,36 +50,33 @@ print(grad_shapes(net))
 print(type(net[0].weight.grad).__name__)
 '''
 
-HELPER_GRADS_FIXED = '''\
-import torch
-from torch import nn
-from torch._subclasses.fake_tensor import FakeTensorMode
-import copy
-
-
-def layer_grads(model, x):
-    loss = model(x).pow(2).mean()  # FGL001
-    params = [p for p in model.parameters() if p.requires_grad]
-    return torch.autograd.grad(loss, params)
-
-
-def grad_shapes(model):
-    with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:
-        model_fake = copy.deepcopy(
-            model,
-            {
-                **{id(v): v for sub in model.modules() for k, v in vars(sub).items() if not k.startswith("_")},
-                **{id(t): fake_mode.from_tensor(t) for t in [*model.parameters(), *model.buffers()]},
-            },
-        )
-        grads = layer_grads(model_fake, torch.randn(3, 4))
-        return [tuple(g.shape) for g in grads]
-
-
-net = nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 2))
-print(grad_shapes(net))
-print(type(net[0].weight.grad).__name__)
-'''
+HELPER_GRADS_FIXED = fixed(
+    HELPER_GRADS,
+    (
+        'from torch._subclasses.fake_tensor import FakeTensorMode\n',
+        (
+            'from torch._subclasses.fake_tensor import FakeTensorMode\n'
+            'import copy\n'
+        ),
+    ),
+    (
+        (
+            '    with FakeTensorMode(allow_non_fake_inputs=True):\n'
+            '        grads = layer_grads(model, torch.randn(3, 4))\n'
+        ),
+        (
+            '    with FakeTensorMode(allow_non_fake_inputs=True) as fake_mode:\n'
+            '        model_fake = copy.deepcopy(\n'
+            '            model,\n'
+            '            {\n'
+            '                **{id(v): v for sub in model.modules() for k, v in vars(sub).items() if not k.startswith("_")},\n'
+            '                **{id(t): fake_mode.from_tensor(t) for t in [*model.parameters(), *model.buffers()]},\n'
+            '            },\n'
+            '        )\n'
+            '        grads = layer_grads(model_fake, torch.randn(3, 4))\n'
+        ),
+    ),
+)
 
 GLOBAL_PARAMS = HEAD + '''
 net = nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 2))
@@ -138,31 +136,16 @@ net = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3))
 print(probe(net), len(state_of(net)))
 '''
 
-HELPER_DICT_FIXED = '''\
-import torch
-from torch import nn
-from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.func import functional_call
-
-
-def state_of(module):
-    state = dict(module.named_parameters())
-    state.update(dict(module.named_buffers()))
-    return state
-
-
-def probe(net):
-    state = state_of(net)
-    with FakeTensorMode(allow_non_fake_inputs=True) as mode:
-        state_fake = {k: mode.from_tensor(v) for k, v in state.items()}
-        out = functional_call(net, state_fake, (torch.randn(2, 4),))  # FGL001
-        out.sum().backward()
-        return tuple(out.shape)
-
-
-net = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3))
-print(probe(net), len(state_of(net)))
-'''
+HELPER_DICT_FIXED = fixed(
+    HELPER_DICT,
+    (
+        '        out = functional_call(net, state, (torch.randn(2, 4),))  # FGL001\n',
+        (
+            '        state_fake = {k: mode.from_tensor(v) for k, v in state.items()}\n'
+            '        out = functional_call(net, state_fake, (torch.randn(2, 4),))  # FGL001\n'
+        ),
+    ),
+)
 
 HELPER_LIST_OR_DICT = HEAD + '''from torch.func import functional_call
 
@@ -221,32 +204,31 @@ def out_shapes(models):
 print(out_shapes({"a": nn.Linear(4, 3), "b": nn.Linear(6, 2)}))
 '''
 
-LOOP_VARIABLE_FIXED = '''\
-import torch
-from torch import nn
-from torch._subclasses.fake_tensor import FakeTensorMode
 
 
-def out_shapes(models):
-    rows = {}
-    with FakeTensorMode() as fake_mode:
-        for key, model in models.items():
-            x = torch.randn(2, model.in_features)
-            model_fake_state = {
-                name: fake_mode.from_tensor(t)
-                for name, t in [
-                    *model.named_parameters(),
-                    *model.named_buffers(),
-                ]
-            }
-            rows[key] = tuple(torch.func.functional_call(
-                model, model_fake_state, (x,),
-            ).shape)  # FGL002
-    return rows
+def loop_fixed(code: str, call: str, args: str) -> str:
+    """``code`` (a loop over ``models.items()`` under a strict mode) as the fix writes it:
+    the module's fake state made in the loop's body, right above ``call``'s statement."""
+    return fixed(
+        code,
+        ("    with FakeTensorMode():\n", "    with FakeTensorMode() as fake_mode:\n"),
+        (
+            f"            rows[key] = tuple({call}.shape)  # FGL002\n",
+            "            model_fake_state = {\n"
+            "                name: fake_mode.from_tensor(t)\n"
+            "                for name, t in [\n"
+            "                    *model.named_parameters(),\n"
+            "                    *model.named_buffers(),\n"
+            "                ]\n"
+            "            }\n"
+            "            rows[key] = tuple(torch.func.functional_call(\n"
+            f"                model, model_fake_state, ({args},),\n"
+            "            ).shape)  # FGL002\n",
+        ),
+    )
 
 
-print(out_shapes({"a": nn.Linear(4, 3), "b": nn.Linear(6, 2)}))
-'''
+LOOP_VARIABLE_FIXED = loop_fixed(LOOP_VARIABLE, "model(x)", "x")
 
 LOOP_VARIABLE_REBOUND = HEAD + '''
 SPARE = nn.Linear(4, 3)
@@ -265,35 +247,7 @@ def out_shapes(models):
 print(out_shapes({"a": nn.Linear(4, 3), "b": nn.Linear(4, 2)}))
 '''
 
-LOOP_VARIABLE_REBOUND_FIXED = '''\
-import torch
-from torch import nn
-from torch._subclasses.fake_tensor import FakeTensorMode
-
-SPARE = nn.Linear(4, 3)
-
-
-def out_shapes(models):
-    rows = {}
-    with FakeTensorMode() as fake_mode:
-        for key, model in models.items():
-            if key == "b":
-                model = SPARE
-            model_fake_state = {
-                name: fake_mode.from_tensor(t)
-                for name, t in [
-                    *model.named_parameters(),
-                    *model.named_buffers(),
-                ]
-            }
-            rows[key] = tuple(torch.func.functional_call(
-                model, model_fake_state, (torch.randn(2, 4),),
-            ).shape)  # FGL002
-    return rows
-
-
-print(out_shapes({"a": nn.Linear(4, 3), "b": nn.Linear(4, 2)}))
-'''
+LOOP_VARIABLE_REBOUND_FIXED = loop_fixed(LOOP_VARIABLE_REBOUND, "model(torch.randn(2, 4))", "torch.randn(2, 4)")
 
 LOOP_VARIABLE_COMPREHENSION = HEAD + '''
 
@@ -354,18 +308,15 @@ def test_helper_grads_over_a_global_list_stay_display_only(tmp_path):
     assert path.read_text(encoding="utf-8") == GLOBAL_PARAMS
 
 
-def test_a_helper_that_may_return_a_list_gives_no_fix(tmp_path):
-    """Every ``return`` of the helper must give the same container type."""
-    path = tmp_path / "list_or_dict.py"
-    path.write_text(HELPER_LIST_OR_DICT, encoding="utf-8")
+@pytest.mark.parametrize("code,reason", [
+    # every `return` of the helper must give the same container type
+    (HELPER_LIST_OR_DICT, "type of `state` is not known"),
+    # an inner comprehension rebinds the loop variable between the hoist and the use
+    (LOOP_VARIABLE_COMPREHENSION, "rebound in the region"),
+], ids=["helper_may_return_a_list", "loop_variable_rebound_by_a_comprehension"])
+def test_no_fix_and_why(tmp_path, code, reason):
+    path = tmp_path / "example.py"
+    path.write_text(code, encoding="utf-8")
     proc = cli(*BASE_ARGS, "--unsafe-fixes", "--output-format", "json", str(path))
     (finding,) = json.loads(proc.stdout)
-    assert finding["fix"] is None and "type of `state` is not known" in finding["no_fix"], finding
-
-
-def test_a_loop_variable_rebound_by_a_comprehension_gives_no_fix(tmp_path):
-    path = tmp_path / "comprehension.py"
-    path.write_text(LOOP_VARIABLE_COMPREHENSION, encoding="utf-8")
-    proc = cli(*BASE_ARGS, "--unsafe-fixes", "--output-format", "json", str(path))
-    (finding,) = json.loads(proc.stdout)
-    assert finding["fix"] is None and "rebound in the region" in finding["no_fix"], finding
+    assert finding["fix"] is None and reason in finding["no_fix"], finding
