@@ -526,8 +526,11 @@ INVALID = {
 VALID = {
     "container_of_unknown_type": (
         """
-        def make():
-            return [torch.randn(3, requires_grad=True)]
+        def make(as_tuple=False):
+            t = torch.randn(3, requires_grad=True)
+            if as_tuple:
+                return (t,)
+            return [t]
 
 
         params = make()

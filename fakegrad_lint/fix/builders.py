@@ -44,7 +44,7 @@ from fakegrad_lint.analysis.leaks import FixPlan
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.positions import PositionMap
 from fakegrad_lint.findings import Applicability, Fix
-from fakegrad_lint.fix import containers, modules, probes, traced
+from fakegrad_lint.fix import containers, grads, modules, probes, traced
 from fakegrad_lint.fix.cst import CstError, CstFile, Ops
 
 
@@ -183,10 +183,22 @@ def _build_fix(leak, source: str) -> Fix | None:
             loads = loads + after_roots  # the reads of the gradients after the block read the copy's
             plan, rewritten, copy_all = replace(plan, kind="module-copy", uses=loads), loads, True
             first_stmt = _first_use_stmt(w, rewritten)
+    block, block_header = w, header_end  # where the copies are hoisted
     if _rebound_before_use(w, plan, first_stmt.lineno if not one_line else 0):
-        # the name means something else by the time it leaks
-        raise NoFix(f"`{plan.value}` is rebound in the region before it leaks (a loop or comprehension "
-                    f"variable, an assignment)")
+        # the name means something else by the time it leaks; a `for` loop's own variable
+        # (`for key, model in models.items()`) that the body does not rebind before it leaks
+        # is converted in the loop's body, each time round, right above the statement with
+        # the first use
+        loop = None if one_line or plan.kind not in ("module", "tensor") else _binding_loop(w, plan)
+        if loop is None:
+            raise NoFix(f"`{plan.value}` is rebound in the region before it leaks (a loop or comprehension "
+                        f"variable, an assignment)")
+        block, block_header = _LoopBody(loop.body), max(loop.target.end_lineno, loop.iter.end_lineno)
+        first_stmt = _first_use_stmt(block, rewritten)
+        if _rebound_before_use(block, plan, first_stmt.lineno) or not all(
+                loop.body[0].lineno <= n.lineno and n.end_lineno <= loop.body[-1].end_lineno for n in rewritten):
+            raise NoFix(f"`{plan.value}` is rebound in the region before it leaks (a loop or comprehension "
+                        f"variable, an assignment)")
     if plan.kind in ("module", "module-copy") and not copy_all and not modules.converts(w.body, plan.value):
         from fakegrad_lint.fix.helpers import grad_read_copy  # a copy whose gradients the code reads
 
@@ -223,7 +235,7 @@ def _build_fix(leak, source: str) -> Fix | None:
         def hoist(stmt: str) -> None:
             ops.hoist_one_line(with_node, stmt, indent)
     else:
-        _, indent = _hoist_point(w, pos, header_end, first_stmt)
+        _, indent = _hoist_point(block, pos, block_header, first_stmt)
         before = nodes.stmt(first_stmt)
 
         def hoist(stmt: str) -> None:
@@ -291,7 +303,7 @@ def _build_fix(leak, source: str) -> Fix | None:
         torch_name, needs_import = _torch_module_name(plan.module_tree, pos, _first_line(w))
         rhs = (f"{{name: {mode}.from_tensor(t) for name, t in "
                f"[*{plan.value}.named_parameters(), *{plan.value}.named_buffers()]}}")
-        existing = _existing_hoist(w, pos, rhs)
+        existing = _existing_hoist(block, pos, rhs)
         state = existing or _unique(f"{base}_fake_state", taken)
         if not existing:
             stmt = f"{state} = {rhs}"
@@ -356,6 +368,10 @@ def _build_fix(leak, source: str) -> Fix | None:
     probed = []  # lines that only ask `type()` of a real gradient the fix empties
     if plan.grad_redirect:
         return Fix(message, applicability, ops.edits())
+    # `torch.autograd.grad` in the helper the copy is handed to, over that helper's own
+    # parameter: the copy's parameters, the fakes the graph holds (`fix/grads.py`)
+    helper_grads = leak.sink == "torch.autograd.grad" and plan.kind == "module-copy" and \
+        grads.helper_grads_over_copy(plan, w, _following(plan.module_tree, w))
     if plan.kind in ("module", "module-copy"):
         from fakegrad_lint.fix.helpers import parameter_grad_read_elsewhere
 
@@ -366,7 +382,7 @@ def _build_fix(leak, source: str) -> Fix | None:
             # the gradients land on the fake copies: what the code reads there changes
             return Fix(f"{message} (not applied: line {read} reads the gradients of `{plan.value}`'s parameters)",
                        Applicability.DISPLAY_ONLY, ops.edits())
-        if leak.sink == "torch.autograd.grad" and not grads_converted:
+        if leak.sink == "torch.autograd.grad" and not grads_converted and not helper_grads:
             # `autograd.grad(loss, inputs)` may differentiate with respect to the real
             # parameters, which the fixed graph no longer holds (a RuntimeError at run time)
             return Fix(f"{message} (not applied: `torch.autograd.grad` on line {leak.sink_line} may differentiate "
@@ -388,7 +404,7 @@ def _build_fix(leak, source: str) -> Fix | None:
         if not _only_grad_reads_until(_following(plan.module_tree, w), plan.value, later):
             return Fix(f"{message} (not applied: line {outside_grad[0]} reads the real gradient of "
                        f"`{plan.value}` after another use of it)", Applicability.DISPLAY_ONLY, ops.edits())
-    outside_sink = leak.sink == "torch.autograd.grad" and leak.sink_line is not None and not (
+    outside_sink = leak.sink == "torch.autograd.grad" and leak.sink_line is not None and not helper_grads and not (
         body_lines[0] <= leak.sink_line <= body_lines[1]
     )
     if (outside_grad or outside_sink) and plan.kind not in ("module", "module-copy"):
@@ -981,6 +997,33 @@ def _loop_module(w, plan):
                     any(isinstance(t, ast.Name) and t.id == root for t in ast.walk(node.target)):
                 return plan.loop_modules[id(node)]
     return None
+
+
+class _LoopBody:
+    """A loop's body shaped like a ``with`` for :func:`_hoist_point` and :func:`_first_use_stmt`."""
+
+    def __init__(self, body):
+        self.body = body
+
+
+def _binding_loop(w, plan):
+    """The innermost ``for`` loop of the block (not in a nested function) whose target binds
+    the leaking name and whose body holds every use of it; None if there is none."""
+    root = plan.value.split(".", 1)[0]
+    best = None
+    todo = list(w.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.For, ast.AsyncFor)) and node.body and \
+                any(isinstance(t, ast.Name) and t.id == root and isinstance(t.ctx, ast.Store)
+                    for t in ast.walk(node.target)) and \
+                all(node.body[0].lineno <= u.lineno and u.end_lineno <= node.body[-1].end_lineno for u in plan.uses) \
+                and (best is None or node.lineno > best.lineno):
+            best = node
+        todo.extend(ast.iter_child_nodes(node))
+    return best
 
 
 def _rebound_before_use(w, plan, from_line: int = 0) -> bool:

@@ -35,7 +35,11 @@ _DICT_CALLS = {"dict", "OrderedDict", "collections.OrderedDict"}
 _DICT_METHODS = {"state_dict"}
 
 
-def _kind_of(expr) -> str | None:
+def _kind_of(expr, tree=None) -> str | None:
+    if tree is not None and isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
+        made = _returned_kind(tree, expr.func.id)
+        if made is not None:
+            return made
     if isinstance(expr, (ast.List, ast.ListComp)):
         return "list"
     if isinstance(expr, ast.Tuple):
@@ -59,6 +63,41 @@ def _kind_of(expr) -> str | None:
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _returned_kind(tree, name: str) -> str | None:
+    """The container type a function of the file returns (``state = params_and_buffers(block)``,
+    whose ``return state`` follows ``state = dict(module.named_parameters())``): ``name`` is
+    bound once in the module, by a plain top-level ``def`` (no decorator, no generator) whose
+    last statement is a ``return`` and whose every ``return`` gives the same type (a display,
+    ``dict(...)``, or a local name every binding of which makes it, as
+    :func:`container_kind` reads them). Else None."""
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
+    if len(defs) != 1 or defs[0].decorator_list or not defs[0].body or \
+            not isinstance(defs[0].body[-1], ast.Return):
+        return None
+    func = defs[0]
+    for node in ast.walk(tree):
+        if node is func:
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name or \
+                isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) or \
+                isinstance(node, (ast.Import, ast.ImportFrom)) and \
+                any((a.asname or a.name.split(".")[0]) == name for a in node.names):
+            return None
+    nodes = list(_scope_nodes(func))
+    if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal)) for n in nodes):
+        return None
+    kinds = set()
+    for node in nodes:
+        if isinstance(node, ast.Return):
+            if node.value is None:
+                return None
+            if isinstance(node.value, ast.Name):
+                kinds.add(_kind_of_bindings(nodes, node.value.id))
+            else:
+                kinds.add(_kind_of(node.value))
+    return kinds.pop() if len(kinds) == 1 else None
 
 
 def _scope_nodes(scope):
@@ -100,7 +139,7 @@ def container_kind(tree, value: str, line: int | None = None) -> str | None:
                                and n.lineno < scope.lineno <= n.end_lineno for n in ast.walk(tree)):
                 return None  # a closure variable or a declared global: not worked out here
             nodes = list(_scope_nodes(tree))
-    return _kind_of_bindings(nodes, value)
+    return _kind_of_bindings(nodes, value, tree)
 
 
 def _binds(nodes, name: str) -> bool:
@@ -125,13 +164,14 @@ def _annotated_kind(annotation) -> str | None:
     return _ANNOTATED.get(name.rsplit(".", 1)[-1]) if name else None
 
 
-def _kind_of_bindings(nodes, value: str) -> str | None:
+def _kind_of_bindings(nodes, value: str, tree=None) -> str | None:
+    """``tree``: the module, whose functions' returns a call of one gives (``_returned_kind``)."""
     kinds = set()
     for node in nodes:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if node.value is not None and any(dotted_name(t) == value for t in targets):
-                kinds.add(_kind_of(node.value))
+                kinds.add(_kind_of(node.value, tree))
             elif any(dotted_name(e) == value for t in targets if isinstance(t, (ast.Tuple, ast.List))
                      for e in ast.walk(t)):
                 kinds.add(None)  # unpacked from something else

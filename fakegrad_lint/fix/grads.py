@@ -153,3 +153,66 @@ def converted_inputs(inputs, module: str, mode: str, before, fresh, segment, par
     if isinstance(inputs, ast.Name) and inputs.id in fresh:
         return ""
     return None
+
+
+def helper_grads_over_copy(plan, w, following) -> bool:
+    """A fake copy of the module handed to a helper of the file in the region
+    (``grads = layer_grads(model_fake, x, y)``) whose every ``torch.autograd.grad`` takes
+    the gradients with respect to its own parameter's parameters
+    (``params = [p for p in model.parameters() if p.requires_grad]``): inside the helper
+    that parameter *is* the copy, so the inputs are the fakes the graph holds and nothing
+    needs converting. True only when every use of the module in the plan is such an
+    argument, the helper never rebinds the parameter, and neither the region nor the code
+    right after it takes ``autograd.grad`` itself (it could name the real parameters)."""
+    if plan.kind != "module-copy" or not plan.helper or not plan.uses:
+        return False
+    if autograd_grad_calls(w.body) or autograd_grad_calls(following):
+        return False
+    defs = [n for n in plan.module_tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.name == plan.helper]
+    if len(defs) != 1 or _bound_elsewhere(plan.module_tree, plan.helper, defs[0]):
+        return False
+    helper = defs[0]
+    positional = [*helper.args.posonlyargs, *helper.args.args]
+    names = set()
+    for use in plan.uses:
+        call = next((c for stmt in w.body for c in ast.walk(stmt) if isinstance(c, ast.Call)
+                     and isinstance(c.func, ast.Name) and c.func.id == plan.helper
+                     and any(a is use for a in c.args)), None)
+        if call is None:
+            return False
+        index = next(i for i, a in enumerate(call.args) if a is use)
+        if any(isinstance(a, ast.Starred) for a in call.args[:index + 1]) or index >= len(positional):
+            return False
+        names.add(positional[index].arg)
+    if len(names) != 1:
+        return False
+    (param,) = names
+    if _stores(helper.body, param):
+        return False
+    calls = autograd_grad_calls(helper.body)
+    bound = param_names(helper.body, param)
+    return bool(calls) and all(inputs is not None and _is_param_seq(inputs, param, bound) for _, inputs in calls)
+
+
+def _stores(stmts, name: str) -> bool:
+    """Does ``stmts`` (nested functions included: a ``nonlocal`` may rebind) store ``name``?"""
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
+               or isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names
+               for stmt in stmts for n in ast.walk(stmt))
+
+
+def _bound_elsewhere(tree, name: str, func) -> bool:
+    """Is ``name`` bound in ``tree`` by anything else than ``func`` (a second def, an
+    assignment, an import)?"""
+    for n in ast.walk(tree):
+        if n is func:
+            continue
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name:
+            return True
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del)):
+            return True
+        if isinstance(n, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name.split(".")[0]) == name
+                                                                for a in n.names):
+            return True
+    return False
