@@ -16,8 +16,9 @@ from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _FUNCTION_DEFS, _is_main_guard, _sets_requires_grad
 from fakegrad_lint.analysis.expressions import module_children
 from fakegrad_lint.analysis.heap import Branch, heap_field, heap_set, merge
+from fakegrad_lint.analysis.module_parts import register_part
 from fakegrad_lint.analysis.names import dotted_name
-from fakegrad_lint.analysis.state import STEP_BUDGET, UNROLL_DEPTH, UNROLL_MAX, Crashed, YieldReached, _BlockExit
+from fakegrad_lint.analysis.state import STEP_BUDGET, UNROLL_DEPTH, UNROLL_MAX, UNROLL_MAX_KEYED, Crashed, YieldReached, _BlockExit
 from fakegrad_lint.analysis.torch_values import (_MODULE_ITERATORS, _disable_module_origins, _enable_module_origins,
     _name_origins)
 from fakegrad_lint.analysis.valueops import _dict_val, _is_none_const, _truth, concat_seqs, const_tuple
@@ -216,7 +217,7 @@ class StatementsMixin:
             elems = [ConstVal(k) for k in it.keys] if it.keys is not None and it.elts is not None else None
         else:
             elems = list(it.elts) if it.elts is not None and it.keys is None else None
-        if not elems or len(elems) > UNROLL_MAX:
+        if not elems or (len(elems) > UNROLL_MAX and (len(elems) > UNROLL_MAX_KEYED or not all(map(_keyed, elems)))):
             return None
         return elems
 
@@ -683,6 +684,8 @@ class StatementsMixin:
             obj.methods[attr] = val
         if isinstance(obj, (InstanceVal, ModuleVal, ClassVal)):
             heap_set(obj, attr, val)
+            if isinstance(obj, ModuleVal):
+                register_part(obj, attr, val)  # (Module.__setattr__ registers a submodule or parameter)
         elif isinstance(obj, ModeVal) and obj.cls is not None and attr != "allow_non_fake_inputs":
             heap_set(obj, attr, val)  # an instance of a FakeTensorMode subclass of the file
         elif isinstance(obj, ModeVal) and attr == "allow_non_fake_inputs":
@@ -732,6 +735,13 @@ class StatementsMixin:
                             heap_set(obj, k, v)
             elif isinstance(obj, (InstanceVal, ModuleVal)):
                 heap_set(obj, expr.attr, val)
+
+
+def _keyed(v):
+    """A constant string key, or a ``(key, value)`` pair of one (a dict's ``items()``)."""
+    if isinstance(v, SeqVal) and v.elts is not None and len(v.elts) == 2 and v.keys is None:
+        v = v.elts[0]
+    return isinstance(v, ConstVal) and isinstance(v.value, str)
 
 
 # statement type -> the method that runs it (types not listed do nothing)
