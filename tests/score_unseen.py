@@ -73,6 +73,7 @@ CORPORA = {
     "probes3": ("probes3", "probes3_projects"),
     "probes4": ("probes4", "probes4_projects"),
     "probes5": ("probes5", "probes5_projects"),
+    "probes6": ("probes6", "probes6_projects"),
 }
 
 
