@@ -217,7 +217,8 @@ class StatementsMixin:
             elems = [ConstVal(k) for k in it.keys] if it.keys is not None and it.elts is not None else None
         else:
             elems = list(it.elts) if it.elts is not None and it.keys is None else None
-        if not elems or (len(elems) > UNROLL_MAX and (len(elems) > UNROLL_MAX_KEYED or not all(map(_keyed, elems)))):
+        if not elems or (len(elems) > UNROLL_MAX and (len(elems) > UNROLL_MAX_KEYED or self._unroll_depth
+                                                      or not all(map(_keyed, elems)))):
             return None
         return elems
 
