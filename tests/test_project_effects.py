@@ -75,10 +75,15 @@ with FakeTensorMode(allow_non_fake_inputs=True):
 """
 
 
-@pytest.mark.parametrize("body, marker", [(FREEZE_THEN_ATTACH, "  # FGL001"), (ATTACH_THEN_FREEZE, "")])
+@pytest.mark.parametrize("body, marker", [
+    (FREEZE_THEN_ATTACH, "  # FGL001"),
+    (ATTACH_THEN_FREEZE, ""),
+    (FREEZE_THEN_ATTACH.replace("block.adapter", "block.teacher"), ""),  # (no forward reads it)
+])
 def test_adapter_attached_by_another_modules_helper(tmp_path, body, marker):
-    """A trainable submodule assigned onto a frozen model's blocks makes it bring
-    requires-grad parameters again; frozen after the assignment, it does not."""
+    """A trainable submodule assigned onto a frozen model's blocks, and read by their
+    forward, brings requires-grad parameters into the model's call again; frozen after
+    the assignment, or set where no forward reads it, it does not."""
     make(tmp_path, {"backbone.py": BACKBONE, "peft/__init__.py": "from .attach import attach\n",
                     "peft/attach.py": ATTACH % body, "probe.py": PROBE % marker})
     assert_markers(tmp_path)

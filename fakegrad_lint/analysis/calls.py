@@ -16,7 +16,6 @@ from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _contains_yield
 from fakegrad_lint.analysis.context import CallSite
 from fakegrad_lint.analysis.heap import heap_field, heap_set
-from fakegrad_lint.analysis.module_parts import register_part
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import MAX_DEPTH, Crashed, Scope, YieldReached, _BlockExit
 from fakegrad_lint.analysis.valueops import (_PURE_NAME_NODES, known_iteration as _known_iteration, _arg_exprs, _one_of, _dict_val, _interesting, _is_none_const,
@@ -737,7 +736,6 @@ class CallsMixin:
                 elif isinstance(n, ChildName) and n.module is args[0] and isinstance(args[0], ModuleVal):
                     # a child of the module, replaced by the value (LoRA-style injection)
                     heap_set(args[0], f"<child {id(e)}>", args[2])
-                    register_part(args[0], f"<child {id(e)}>", args[2])
                 elif isinstance(args[0], ModeVal):
                     heap_field(args[0], "allow", None)  # any attribute, maybe the allow flag
             return UNKNOWN

@@ -16,7 +16,6 @@ from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.code_text import _FUNCTION_DEFS, _is_main_guard, _sets_requires_grad
 from fakegrad_lint.analysis.expressions import module_children
 from fakegrad_lint.analysis.heap import Branch, heap_field, heap_set, merge
-from fakegrad_lint.analysis.module_parts import register_part
 from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import STEP_BUDGET, UNROLL_DEPTH, UNROLL_MAX, UNROLL_MAX_KEYED, Crashed, YieldReached, _BlockExit
 from fakegrad_lint.analysis.torch_values import (_MODULE_ITERATORS, _disable_module_origins, _enable_module_origins,
@@ -685,8 +684,6 @@ class StatementsMixin:
             obj.methods[attr] = val
         if isinstance(obj, (InstanceVal, ModuleVal, ClassVal)):
             heap_set(obj, attr, val)
-            if isinstance(obj, ModuleVal):
-                register_part(obj, attr, val)  # (Module.__setattr__ registers a submodule or parameter)
         elif isinstance(obj, ModeVal) and obj.cls is not None and attr != "allow_non_fake_inputs":
             heap_set(obj, attr, val)  # an instance of a FakeTensorMode subclass of the file
         elif isinstance(obj, ModeVal) and attr == "allow_non_fake_inputs":
