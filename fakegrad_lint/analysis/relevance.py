@@ -143,6 +143,11 @@ class RelevanceMixin:
         for cls in {c for fv, c in units if c is not None and fv in relevant}:
             inst = self._instance_for(cls)
             attrs = [a for a, v in inst.attrs.items() if isinstance(v, (ModeVal, CtxVal)) or v.fake_mode() is not None]
+            if library_kind(cls) == "testcase":
+                # a test case's fixtures (`setUp`...) set what its tests read: an attribute a
+                # relevant fixture assigns from a hot word (`self.mode = FakeTensorMode(...)`)
+                attrs += [a for fv, c in units if c is cls and fv in relevant and fv.node.name in _FIXTURE_METHODS
+                          for a in _hot_self_assignments(texts[fv], hot_re) if a not in attrs]
             if attrs:
                 attr_re = re.compile(r"\bself\.(?:%s)\b" % "|".join(map(re.escape, attrs)))
                 relevant |= {fv for fv, c in units if c is cls and attr_re.search(texts[fv])}
@@ -474,3 +479,13 @@ def _may_rebind(text, word):
     w = re.escape(word)
     return re.search(rf"\bimport\b[^\n]*\b{w}\b|\bimport\s*\([^)]*\b{w}\b|\.[ \t]*{w}\b|\bas[ \t]+{w}\b"
                      rf"|\b{w}[ \t]*(?::[^\n=]*)?=(?!=)", text) is not None
+
+
+# the methods a test runner runs around each test of a TestCase (library_classes)
+_FIXTURE_METHODS = frozenset({"setUp", "setUpClass", "asyncSetUp"})
+_SELF_ASSIGN = re.compile(r"^\s*(?:self|cls)\.(\w+)\s*(?::[^=]*)?=(?!=)(.*)$", re.MULTILINE)
+
+
+def _hot_self_assignments(text, hot_re):
+    """``self.X = ...`` / ``cls.X = ...`` lines of a method whose value names a hot word."""
+    return [m.group(1) for m in _SELF_ASSIGN.finditer(text) if hot_re.search(m.group(2))]

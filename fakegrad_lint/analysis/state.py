@@ -23,6 +23,10 @@ STEP_BUDGET = 400_000
 # order) when it has at most this many, nested at most UNROLL_DEPTH deep
 UNROLL_MAX = 8
 UNROLL_DEPTH = 2
+# ... or, for an outermost loop, this many when each element is keyed by a constant (a
+# dict's keys or its `items()`: a module's namespace `vars(mod)`, a registry), whose
+# loop bodies mostly select by that key (`if name.startswith("test_")`)
+UNROLL_MAX_KEYED = 32
 
 
 class Crashed(Exception):

@@ -17,7 +17,7 @@ from fakegrad_lint.analysis.code_text import _FUNCTION_DEFS, _is_main_guard, _se
 from fakegrad_lint.analysis.expressions import module_children
 from fakegrad_lint.analysis.heap import Branch, heap_field, heap_set, merge
 from fakegrad_lint.analysis.names import dotted_name
-from fakegrad_lint.analysis.state import STEP_BUDGET, UNROLL_DEPTH, UNROLL_MAX, Crashed, YieldReached, _BlockExit
+from fakegrad_lint.analysis.state import STEP_BUDGET, UNROLL_DEPTH, UNROLL_MAX, UNROLL_MAX_KEYED, Crashed, YieldReached, _BlockExit
 from fakegrad_lint.analysis.torch_values import (_MODULE_ITERATORS, _disable_module_origins, _enable_module_origins,
     _name_origins)
 from fakegrad_lint.analysis.valueops import _dict_val, _is_none_const, _truth, concat_seqs, const_tuple
@@ -216,7 +216,8 @@ class StatementsMixin:
             elems = [ConstVal(k) for k in it.keys] if it.keys is not None and it.elts is not None else None
         else:
             elems = list(it.elts) if it.elts is not None and it.keys is None else None
-        if not elems or len(elems) > UNROLL_MAX:
+        if not elems or (len(elems) > UNROLL_MAX and (len(elems) > UNROLL_MAX_KEYED or self._unroll_depth
+                                                      or not all(map(_keyed, elems)))):
             return None
         return elems
 
@@ -744,6 +745,13 @@ def _tuple_elts(val, n, depth=0):
     for x in subs[1:]:
         elts = [combine(a, b) for a, b in zip(elts, x)]
     return elts
+
+
+def _keyed(v):
+    """A constant string key, or a ``(key, value)`` pair of one (a dict's ``items()``)."""
+    if isinstance(v, SeqVal) and v.elts is not None and len(v.elts) == 2 and v.keys is None:
+        v = v.elts[0]
+    return isinstance(v, ConstVal) and isinstance(v.value, str)
 
 
 # statement type -> the method that runs it (types not listed do nothing)

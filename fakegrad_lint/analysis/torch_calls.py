@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import weakref
 
 from fakegrad_lint.analysis import torch_tables as N
 from fakegrad_lint.analysis.calls import OpenKwargs
@@ -48,6 +49,10 @@ def _factory_shape(q, args, kwargs):
         return size_of_args(args[:1]) if args else None
     return size_of_args(args) if args else None
 
+
+# a torch container whose children are not known one by one -> the classes of the module
+# values it was built from (its children are of those classes)
+_ELEMENT_CLASSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 _PRE_HOOKS = tuple(k for k in N.MODULE_HOOK_REGISTRARS.values() if k == "_forward_pre_hooks")
 _POST_HOOKS = tuple(k for k in N.MODULE_HOOK_REGISTRARS.values() if k != "_forward_pre_hooks")
@@ -255,7 +260,14 @@ class TorchCallsMixin:
         if mod.cls is None:
             used = N.MODULE_STATE_ATTRS  # a torch layer's forward reads its parameters and buffers
             kinds = (TVal,)
-            if mod.container:
+            classes = _ELEMENT_CLASSES.get(mod) if mod.container and mod.children is None else None
+            if classes:
+                # a container standing for children of these classes: what their forwards read
+                for c in classes:
+                    fwd = c.lookup_method("forward")
+                    used = used | (_self_attrs_read(fwd.node) if isinstance(fwd, FuncVal) else frozenset())
+                kinds = (TVal, ModuleVal)
+            elif mod.container:
                 # a container's forward runs every child, those set by name included
                 used = used | frozenset(k for k, v in mod.attrs.items() if isinstance(v, ModuleVal))
                 kinds = (TVal, ModuleVal)
@@ -270,7 +282,11 @@ class TorchCallsMixin:
         for a, v in mod.attrs.items():
             if a not in used or not isinstance(v, kinds):
                 continue
-            if v.fake_mode() is not None if real else bool(v.real_rg()):
+            if not real and isinstance(v, ModuleVal) and v.is_real() and v.origin.disabled is True:
+                # a frozen part of a frozen module: what is set on it since (a trainable
+                # adapter a helper attached to each block) is used by its forward too
+                out.extend(self._module_state(v, func_expr, depth + 1))
+            elif v.fake_mode() is not None if real else bool(v.real_rg()):
                 out.append((v, None))  # (no expression of the call names it: no fix is offered)
             elif isinstance(v, ModuleVal):
                 out.extend(self._module_state(v, func_expr, depth + 1))
@@ -673,7 +689,13 @@ class TorchCallsMixin:
             children = [x for a in list(args) + list(kwargs.values()) for x in _flatten(a)]
             if not any(x.real_rg() or (isinstance(x, ModuleVal) and x.meta) for x in children):
                 mod.origin = None
-            _adopt_children(mod, _known_children(last, args, kwargs))
+            known = _known_children(last, args, kwargs)
+            _adopt_children(mod, known)
+            classes = {id(x.cls): x.cls for x in children if isinstance(x, ModuleVal) and isinstance(x.cls, ClassVal)}
+            if known is None and children and all(isinstance(x, ModuleVal) and isinstance(x.cls, ClassVal) for x in children):
+                # children not known one by one (`ModuleList([Block(d) for _ in range(n)])`): the
+                # container stands for each of them, and what is set on it is set on them
+                _ELEMENT_CLASSES[mod] = tuple(classes.values())
         elif last in N.PARAMLESS_MODULES:
             mod.origin = None
         if mod.sequence and mod.origin is not None:
