@@ -29,6 +29,7 @@ from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.state import PseudoWith
 from fakegrad_lint.analysis.torch_tables import CONTAINER_MODULES
 from fakegrad_lint.analysis.torch_values import _owns
+from fakegrad_lint.analysis.param_leaves import leaves_of as _leaves_of
 from fakegrad_lint.analysis.values import MaybeVal, ModuleVal, SeqVal, TVal
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)
@@ -354,6 +355,7 @@ class FixPlansMixin:
     # -- a real module passed to a helper called in the region's block ----------
 
     def _call_site_module_plan(self, region, origin, st):
+        # (the module handed over, or one of its parameters seen one by one: param_leaves.py)
         if region.with_node is None or region.func_node is st.scope.func_node:
             return None
         site = next((x for x in reversed(st.sites) if x.caller is region.func_node), None)
@@ -367,7 +369,7 @@ class FixPlansMixin:
         for ex, val in zip(exprs, values):
             if ex is not None and id(ex) in starred:
                 return None  # `fn(*args)`: the name is the whole tuple, not the module
-            if ex is None or not isinstance(val, ModuleVal) or val.meta or origin not in val.real_rg():
+            if ex is None or not isinstance(val, ModuleVal) or val.meta or origin not in val.real_rg() | _leaves_of(val):
                 continue
             dotted = dotted_name(ex)
             if dotted is None:

@@ -30,9 +30,11 @@ def _ordered(names):
     return sorted(names, key=lambda n: (_ORDER.index(n) if n in _ORDER else len(_ORDER), n))
 
 
-def param_leaves(mod, line, prefix="", depth=0):
+def param_leaves(mod, line, prefix="", depth=0, device=None):
     """[(dotted name, TVal of that parameter)] of a real module whose every parameter is
-    known, in ``named_parameters()`` order; None when not known."""
+    known, in ``named_parameters()`` order; None when not known. A parameter lives on its
+    layer's known device, else on the one its container was given (``net.to_empty(device=
+    "cpu")`` moves every part: ``p.is_meta`` stays known)."""
     if not isinstance(mod, ModuleVal) or depth > 4:
         return None
     if mod.cls is None and mod.children is None and mod.torch_class in N.PARAMLESS_MODULES and depth:
@@ -40,13 +42,14 @@ def param_leaves(mod, line, prefix="", depth=0):
     if not mod.is_real() or mod.cls is not None or mod.meta or mod.opaque or mod.may_fake:
         return None
     o = mod.origin
+    device = mod.device if mod.device is not None else device
     if mod.children is not None:
         if mod.torch_class not in ("Sequential", "ModuleList", "ModuleDict"):
             return None
         out = []
         for k in mod.children:
             child = mod.attrs.get(k)
-            got = param_leaves(child, line, f"{prefix}{k}.", depth + 1)
+            got = param_leaves(child, line, f"{prefix}{k}.", depth + 1, device)
             if got is None:
                 return None
             out.extend(got)
@@ -63,8 +66,25 @@ def param_leaves(mod, line, prefix="", depth=0):
             # (made with its layer: the trace's source is where the layer was built)
             leaf = leaves[p] = Origin(f"{o.name}.{p}" if o.name else p, "parameter", o.line, parent=o, param=p)
         heap_field(leaf, "disabled", effective_disabled(leaf))
-        out.append((prefix + p, TVal(frozenset([leaf]), device=mod.device)))
+        out.append((prefix + p, TVal(frozenset([leaf]), device=device)))
     return out
+
+
+def leaves_of(mod):
+    """The per-parameter origins made so far for a real module's own parameters (a layer's,
+    or a container's layers'), as a frozenset: a leak of one of them is a leak of the module."""
+    out = set()
+    stack, seen = [mod], 0
+    while stack and seen < 64:
+        m = stack.pop()
+        seen += 1
+        if not isinstance(m, ModuleVal) or not m.is_real():
+            continue
+        if m.origin is not None:
+            out.update(m.origin.__dict__.get("_leaves", {}).values())
+        if m.children is not None:
+            stack.extend(m.attrs.get(k) for k in m.children)
+    return frozenset(out)
 
 
 class ParamLeavesMixin:
