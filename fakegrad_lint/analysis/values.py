@@ -435,6 +435,7 @@ class TracedFn(Value):
 @dataclass(eq=False)
 class OptimizerVal(Value):
     params: Value
+    attrs: dict = field(default_factory=dict)  # its step hooks, under torch's attribute names (heap_set)
 
 
 @dataclass(eq=False)
