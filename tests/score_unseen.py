@@ -17,6 +17,7 @@
     python tests/score_unseen.py --corpus probes4      # fixtures/probes4/*.py (an8), fixtures/probes4_projects/*/ (project layouts, an9)
     python tests/score_unseen.py --corpus probes5      # fixtures/probes5/*.py (an10), fixtures/probes5_projects/*/ (project layouts, an11)
     python tests/score_unseen.py --corpus probes6      # fixtures/probes6/*.py (descriptors, threads, casts under strict modes, per-parameter flags; an12)
+    python tests/score_unseen.py --corpus probes7      # fixtures/probes7/*.py (lru_cache cache_clear, optimizer step hooks, getattr reads in a forward, containers built in a region; an14)
     python tests/score_unseen.py --cmd "python -m fakegrad_lint --output-format json"
     python tests/score_unseen.py --format json         # the score as JSON
 
@@ -77,6 +78,7 @@ CORPORA = {
     "probes4": ("probes4", "probes4_projects"),
     "probes5": ("probes5", "probes5_projects"),
     "probes6": ("probes6", "probes6_projects"),
+    "probes7": ("probes7", "probes7_projects"),
 }
 
 

@@ -601,6 +601,8 @@ class ExpressionsMixin:
             if attr in N.MODE_METHOD_NAMES:
                 return MethodRef(obj, attr)  # (`self.addCleanup(mode.__exit__, None, None, None)`)
             return UNKNOWN
+        if isinstance(obj, FuncVal) and obj.memo and attr in N.MEMO_FUNCTION_METHODS:
+            return MethodRef(obj, attr)  # (`clear = table.cache_clear`, called later)
         if isinstance(obj, FuncVal) and attr == "__name__" and obj.wrapped is None:
             # a def's name (registries keyed by `fn.__name__`); a wrapper's may be copied by
             # functools.wraps or not: unknown

@@ -93,6 +93,24 @@ class MethodCallsMixin(LibraryMixin):
             self._gen_release(g, st, st.regions)
         return UNKNOWN
 
+    def _optimizer_step(self, e, opt, args, kwargs, st):
+        """``opt.step(...)``: its pre hooks, the closure it is given (``step(closure)``
+        runs it and returns its result), then its post hooks, each hook called as
+        ``fn(optimizer, args, kwargs)``, as torch's ``Optimizer.step`` wrapper does."""
+        hook_args = [opt, SeqVal(tuple(args), tuple(args)), _dict_val(list(kwargs), list(kwargs.values()))]
+        for fn in self._held_hooks(opt, "_optimizer_step_pre_hooks"):
+            self.call_value(e, fn, list(hook_args), {}, st, func_expr=None)
+        closure = args[0] if args else kwargs.get("closure")
+        res = self.call_value(e, closure, [], {}, st, func_expr=None) if closure is not None else UNKNOWN
+        for fn in self._held_hooks(opt, "_optimizer_step_post_hooks"):
+            self.call_value(e, fn, list(hook_args), {}, st, func_expr=None)
+        return res
+
+    @staticmethod
+    def _held_hooks(owner, key):
+        held = owner.attrs.get(key)
+        return list(held.items) if isinstance(held, SeqVal) else []
+
     def call_method(self, e, recv, name, args, kwargs, st):
         if isinstance(recv, MaybeVal):
             opts = [o for o in recv.options if not isinstance(o, ConstVal)]  # a constant has no such method
@@ -120,6 +138,14 @@ class MethodCallsMixin(LibraryMixin):
             return UNKNOWN
         if isinstance(recv, GeneratorVal):
             return self.generator_method(recv, name, st)
+        if isinstance(recv, FuncVal) and recv.memo and name in N.MEMO_FUNCTION_METHODS:
+            if N.MEMO_FUNCTION_METHODS[name] == "clear":
+                # `fn.cache_clear()`: no earlier result comes back (a fake made in a
+                # region is not returned to a later real call); on a path that only may
+                # run this, the entries are dropped too: a kept one would be a may link
+                self._memo_results.pop(recv.node, None)
+                return ConstVal(None)
+            return UNKNOWN
         if isinstance(recv, TVal):
             return self.tensor_method(e, recv, name, args, kwargs, st)
         if (isinstance(recv, ConstVal) and isinstance(recv.value, str) and name in N.PURE_STR_METHODS and not kwargs
@@ -208,8 +234,13 @@ class MethodCallsMixin(LibraryMixin):
             if name == "zero_grad":
                 self.grads_reset(recv.params, _set_to_none(args, kwargs))
                 return UNKNOWN
-            if name == "step" and args:
-                return self.call_value(e, args[0], [], {}, st, func_expr=None)  # step(closure) runs the closure
+            if name in N.OPTIMIZER_HOOK_REGISTRARS and len(args) == 1 and not kwargs:
+                key = N.OPTIMIZER_HOOK_REGISTRARS[name]
+                held = recv.attrs.get(key)
+                heap_set(recv, key, SeqVal((held.items if isinstance(held, SeqVal) else ()) + (args[0],)))
+                return HookHandle(recv, key, args[0])
+            if name == "step":
+                return self._optimizer_step(e, recv, args, kwargs, st)
             return UNKNOWN
         if isinstance(recv, ExitStackVal):
             if name in ("enter_context", "enter_async_context") and args:

@@ -700,7 +700,7 @@ _PARTS = {
     TransformVal: ("func",),
     SingleDispatchVal: ("default", "registry"),
     DispatchRegister: ("sd", "cls"),
-    OptimizerVal: ("params",),
+    OptimizerVal: ("params", "attrs"),
     ExportedProgramVal: ("module",),
     WorkerVal: ("target", "result"),
     LibraryMethod: ("recv",),

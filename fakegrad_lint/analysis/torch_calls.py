@@ -28,15 +28,22 @@ from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, DataFileVal, B
 
 
 def _self_attrs_read(fn):
-    """``self.<name>`` attributes a method reads (its first parameter's attributes)."""
+    """``self.<name>`` attributes a method reads (its first parameter's attributes),
+    also by a constant name through the builtin ``getattr(self, "name"[, default])``
+    (with a default it reads the attribute wherever it is set)."""
     params = getattr(fn, "args", None)
     if params is None or not (params.posonlyargs or params.args):
         return frozenset()
     me = (params.posonlyargs or params.args)[0].arg
-    return frozenset(
-        n.attr for n in ast.walk(fn)
-        if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Name) and n.value.id == me
-    )
+    names = set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Name) and n.value.id == me:
+            names.add(n.attr)
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in N.ATTRIBUTE_READERS
+              and len(n.args) in (2, 3) and not n.keywords and isinstance(n.args[0], ast.Name) and n.args[0].id == me
+              and isinstance(n.args[1], ast.Constant) and isinstance(n.args[1].value, str)):
+            names.add(n.args[1].value)
+    return frozenset(names)
 
 
 def _factory_shape(q, args, kwargs):
@@ -669,6 +676,15 @@ class TorchCallsMixin:
                 children = [x for a in list(args) + list(kwargs.values()) for x in _flatten(a)]
                 fake.fake_out = (any(isinstance(x, ModuleVal) and x.proven_fake() for x in children)
                                  and not any(x.real_rg() or (isinstance(x, ModuleVal) and x.meta) for x in children))
+            if torch_layer and last in _MODULE_CONTAINERS:
+                known = _known_children(last, args, kwargs)
+                if known:
+                    # it holds the very modules it was given, as one built outside does
+                    # (`seq[0]`, `seq.apply(fn)` reach them; state set on them later is theirs)
+                    fake.torch_class = last
+                    _adopt_children(fake, known)
+                    if last == "Sequential":
+                        fake.sequence = len(known)
             return fake
         mod = ModuleVal(Origin("module", "module", e.lineno), None)
         if st.meta_device or _is_meta(list(kwargs.values())):

@@ -367,6 +367,10 @@ AUTOGRAD_FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.
 # decorators (bare or called with options) that memoise: a later call with equal
 # arguments returns the first call's result object
 MEMO_DECORATORS = frozenset({"functools.lru_cache", "functools.cache"})
+# the methods functools' cache wrapper adds to a memoised function, by what they do to
+# its cache: "clear" empties it (the next call with any arguments runs the body again),
+# "keep" leaves it (`cache_info()`, `cache_parameters()` only report on it)
+MEMO_FUNCTION_METHODS = {"cache_clear": "clear", "cache_info": "keep", "cache_parameters": "keep"}
 STATIC_DECORATORS = frozenset({"builtins.staticmethod"})
 CLASS_DECORATORS = frozenset({"builtins.classmethod"})
 PROPERTY_DECORATORS = frozenset({"builtins.property", "functools.cached_property"})
@@ -486,6 +490,8 @@ TENSOR_SELF_METHODS = frozenset({"requires_grad_"})
 # the method name a ``MethodRef`` to torch's own forward of a layer carries
 # (``super().forward`` in a subclass of ``nn.Linear``): no user forward runs, nor hooks
 TORCH_FORWARD = "<torch forward>"
+# builtins that read an attribute by its name given as a string (`getattr(obj, "w", None)`)
+ATTRIBUTE_READERS = frozenset({"getattr"})
 MODULE_HOOK_REGISTRARS = {"register_forward_pre_hook": "_forward_pre_hooks", "register_forward_hook": "_forward_hooks"}
 # nn.Module methods a program may take as a value (`fwd = model.forward`) and call later
 MODULE_METHOD_NAMES = MODULE_SELF_METHODS | frozenset(
@@ -505,7 +511,12 @@ MODULE_ONLY_METHODS = frozenset(
      "register_full_backward_hook", "register_full_backward_pre_hook", "get_submodule"}
 )
 # optimizer methods taken as values (`step = opt.step`)
-OPTIMIZER_METHOD_NAMES = frozenset({"step", "zero_grad"})
+# Optimizer hook registration -> the attribute torch keeps them in; `step()` runs the
+# pre hooks as fn(optimizer, args, kwargs), then the update (and a closure passed to
+# it), then the post hooks as fn(optimizer, args, kwargs)
+OPTIMIZER_HOOK_REGISTRARS = {"register_step_pre_hook": "_optimizer_step_pre_hooks",
+                             "register_step_post_hook": "_optimizer_step_post_hooks"}
+OPTIMIZER_METHOD_NAMES = frozenset({"step", "zero_grad"}) | frozenset(OPTIMIZER_HOOK_REGISTRARS)
 # module casts away from the default float32: every parameter is a new tensor, so
 # under an allowing mode the module's parameters become the mode's fakes (a cast
 # to the dtype it has, `.float()`, `.to("cpu")`, leaves them as they were)

@@ -435,6 +435,7 @@ class TracedFn(Value):
 @dataclass(eq=False)
 class OptimizerVal(Value):
     params: Value
+    attrs: dict = field(default_factory=dict)  # its step hooks, under torch's attribute names (heap_set)
 
 
 @dataclass(eq=False)
@@ -595,8 +596,9 @@ class WorkerVal(Value):
 
 @dataclass(eq=False)
 class HookHandle(Value):
-    """What ``module.register_forward_hook(fn)`` returns: ``remove()`` takes ``fn`` off
-    the module's hooks (``key``: the attribute that holds them)."""
+    """What ``module.register_forward_hook(fn)`` (or an optimizer's
+    ``register_step_post_hook(fn)``) returns: ``remove()`` takes ``fn`` off the
+    owner's hooks (``module``: the module or optimizer; ``key``: the attribute that holds them)."""
 
     module: Value
     key: str
