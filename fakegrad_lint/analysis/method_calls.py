@@ -254,6 +254,15 @@ class MethodCallsMixin(LibraryMixin):
                 return default
             if name in _REMOVALS:
                 return self.remove_from_container(e.func.value, recv, name, args, st)
+            if (name == "update" and recv.is_dict and recv.keys is not None and len(args) <= 1
+                    and all(isinstance(a, SeqVal) and a.is_dict and a.keys is not None for a in args)
+                    and type(kwargs) is dict):
+                # `d.update(other, **kw)` of known keys (`opts.update(overrides)` over an empty
+                # `**overrides`): each key of `other`, then each keyword, set in `d`; the rest kept
+                keys = list(recv.keys) + [k for a in args for k in a.keys] + list(kwargs)
+                vals = list(recv.elts) + [v for a in args for v in a.elts] + list(kwargs.values())
+                self.mutate_container(e.func.value, recv, _dict_val(keys, vals), st)
+                return ConstVal(None)
             if name in ("append", "add", "insert", "extend", "update", "setdefault"):
                 new_items = list(recv.items)
                 for a in args:
@@ -446,7 +455,7 @@ class MethodCallsMixin(LibraryMixin):
 
     def module_method(self, e, mod, name, args, kwargs, st):
         real = mod.is_real()
-        if name in mod.attrs:
+        if name in mod.attrs and not (name == "forward" and id(mod) in self._own_forward_running):
             return self.call_value(e, mod.attrs[name], args, kwargs, st)
         if name == "forward" or name == "__call__":
             return self.module_call(e, mod, e.func.value, args, kwargs, st)
