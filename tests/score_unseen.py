@@ -77,6 +77,7 @@ CORPORA = {
     "probes4": ("probes4", "probes4_projects"),
     "probes5": ("probes5", "probes5_projects"),
     "probes6": ("probes6", "probes6_projects"),
+    "probes7": ("probes7", "probes7_projects"),
 }
 
 
