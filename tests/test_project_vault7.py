@@ -15,25 +15,20 @@ Each hazard has a safe look-alike; every file's findings equal its markers."""
 
 from __future__ import annotations
 
-import json
-import os
-
 import pytest
 
 from markers import markers_in_source
-from test_project import cli, make
+from test_project import _json_findings, make
 
 
 def assert_markers(root):
     """The folder linted as the command line does (a helper's line is reported too when
     its caller is linted with it): every file's findings == its markers."""
-    r = cli("--isolated", "--no-cache", "--output-format", "json", "--timeout-per-file", "0", ".", cwd=root)
-    assert r.returncode in (0, 1), r.stderr
-    got = {(os.path.relpath(f["filename"], root), f["location"]["row"], f["code"])
-           for f in json.loads(r.stdout) if f["code"] != "FGL004"}
+    got = {f for f in _json_findings(root, ".")[0] if f[2] != "FGL004"}
     want = {(str(p.relative_to(root)), row, code) for p in sorted(root.rglob("*.py"))
             for row, code in markers_in_source(p.read_text(encoding="utf-8")) if code != "FGL004"}
     assert got == want, f"got {sorted(got)}, want {sorted(want)}"
+
 
 # ----------------------------------------------------------------- dict.update
 
