@@ -92,6 +92,7 @@ class Interpreter(
         self._ctx_entry_words: dict = {}  # ProjModVal -> its ways into a region (RelevanceMixin._entry_words)
         self._opens_memo: dict = {}
         self._gen_regions: dict = {}  # id(generator result) -> (it, regions its yields are in)
+        self._own_forward_running: set = set()  # ids of modules whose instance `forward` attribute runs now
         self.may_paths = 0  # blocks run as may paths so far (StatementsMixin.exec_branch)
         self._memo_results: dict = {}  # lru_cache'd function node -> {argument key: first result}
         self._loaded_bytes = 0  # source of the project modules loaded so far

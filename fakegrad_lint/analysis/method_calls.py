@@ -21,7 +21,7 @@ from fakegrad_lint.analysis.names import dotted_name
 from fakegrad_lint.analysis.torch_values import (_disable_module_origins, _enable_module_origins, _fake_copy, _is_meta,
     _set_requires_grad, op_shape, shape_of, shape_read)
 from fakegrad_lint.analysis.valueops import argparse_kwargs, argparse_parse, const_data, _arg_exprs, _dict_val, _flatten, _kw_false, _kw_true, _one_of, _operands, _values_of
-from fakegrad_lint.analysis.values import (UNKNOWN, ArgParserVal, DataFileVal, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal,
+from fakegrad_lint.analysis.values import (UNKNOWN, MethodRef, ArgParserVal, DataFileVal, BoundMethod, ChildName, ClassVal, ConstVal, CtxVal,
     ExitStackVal,
     ExportedProgramVal, FuncVal, GeneratorVal, HookHandle, InstanceVal, MaybeVal, ModeVal, ModRef, ModuleVal, OptimizerVal, Origin, PartialVal, Region,
     RealTreeVal, SeqVal, SuperVal, TVal, WorkerVal, join, join_all)
@@ -285,6 +285,15 @@ class MethodCallsMixin(LibraryMixin):
                 return default
             if name in _REMOVALS:
                 return self.remove_from_container(e.func.value, recv, name, args, st)
+            if (name == "update" and recv.is_dict and recv.keys is not None and len(args) <= 1
+                    and all(isinstance(a, SeqVal) and a.is_dict and a.keys is not None for a in args)
+                    and type(kwargs) is dict):
+                # `d.update(other, **kw)` of known keys (`opts.update(overrides)` over an empty
+                # `**overrides`): each key of `other`, then each keyword, set in `d`; the rest kept
+                keys = list(recv.keys) + [k for a in args for k in a.keys] + list(kwargs)
+                vals = list(recv.elts) + [v for a in args for v in a.elts] + list(kwargs.values())
+                self.mutate_container(e.func.value, recv, _dict_val(keys, vals), st)
+                return ConstVal(None)
             if name in ("append", "add", "insert", "extend", "update", "setdefault"):
                 new_items = list(recv.items)
                 for a in args:
@@ -477,7 +486,10 @@ class MethodCallsMixin(LibraryMixin):
 
     def module_method(self, e, mod, name, args, kwargs, st):
         real = mod.is_real()
-        if name in mod.attrs:
+        own = mod.attrs.get(name)
+        if name in mod.attrs and not (name == "forward" and (id(mod) in self._own_forward_running or (
+                isinstance(own, MethodRef) and own.recv is mod and own.name == name))):
+            # (`model.forward = orig` of its own forward read before: the class's forward)
             return self.call_value(e, mod.attrs[name], args, kwargs, st)
         if name == "forward" or name == "__call__":
             return self.module_call(e, mod, e.func.value, args, kwargs, st)

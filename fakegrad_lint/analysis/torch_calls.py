@@ -128,6 +128,18 @@ class TorchCallsMixin:
         return res
 
     def module_call(self, e, mod, func_expr, args, kwargs, st):
+        own = mod.attrs.get("forward") if isinstance(mod, ModuleVal) else None
+        if isinstance(own, (FuncVal, PartialVal)) and id(mod) not in self._own_forward_running:
+            # `module.forward = wrapper` (an instance attribute): `Module.__call__` runs
+            # `self.forward`, which finds the wrapper before the class's forward, unbound;
+            # the forward the wrapper calls (`orig = module.forward`, read before) is the class's
+            self._run_hooks(e, mod, args, None, st, children=False, keys=_PRE_HOOKS)
+            self._own_forward_running.add(id(mod))
+            try:
+                res = self.call_value(e, own, args, kwargs, st, func_expr=None)
+            finally:
+                self._own_forward_running.discard(id(mod))
+            return self._run_hooks(e, mod, args, res, st, children=False, keys=_POST_HOOKS)
         # its forward pre hooks run before its forward (a hook that enters a mode opens
         # the region the forward runs in), its forward hooks after it
         self._run_hooks(e, mod, args, None, st, children=False, keys=_PRE_HOOKS)
@@ -157,14 +169,12 @@ class TorchCallsMixin:
                 # are where the real values meet it, as a runtime checker sees the frames)
                 res = self.op(e, operands, st)
                 res = _with_taint(out, res.taint()) if res.taint() - out.taint() else out
-                self._run_hooks(e, mod, args, res, st, children=False, keys=_POST_HOOKS)  # (its forward ran theirs)
-                return res
+                return self._run_hooks(e, mod, args, res, st, children=False, keys=_POST_HOOKS)  # (its forward ran theirs)
             if isinstance(out, TVal):
                 # its forward ran and mixed no fake it was given with a real value: the
                 # call is an op on the rest (a fake read for its shape only is no operand)
                 res = self.op(e, [(v, x) for v, x in operands if v.fake_mode() is None], st)
-                self._run_hooks(e, mod, args, res, st, children=False, keys=_POST_HOOKS)
-                return res
+                return self._run_hooks(e, mod, args, res, st, children=False, keys=_POST_HOOKS)
         children = self._sequence_with_code(mod)
         if children and len(args) == 1 and not kwargs:
             # a Sequential holding a module of the project's code: its forward calls
@@ -172,8 +182,7 @@ class TorchCallsMixin:
             out = args[0]
             for child in children:
                 out = self.module_call(e, child, func_expr, [out], {}, st)  # (named by the container)
-            self._run_hooks(e, mod, args, out, st, children=False, keys=_POST_HOOKS)
-            return out
+            return self._run_hooks(e, mod, args, out, st, children=False, keys=_POST_HOOKS)
         self._run_hooks(e, mod, args, None, st, own=False, keys=_PRE_HOOKS)  # the submodules' (their forwards run in it)
         if isinstance(fwd, FuncVal) and not outside and fwd.node not in st.stack and not st.may \
                 and self._forward_calls_helper(fwd):
@@ -184,8 +193,7 @@ class TorchCallsMixin:
         if isinstance(ran, TVal) and isinstance(res, TVal) and res.shape is None and ran.shape is not None:
             # (the sizes and element size its forward computed)
             res = dataclasses.replace(res, shape=ran.shape, itemsize=res.itemsize or ran.itemsize)
-        self._run_hooks(e, mod, args, res, st, keys=_POST_HOOKS)
-        return res
+        return self._run_hooks(e, mod, args, res, st, keys=_POST_HOOKS)
 
     def _forward_calls_helper(self, fwd):
         """Does a forward call a function of the project by name (a helper of its module or
@@ -247,16 +255,20 @@ class TorchCallsMixin:
         as torch runs them: ``fn(module, args)`` and ``fn(module, args, output)`` (the
         output of a submodule is taken to be like the call's own)."""
         if not self._hooks_made or not isinstance(mod, ModuleVal) or depth > 4:
-            return  # (no hook was registered in this analysis: nothing to run)
+            return out  # (no hook was registered in this analysis: nothing to run)
         inputs = SeqVal(tuple(args), tuple(args))
         for key in keys if own else ():
             held = mod.attrs.get(key)
             for fn in held.items if isinstance(held, SeqVal) else ():
                 hook_args = [mod, inputs] + ([out] if key == "_forward_hooks" else [])
-                self.call_value(e, fn, hook_args, {}, st, func_expr=None)
+                got = self.call_value(e, fn, hook_args, {}, st, func_expr=None)
+                if key == "_forward_hooks" and isinstance(got, TVal):
+                    out = got  # a forward hook that returns a value replaces the output (the next hook gets it)
         for v in list(mod.attrs.values()) if children else ():
             if isinstance(v, ModuleVal) and v is not mod:
-                self._run_hooks(e, v, [out] if keys != _PRE_HOOKS else args, out, st, depth + 1, keys=keys)
+                # (a submodule's output, replaced by its hook, is taken to flow into the call's own)
+                out = self._run_hooks(e, v, [out] if keys != _PRE_HOOKS else args, out, st, depth + 1, keys=keys)
+        return out
 
     def _module_state(self, mod, func_expr, depth=0):
         """Tensors assigned onto a module (``head.weight = emb.weight``, ``m.pos = table``,
