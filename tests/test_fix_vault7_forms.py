@@ -11,6 +11,11 @@
   of the analysis) was touched. Now it is not offered (``fix/proof.unfixed_enclosing_op``),
   and the finding says why. Where the inner operand's op is the only one (no real module
   around it), the conversion is still offered.
+- a real module whose class, in another module of the project, checkpoints its blocks
+  (vault7 project ``hazard_planning_ctx_checkpointed_strict``): the backward reruns the
+  blocks after ``functional_call`` has put the real parameters back, so the fixed project
+  crashed as before; the fix is now a fake deep copy (``fix/modules.recomputes_forward``).
+  A class without checkpointing keeps ``functional_call``.
 """
 
 from __future__ import annotations
@@ -172,3 +177,87 @@ def test_labels_come_from_running_them(tmp_path, code, outcome):
     from oracle import run_fixture
 
     assert run_fixture(str(_write(tmp_path, "program", code)))[0] == outcome
+
+
+# ---------------------------------------------------------------------------
+# a module whose class (in another module of the project) checkpoints its blocks
+#
+# vault7 project ``hazard_planning_ctx_checkpointed_strict``: the fix was
+# ``torch.func.functional_call(model, fake_state, (x,))``, and the backward in the region
+# reran the checkpointed blocks after functional_call had put the real parameters back:
+# the fixed project crashed as before. A fake deep copy keeps its fakes for the recompute.
+
+CKPT_MODELS = '''import torch
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+
+class Deep(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Sequential(nn.Linear(8, 8), nn.Tanh()) for _ in range(3))
+        self.out = nn.Linear(8, 1)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = checkpoint(block, x, use_reentrant=False)
+        return self.out(x)
+'''
+
+# the same class without checkpointing: functional_call stays the form
+PLAIN_MODELS = CKPT_MODELS.replace("from torch.utils.checkpoint import checkpoint\n", "").replace(
+    "x = checkpoint(block, x, use_reentrant=False)", "x = block(x)")
+
+CKPT_TRAIN = '''import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from models import Deep
+
+torch.manual_seed(0)
+model = Deep()
+with FakeTensorMode():
+    out = model(torch.randn(4, 8))  # FGL002
+    out.sum().backward()
+print("planned", tuple(out.shape))
+print("real", round(model(torch.randn(2, 8)).sum().item(), 4))
+'''
+
+
+def _project(root, models):
+    root.mkdir()
+    (root / "models.py").write_text(models, encoding="utf-8")
+    (root / "train.py").write_text(CKPT_TRAIN, encoding="utf-8")
+    (root / "project.json").write_text('{"entry": "train.py"}', encoding="utf-8")
+    return root
+
+
+def test_a_module_checkpointed_in_an_imported_module_gets_a_fake_copy(tmp_path):
+    root = _project(tmp_path / "ckpt", CKPT_MODELS)
+    cli(*BASE_ARGS, "--fix", "--unsafe-fixes", ".", cwd=root)
+    text = (root / "train.py").read_text(encoding="utf-8")
+    assert "copy.deepcopy(" in text and "model_fake(torch.randn(4, 8))" in text
+    assert "functional_call" not in text
+    assert (root / "models.py").read_text(encoding="utf-8") == CKPT_MODELS
+
+
+def test_without_checkpointing_functional_call_stays_the_form(tmp_path):
+    root = _project(tmp_path / "plain", PLAIN_MODELS)
+    cli(*BASE_ARGS, "--fix", "--unsafe-fixes", ".", cwd=root)
+    text = (root / "train.py").read_text(encoding="utf-8")
+    assert "torch.func.functional_call(" in text and "model, model_fake_state, (torch.randn(4, 8),)" in text
+    assert "deepcopy" not in text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("models", [CKPT_MODELS, PLAIN_MODELS], ids=["checkpointed", "plain"])
+def test_the_fixed_project_runs_clean_with_its_output(tmp_path, models):
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from oracle import run_project
+
+    root = _project(tmp_path / "p", models)
+    before = run_project(root)
+    assert before.outcome == "crash"
+    cli(*BASE_ARGS, "--fix", "--unsafe-fixes", ".", cwd=root)
+    after = run_project(root)
+    assert after.outcome == "clean"
+    assert after.stdout.startswith("planned (4, 1)\nreal ")

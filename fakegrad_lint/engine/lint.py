@@ -261,7 +261,7 @@ def _with_fixes(source: str, filename: str, findings: list[Finding], planned) ->
                       f"with libcst")
         else:
             try:
-                fix = build_fix(leak, source)
+                fix = build_fix(leak, source, filename)
             except NoFix as exc:
                 reason = str(exc)
             if fix is None and reason is None:

@@ -52,13 +52,23 @@ class NoFix(Exception):
     """A planned fix that cannot be built; the message says why (``no fix: ...``)."""
 
 
-def build_fix(leak, source: str) -> Fix | None:
+#: The path of the file whose text a fix is built for (set by :func:`build_fix`), for the
+#: checks that read the modules it imports (``modules.recomputes_forward``).
+_PATH: list = [None]
+
+
+def build_fix(leak, source: str, path: str | None = None) -> Fix | None:
     """The fix of ``leak``'s plan, built as libcst operations (:mod:`fakegrad_lint.fix.cst`)
-    whose transformed module gives the edits; :class:`NoFix` says why there is none."""
+    whose transformed module gives the edits; :class:`NoFix` says why there is none.
+    ``path``: the file ``source`` is (its project's modules are read for what the fix form
+    depends on)."""
+    _PATH[0] = path
     try:
         return _build_fix(leak, source)
     except CstError as exc:
         raise NoFix(str(exc)) from None
+    finally:
+        _PATH[0] = None
 
 
 class _Nodes:
@@ -207,6 +217,10 @@ def _build_fix(leak, source: str) -> Fix | None:
         # `functional_call` swaps the fakes into the module object itself, where another thread
         # running the same module sees them (FakeTensorDeviceMismatchError, another thread's
         # mode): a fake copy of the module per run of the region
+        plan = replace(plan, kind="module-copy", uses=modules.call_receivers(plan.uses, plan.value))
+    elif plan.kind == "module" and modules.recomputes_forward(source, _PATH[0]):
+        # activation checkpointing reruns the forward in the backward, after `functional_call`
+        # has put the real tensors back: a fake copy keeps its fakes for the recompute
         plan = replace(plan, kind="module-copy", uses=modules.call_receivers(plan.uses, plan.value))
     nodes = _Nodes(source)
     pos = nodes.pos

@@ -251,7 +251,7 @@ def _proved_fixes(project: _Project, path: str, unsafe: bool | None, why: dict):
         if target is None:
             continue  # a code not enabled for the file, or silenced by its `# noqa`
         try:
-            fix = build_fix(leak, project.texts[helper])
+            fix = build_fix(leak, project.texts[helper], helper)
         except NoFix as exc:
             why[key] = f"in {where}, where the region is: {exc}"
             continue
