@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import re
+from contextlib import contextmanager
 from dataclasses import replace
 
 import libcst as cst
@@ -52,23 +53,29 @@ class NoFix(Exception):
     """A planned fix that cannot be built; the message says why (``no fix: ...``)."""
 
 
-#: The path of the file whose text a fix is built for (set by :func:`build_fix`), for the
+#: The path of the file whose text a fix is built for (set by :func:`for_file`), for the
 #: checks that read the modules it imports (``modules.recomputes_forward``).
 _PATH: list = [None]
 
 
-def build_fix(leak, source: str, path: str | None = None) -> Fix | None:
+@contextmanager
+def for_file(path: str | None):
+    """The fixes built in this block are for the file at ``path`` (its project's modules
+    are read for what the fix form depends on)."""
+    saved, _PATH[0] = _PATH[0], path
+    try:
+        yield
+    finally:
+        _PATH[0] = saved
+
+
+def build_fix(leak, source: str) -> Fix | None:
     """The fix of ``leak``'s plan, built as libcst operations (:mod:`fakegrad_lint.fix.cst`)
-    whose transformed module gives the edits; :class:`NoFix` says why there is none.
-    ``path``: the file ``source`` is (its project's modules are read for what the fix form
-    depends on)."""
-    _PATH[0] = path
+    whose transformed module gives the edits; :class:`NoFix` says why there is none."""
     try:
         return _build_fix(leak, source)
     except CstError as exc:
         raise NoFix(str(exc)) from None
-    finally:
-        _PATH[0] = None
 
 
 class _Nodes:
