@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fix_examples import fixed
 from regen_golden import BASE_ARGS, cli
 
 ENCLOSING = '''
@@ -64,77 +65,19 @@ print(type(head.out.weight.grad).__name__)
 
 # the same program with the cache cleared before the real step: it runs clean, and the
 # analysis (a false positive its owners work on) may still report it; the fix must not touch it
-SAFE_CLEARED = '''
-import functools
-
-import torch
-from torch import nn
-from torch._subclasses.fake_tensor import FakeTensorMode
-
-
-@functools.lru_cache(maxsize=None)
-def scale_table(n):
-    return torch.linspace(0.5, 1.5, n)
-
-
-class Head(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.inp = nn.Linear(4, 4)
-        self.out = nn.Linear(4, 2)
-
-    def forward(self, x, scale):
-        return self.out(self.inp(x) * scale)
-
-
-def warm_up():
-    with FakeTensorMode(allow_non_fake_inputs=True):
-        shape = tuple(scale_table(4).shape)
-    scale_table.cache_clear()
-    return shape
-
-
-torch.manual_seed(0)
-head = Head()
-print(warm_up())
-head(torch.randn(3, 4), scale_table(4)).sum().backward()
-print(type(head.out.weight.grad).__name__)
-'''
+SAFE_CLEARED = fixed(ENCLOSING, (
+    "        return tuple(scale_table(4).shape)\n",
+    "        shape = tuple(scale_table(4).shape)\n    scale_table.cache_clear()\n    return shape\n",
+))
 
 # no real module holds the converted op: the conversion is the fix, still offered
-INNER_ONLY = '''
-import functools
-
-import torch
-from torch import nn
-from torch._subclasses.fake_tensor import FakeTensorMode
-
-
-@functools.lru_cache(maxsize=None)
-def scale_table(n):
-    return torch.linspace(0.5, 1.5, n)
-
-
-class Head(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.inp = nn.Linear(4, 4)
-
-    def forward(self, x, scale):
-        return (self.inp(x) * scale).sum()
-
-
-def warm_up():
-    with FakeTensorMode(allow_non_fake_inputs=True):
-        return tuple(scale_table(4).shape)
-
-
-torch.manual_seed(0)
-head = Head()
-print(warm_up())
-head(torch.randn(3, 4), scale_table(4)).backward()
-print(type(head.inp.weight.grad).__name__)
-'''
+INNER_ONLY = fixed(
+    ENCLOSING,
+    ("        self.out = nn.Linear(4, 2)\n", ""),
+    ("        return self.out(self.inp(x) * scale)\n", "        return (self.inp(x) * scale).sum()\n"),
+    ("head(torch.randn(3, 4), scale_table(4)).sum().backward()", "head(torch.randn(3, 4), scale_table(4)).backward()"),
+    ("print(type(head.out.weight.grad).__name__)", "print(type(head.inp.weight.grad).__name__)"),
+)
 
 
 def _write(tmp_path, name, code):
