@@ -242,7 +242,7 @@ def _with_fixes(source: str, filename: str, findings: list[Finding], planned) ->
     finding says why."""
     from dataclasses import replace
 
-    from fakegrad_lint.fix.builders import NoFix, build_fix
+    from fakegrad_lint.fix.builders import NoFix, build_fix, for_file
     from fakegrad_lint.fix.proof import LONG_LINE, long_line, prove
 
     base = [replace(f, extra=dict(f.extra)) for f in findings]
@@ -261,7 +261,8 @@ def _with_fixes(source: str, filename: str, findings: list[Finding], planned) ->
                       f"with libcst")
         else:
             try:
-                fix = build_fix(leak, source)
+                with for_file(filename):
+                    fix = build_fix(leak, source)
             except NoFix as exc:
                 reason = str(exc)
             if fix is None and reason is None:
@@ -274,4 +275,9 @@ def _with_fixes(source: str, filename: str, findings: list[Finding], planned) ->
                 if reason is not None:
                     fix = None
         out[index] = replace(finding, fix=fix, no_fix=reason)
+    if too_long is None:
+        from fakegrad_lint.fix.proof import unfixed_enclosing_op
+
+        for index, reason in unfixed_enclosing_op(source, out, relint):
+            out[index] = replace(out[index], fix=None, no_fix=reason)
     return out

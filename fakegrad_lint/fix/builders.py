@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import re
+from contextlib import contextmanager
 from dataclasses import replace
 
 import libcst as cst
@@ -50,6 +51,22 @@ from fakegrad_lint.fix.cst import CstError, CstFile, Ops
 
 class NoFix(Exception):
     """A planned fix that cannot be built; the message says why (``no fix: ...``)."""
+
+
+#: The path of the file whose text a fix is built for (set by :func:`for_file`), for the
+#: checks that read the modules it imports (``modules.recomputes_forward``).
+_PATH: list = [None]
+
+
+@contextmanager
+def for_file(path: str | None):
+    """The fixes built in this block are for the file at ``path`` (its project's modules
+    are read for what the fix form depends on)."""
+    saved, _PATH[0] = _PATH[0], path
+    try:
+        yield
+    finally:
+        _PATH[0] = saved
 
 
 def build_fix(leak, source: str) -> Fix | None:
@@ -207,6 +224,10 @@ def _build_fix(leak, source: str) -> Fix | None:
         # `functional_call` swaps the fakes into the module object itself, where another thread
         # running the same module sees them (FakeTensorDeviceMismatchError, another thread's
         # mode): a fake copy of the module per run of the region
+        plan = replace(plan, kind="module-copy", uses=modules.call_receivers(plan.uses, plan.value))
+    elif plan.kind == "module" and modules.recomputes_forward(source, _PATH[0]):
+        # activation checkpointing reruns the forward in the backward, after `functional_call`
+        # has put the real tensors back: a fake copy keeps its fakes for the recompute
         plan = replace(plan, kind="module-copy", uses=modules.call_receivers(plan.uses, plan.value))
     nodes = _Nodes(source)
     pos = nodes.pos

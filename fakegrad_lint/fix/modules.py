@@ -16,17 +16,22 @@ Two forms keep every shape of the region and never touch the real module:
   fails on ``set_`` of a meta storage); hooks are copied with the module; buffer
   updates and gradients land on the copy; the only real memory is the module's Python
   objects. Used for a method other than ``forward``, a loop over the module's
-  parameters or children, a ``copy.deepcopy(model)`` in a strict region (FGL002), and
-  when the region itself reads the gradients (they are read on the copy).
+  parameters or children, a ``copy.deepcopy(model)`` in a strict region (FGL002), when
+  the region itself reads the gradients (they are read on the copy), in a file that runs
+  threads (:func:`runs_threads`), and where activation checkpointing can rerun the
+  module's forward in the backward (:func:`recomputes_forward`).
 """
 
 from __future__ import annotations
 
 import ast
+import os
+import re
 
 from fakegrad_lint.analysis.names import dotted_name
 
-__all__ = ["fake_copy", "module_loads", "grad_reads_in", "uses_own_methods", "leaked_refusal"]
+__all__ = ["fake_copy", "module_loads", "grad_reads_in", "uses_own_methods", "leaked_refusal",
+           "recomputes_forward"]
 
 # nn.Module's own methods: calling one of them in the region is no reason for a copy
 _NN_MODULE_METHODS = frozenset({
@@ -211,6 +216,56 @@ def runs_threads(tree) -> bool:
             else []
         if any(n == m or n.startswith(m + ".") for n in names for m in _THREAD_MODULES):
             return True
+    return False
+
+
+_CHECKPOINT_RE = re.compile(
+    r"\btorch\.utils\.checkpoint\b|\bfrom\s+torch\.utils\s+import\b[^\n]*\bcheckpoint\b")
+_MAX_IMPORTED = 200  # project modules read by recomputes_forward at most (more: assumed yes)
+
+
+def recomputes_forward(source: str, path: str | None) -> bool:
+    """Does ``source`` (the file at ``path``), or a module of its project that it imports
+    directly or through other project modules, name ``torch.utils.checkpoint``?
+    Activation checkpointing (``checkpoint(block, x, use_reentrant=False)`` in a forward)
+    runs the block's forward again during the backward, after
+    ``torch.func.functional_call`` has swapped the real tensors back into the module: the
+    recompute sees the real parameters (under a strict mode the backward raises the
+    strict-mode error, measured on torch 2.13, vault7 project
+    ``hazard_planning_ctx_checkpointed_strict``). A fake copy keeps its fake parameters
+    for the recompute. The module's class may be in any module the file imports, so every
+    project module it reaches is read (the modules of ``torch`` and other installed
+    packages are not the project's)."""
+    if _CHECKPOINT_RE.search(source):
+        return True
+    if not path or path.startswith("<") or "import" not in source:
+        return False
+    from fakegrad_lint.analysis.project import imported_modules
+    from fakegrad_lint.analysis.roots import OVERLAY, Project
+
+    project = Project.for_file(path)
+    if project is None:
+        return False
+    seen, todo = {os.path.abspath(path)}, [(source, path)]
+    while todo:
+        text, where = todo.pop()
+        for name in imported_modules(text, where, project):
+            found = project.find(name)
+            if found is None or os.path.abspath(found) in seen:
+                continue
+            seen.add(os.path.abspath(found))
+            if len(seen) > _MAX_IMPORTED:
+                return True
+            try:
+                other = OVERLAY.get(os.path.abspath(found))
+                if other is None:
+                    with open(found, encoding="utf-8", errors="replace") as fh:
+                        other = fh.read()
+            except OSError:
+                return True  # not readable: not proved free of checkpointing
+            if _CHECKPOINT_RE.search(other):
+                return True
+            todo.append((other, found))
     return False
 
 

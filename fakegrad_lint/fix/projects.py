@@ -229,7 +229,7 @@ def _proved_fixes(project: _Project, path: str, unsafe: bool | None, why: dict):
     ``(finding, helper path, fix, fixed helper text)``. ``unsafe``: the safety level a fix
     must apply at (None: any, for ``check``, which marks the fixes by their applicability).
     ``why`` receives, by ``(code, row, column, value)``, why a planned fix is not offered."""
-    from fakegrad_lint.fix.builders import NoFix, build_fix
+    from fakegrad_lint.fix.builders import NoFix, build_fix, for_file
     from fakegrad_lint.rules import rule_for
 
     leaks = _planned(project, path)
@@ -251,7 +251,8 @@ def _proved_fixes(project: _Project, path: str, unsafe: bool | None, why: dict):
         if target is None:
             continue  # a code not enabled for the file, or silenced by its `# noqa`
         try:
-            fix = build_fix(leak, project.texts[helper])
+            with for_file(helper):
+                fix = build_fix(leak, project.texts[helper])
         except NoFix as exc:
             why[key] = f"in {where}, where the region is: {exc}"
             continue

@@ -276,3 +276,92 @@ def _original_text(text: str, inserted) -> str:
         last = e
     out.append(text[last:])
     return "".join(out)
+
+
+# ---------------------------------------------------------------------------
+# a conversion inside an op that stays a hazard
+
+
+def _step(f: Finding, kind: str):
+    step = next((s for s in f.trace if s.kind == kind), None)
+    return None if step is None else (step.location.row, step.location.column)
+
+
+def _contains(outer: Finding, inner: Finding) -> bool:
+    """Does ``outer``'s range hold ``inner``'s, and more?"""
+    a, b = (outer.location.row, outer.location.column), (outer.end_location.row, outer.end_location.column)
+    c, d = (inner.location.row, inner.location.column), (inner.end_location.row, inner.end_location.column)
+    return a <= c and d <= b and (a, b) != (c, d)
+
+
+def fixed_text(source: str, fix: Fix) -> str | None:
+    """The text ``fix`` makes of ``source`` the way :func:`prove` applies it (None if it does not apply)."""
+    from fakegrad_lint.fix import apply as fixes
+
+    newline = fixes.dominant_newline(source)
+    try:
+        edits = [type(e)(e.start, e.end, fixes._convert_newlines(e.content, newline)) for e in fix.edits]
+        spans = fixes._spans(source, edits, fixes.line_starts(source))
+        fixes._check_disjoint(spans)
+    except fixes.EditError:
+        return None
+    return fixes._apply_spans(source, spans)
+
+
+def unfixed_enclosing_op(source: str, findings: list[Finding], relint: Callable[[str], list[Finding]]
+                         ) -> list[tuple[int, str]]:
+    """The fixes among ``findings`` (each with its ``fix`` or ``no_fix`` decided) that leave
+    the hazard they target, as ``(index, reason)``.
+
+    ``self.out(self.emb(tokens) * table)`` with a leaked fake ``table``: the analysis
+    reports the real ``self.emb(tokens)`` at the inner op and the real module ``self.out``
+    at the op that holds it, both from the same region to the same backward. Converting
+    ``self.emb(tokens)`` makes the inner op's result fake, and ``self.out`` still mixes a
+    fake with its real requires-grad parameters: the backward still leaves a FakeTensor
+    ``.grad``. Such a fix is only a step when the enclosing finding is fixed too; where
+    that finding has no fix, and re-linted the fixed text still has it, the conversion
+    alone is not a fix (and on a program where the leak does not happen it only touches
+    working code). Repeated until nothing more is withdrawn: a withdrawn enclosing fix
+    leaves its inner ones alone in turn."""
+    memo: dict[str, list[Finding]] = {}
+
+    def after(fix: Fix) -> list[Finding] | None:
+        new = fixed_text(source, fix)
+        if new is None:
+            return None
+        if new not in memo:
+            try:
+                memo[new] = relint(new)
+            except Exception:  # noqa: BLE001 - not re-lintable: prove() already refused it
+                memo[new] = []
+        return memo[new]
+
+    unfixed = {i for i, f in enumerate(findings) if f.fix is None}
+    out: list[tuple[int, str]] = []
+    changed = True
+    while changed:
+        changed = False
+        for i, f in enumerate(findings):
+            if i in unfixed or not f.fix.edits:
+                continue
+            region, sink = _step(f, "region"), _step(f, "sink")
+            if region is None or sink is None:
+                continue
+            outers = [g for j, g in enumerate(findings) if j in unfixed and g.code == f.code
+                      and _step(g, "region") == region and _step(g, "sink") == sink and _contains(g, f)]
+            if not outers:
+                continue
+            now = after(f.fix)
+            if now is None:
+                continue
+            keys = _keys(now)
+            left = next((g for g in outers if keys[finding_key(g)] >= _keys([g])[finding_key(g)]), None)
+            if left is None:
+                continue
+            value = left.extra.get("value", "the enclosing value")
+            out.append((i, f"the op that holds it still mixes the leaked fake with the real requires-grad "
+                           f"`{value}` (line {left.location.row}), which has no fix: converting "
+                           f"`{f.extra.get('value', 'this value')}` alone leaves the hazard"))
+            unfixed.add(i)
+            changed = True
+    return out
