@@ -95,10 +95,13 @@ def _report(path):
 def test_a_conversion_that_leaves_the_enclosing_op_a_hazard_is_not_offered(tmp_path, name, code):
     path = _write(tmp_path, name, code)
     findings = _report(path)
-    assert findings and all(f["fix"] is None for f in findings)
-    inner = [f for f in findings if f["message"].count("`self.inp(x)`")]
-    assert inner and "alone leaves the hazard" in inner[0]["no_fix"]
-    assert "`self.out`" in inner[0]["no_fix"]
+    assert all(f["fix"] is None for f in findings)
+    if name == "enclosing" or findings:
+        # (the safe look-alike is not reported since `cache_clear()` is modelled; were it
+        # reported again, the fix engine must still leave it alone, and say why)
+        inner = [f for f in findings if f["message"].count("`self.inp(x)`")]
+        assert inner and "alone leaves the hazard" in inner[0]["no_fix"]
+        assert "`self.out`" in inner[0]["no_fix"]
     mtime = path.stat().st_mtime_ns
     run = cli(*BASE_ARGS, "--fix", "--unsafe-fixes", str(path), cwd=tmp_path)
     assert run.stderr == ""
