@@ -207,3 +207,31 @@ def test_the_fixed_project_runs_clean_with_its_output(tmp_path, models):
     after = run_project(root)
     assert after.outcome == "clean"
     assert after.stdout.startswith("planned (4, 1)\nreal ")
+
+
+# -- a bound method held under a module's name (`orig = module.forward`, vault7 project
+#    hazard_wrap_forward_probe_left_on: the module-copy fix wrote `orig.named_parameters()`,
+#    an AttributeError) ----------------------------------------------------------------
+
+def test_a_bound_method_held_under_a_name_gets_no_module_fix(tmp_path):
+    import shutil
+
+    src = Path(__file__).resolve().parent.parent / "fixtures" / "vault7_projects" / "hazard_wrap_forward_probe_left_on"
+    proj = tmp_path / "p"
+    shutil.copytree(src, proj)
+    before = {p: p.read_bytes() for p in proj.rglob("*.py")}
+    run = cli(*BASE_ARGS, "--output-format", "json", "--unsafe-fixes", ".", cwd=proj)
+    findings = json.loads(run.stdout)
+    assert findings, run.stdout
+    assert all(f["fix"] is None for f in findings)
+    assert any("a bound method at run time" in (f.get("no_fix") or "") for f in findings)
+    cli(*BASE_ARGS, "--fix", "--unsafe-fixes", ".", cwd=proj)
+    assert {p: p.read_bytes() for p in proj.rglob("*.py")} == before
+
+
+def test_the_bound_method_check_reads_only_method_attributes():
+    from fakegrad_lint.fix.builders import _bound_method_source
+
+    assert _bound_method_source("orig = module.forward\n", "orig") == "module.forward"
+    assert _bound_method_source("orig = module.backbone\n", "orig") is None  # a submodule: a module
+    assert _bound_method_source("orig = module.forward\n", "other") is None

@@ -113,6 +113,11 @@ def _build_fix(leak, source: str) -> Fix | None:
     plan: FixPlan = leak.fix
     if plan.kind == "none":
         raise NoFix(plan.reason or "no fix is known for this shape")
+    if plan.kind.startswith("module"):
+        method = _bound_method_source(source, plan.value)
+        if method is not None:
+            raise NoFix(f"`{plan.value}` is bound to `{method}` in this file, a bound method at run time, "
+                        f"not a module: a module's copy cannot stand in for it")
     if plan.grad_writes and (plan.placement != "region" or plan.kind.startswith(("leaked-", "traced-", "op-"))):
         raise NoFix(f"line {plan.grad_writes[0]} writes the gradients computed in the region to a real "
                     f"tensor's `.grad`, which a fix here cannot move")
@@ -445,6 +450,28 @@ def _build_fix(leak, source: str) -> Fix | None:
         applicability = Applicability.UNSAFE
         message += " (right for the current value of the condition that picks the mode)"
     return _with_probe_note(Fix(message, applicability, ops.edits()), plan.module_tree, probed)
+
+
+# attributes of a module that are its methods, not modules (`orig = module.forward`)
+_MODULE_METHOD_ATTRS = frozenset({"forward", "__call__", "_call_impl", "_wrapped_call_impl"})
+
+
+def _bound_method_source(source: str, value: str | None) -> str | None:
+    """The text of an assignment ``value = x.forward`` (or another method of a module) in
+    ``source``, when ``value`` is a plain name bound so anywhere in the file; else None."""
+    if not value or not value.isidentifier() or not any(f".{a}" in source for a in _MODULE_METHOD_ATTRS):
+        return None
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Attribute) \
+                and node.value.attr in _MODULE_METHOD_ATTRS:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == value for t in targets):
+                return ast.unparse(node.value)
+    return None
 
 
 def _with_probe_note(fix: Fix, tree, lines) -> Fix:
