@@ -58,7 +58,9 @@ def param_leaves(mod, line, prefix="", depth=0, device=None):
         return None
     if o.param_names is None:
         return None
-    leaves = o.__dict__.setdefault("_leaves", {})  # one object per parameter
+    if o.leaves is None:
+        o.leaves = {}  # one object per parameter
+    leaves = o.leaves
     out = []
     for p in _ordered(o.param_names):
         leaf = leaves.get(p)
@@ -81,7 +83,7 @@ def leaves_of(mod):
         if not isinstance(m, ModuleVal) or not m.is_real():
             continue
         if m.origin is not None:
-            out.update(m.origin.__dict__.get("_leaves", {}).values())
+            out.update((m.origin.leaves or {}).values())
         if m.children is not None:
             stack.extend(m.attrs.get(k) for k in m.children)
     return frozenset(out)
@@ -167,7 +169,7 @@ def maybe_switched(origin, depth=0):
     requires-grad (a module-level join keeps only what every path froze)."""
     if depth > 4 or origin is None:
         return False
-    if any(leaf.disabled is None for leaf in origin.__dict__.get("_leaves", {}).values()):
+    if any(leaf.disabled is None for leaf in (origin.leaves or {}).values()):
         return True
     owner = origin.owner
     if owner is not None and getattr(owner, "children", None) is not None:

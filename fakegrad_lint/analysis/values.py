@@ -93,6 +93,9 @@ class Origin:
     # analysis cannot follow, given real storage by ``to_empty``): its leaks are only
     # possible until the program proves it (a backward that would raise otherwise)
     rg_unknown: bool = False
+    # a layer's per-parameter origins by parameter name, made once when its parameters are
+    # first seen one by one (param_leaves.py); None until then
+    leaves: "dict | None" = None
 
 
 def origin_order(o: Origin):
