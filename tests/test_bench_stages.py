@@ -47,7 +47,9 @@ def test_profile_counts_stages_and_restores_hooks():
     assert [r["path"] for r in res["files"]] == [str(hazard)]  # findings.py names no fake mode
     for s in ("read", "prefilter", "parse", "analysis", "rest"):
         assert (st[s]["files"], st[s]["lines"]) == (1, lines), s
-    assert st["parse"]["seconds"] > 0 and st["analysis"]["seconds"] > 0
+    # the hooks ran (seconds are rounded to 1 ms: a small file's parse can read 0.0)
+    assert st["parse"]["entries"] >= 1 and st["analysis"]["entries"] >= 1
+    assert st["parse"]["seconds"] >= 0 and st["analysis"]["seconds"] >= 0
     assert res["files"][0]["findings"] >= 1
     assert (ast.parse, lint.analyze, lazyparse._materialize) == real
     assert gc.get_threshold() == thresholds and on_gc == gc.callbacks
